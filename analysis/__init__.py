@@ -1,0 +1,1 @@
+"""Plain, typed, pure functions: parsing, synthetic traces, statistics. No Prefect here."""

@@ -1,0 +1,1 @@
+"""Prefect flows (thin orchestration) and the `tracelab` command line."""

@@ -1,0 +1,85 @@
+"""``tracelab``: one entry point, one sub-command per job (INTERFACE.md).
+
+Each sub-command lives in its own module under ``flows/`` exposing
+``configure_parser(parser)`` and ``run_command(args, settings) -> int``; this file only wires them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+from pathlib import Path
+from typing import Protocol, cast
+
+from analysis.errors import TracelabError
+from flows.settings import Settings, settings_from_env
+
+#: (sub-command, module under flows/, one-line help)
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("generate", "flows.generate", "write a seeded synthetic trace in the exact published format"),
+    ("ingest", "flows.ingest", "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)"),
+    ("derive", "flows.derive", "DuckDB SQL derived tables (queries/)"),
+    ("analyze", "flows.analyze", "statistics stages on the derived tables"),
+    ("fit", "flows.fit", "Gamma priors and other fits"),
+    ("export", "flows.export", "write the versioned params document"),
+    ("report", "flows.report", "build the static HTML report site"),
+    ("run", "flows.pipeline", "every stage in order (generates the default sample if no raw data)"),
+    ("serve", "flows.serve", "serve the report site on 127.0.0.1"),
+    ("schedule", "flows.schedule", "register and serve the nightly Prefect deployment"),
+)
+
+
+class _CommandModule(Protocol):
+    def configure_parser(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run_command(self, args: argparse.Namespace, settings: Settings) -> int: ...
+
+
+def _quiet_prefect_defaults() -> None:
+    # an offline machine: no telemetry pings, no update checks
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full argument parser (every sub-command has --help)."""
+    parser = argparse.ArgumentParser(
+        prog="tracelab",
+        description="Cluster traces -> derived tables, statistics, fitted parameters, reports.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, module_name, help_text in COMMANDS:
+        module = cast(_CommandModule, importlib.import_module(module_name))
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument(
+            "--data",
+            type=Path,
+            default=None,
+            help="data directory (default: $TRACELAB_DATA or ./data)",
+        )
+        module.configure_parser(p)
+        p.set_defaults(_module=module)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse, run one sub-command, turn known failures into a one-line reason."""
+    _quiet_prefect_defaults()
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    settings = settings_from_env().with_overrides(data_dir=args.data)
+    module = cast(_CommandModule, args._module)
+    try:
+        return module.run_command(args, settings)
+    except (TracelabError, FileNotFoundError, PermissionError) as exc:
+        print(f"tracelab {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"tracelab {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
