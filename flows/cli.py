@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from analysis.errors import TracelabError
+from flows.lock import data_dir_lock
 from flows.settings import Settings, settings_from_env
 
 #: (sub-command, module under flows/, one-line help)
@@ -29,6 +30,9 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("serve", "flows.serve", "serve the report site on 127.0.0.1"),
     ("schedule", "flows.schedule", "register and serve the nightly Prefect deployment"),
 )
+
+#: sub-commands that only read the data directory, so they take no write lock
+READ_ONLY = frozenset({"serve", "schedule"})
 
 
 class _CommandModule(Protocol):
@@ -59,6 +63,14 @@ def build_parser() -> argparse.ArgumentParser:
             default=None,
             help="data directory (default: $TRACELAB_DATA or ./data)",
         )
+        if name not in READ_ONLY:
+            p.add_argument(
+                "--wait",
+                type=float,
+                default=0.0,
+                metavar="SECONDS",
+                help="if another run holds the data directory, wait this long before giving up",
+            )
         module.configure_parser(p)
         p.set_defaults(_module=module)
     return parser
@@ -72,7 +84,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = settings_from_env().with_overrides(data_dir=args.data)
     module = cast(_CommandModule, args._module)
     try:
-        return module.run_command(args, settings)
+        if args.command in READ_ONLY:
+            return module.run_command(args, settings)
+        with data_dir_lock(settings.data_dir, f"tracelab {args.command}", wait_seconds=args.wait):
+            return module.run_command(args, settings)
     except (TracelabError, FileNotFoundError, PermissionError) as exc:
         print(f"tracelab {args.command}: error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,108 @@
+"""One writer per data directory: an advisory lock that a killed run cannot leave stuck.
+
+The lock is ``fcntl.flock`` on ``DATA/.tracelab.lock``. The kernel drops a flock when its process
+dies (SIGKILL included), so a lock from a killed run is never held; the file still names that
+run's pid, which is how a stale lock is recognised and reported.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from analysis.errors import TracelabError
+
+LOCK_NAME = ".tracelab.lock"
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who wrote the lock file last."""
+
+    pid: int
+    host: str
+    command: str
+    started_at: str
+
+    @property
+    def alive(self) -> bool:
+        if self.host != socket.gethostname():
+            return True  # cannot tell for another host: assume it runs
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            return True
+        return True
+
+
+def _read_holder(path: Path) -> LockHolder | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8") or "{}")
+        return LockHolder(int(doc["pid"]), str(doc["host"]), str(doc["command"]), str(doc["started_at"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@contextmanager
+def data_dir_lock(data_dir: Path, command: str, *, wait_seconds: float = 0.0) -> Iterator[None]:
+    """Hold the data directory's write lock for the block.
+
+    Waits up to ``wait_seconds`` for another run to finish, then raises :class:`TracelabError`
+    naming the holder. A lock file left by a dead process is reported on stderr and taken over.
+    """
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / LOCK_NAME
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait_seconds
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = _read_holder(path)
+                    who = (
+                        f"pid {holder.pid} ({holder.command}, since {holder.started_at})"
+                        if holder
+                        else "another process"
+                    )
+                    raise TracelabError(
+                        f"{data_dir} is in use by {who}; wait for it to finish "
+                        f"(or pass --wait SECONDS), or use another --data directory"
+                    ) from None
+                time.sleep(0.2)
+        previous = _read_holder(path)
+        if previous is not None and previous.pid != os.getpid() and not previous.alive:
+            print(
+                f"tracelab: recovered a stale lock on {data_dir} left by pid {previous.pid} "
+                f"({previous.command}, started {previous.started_at}), which is no longer running",
+                file=sys.stderr,
+            )
+        record = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "command": command,
+            "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps(record).encode(), 0)
+        try:
+            yield
+        finally:
+            # an empty file means "released cleanly"; a pid left behind means the holder died
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
