@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup run test lint bench-ingest bench-derive clean
+.PHONY: setup browser run test lint bench-ingest bench-derive clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }
@@ -15,12 +15,18 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+## Debian's chromium for the report's browser tests (those tests skip, saying why, without it)
+browser:
+	@[ -x /usr/bin/chromium ] || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] && \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } || \
+	  echo "note: chromium not installed; browser tests will be skipped"
+
 ## sets everything up, then runs the whole pipeline on the built-in default sample
 run: $(STAMP)
 	$(BIN)/tracelab run
 
 ## the whole test suite (CI calls exactly this)
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/ruff check flows analysis reports tests bench
 	$(BIN)/mypy
 	@# pytest exit 5 = no tests collected: not a failure of the code under test
