@@ -1,16 +1,94 @@
-"""`tracelab generate` (issue #2): placeholder until the issue lands."""
+"""`tracelab generate`: a seeded synthetic trace in the exact published format, plus TRUTH.json.
+
+The flow is one task around :func:`analysis.synthetic.generate_trace`; the generator itself
+streams job batches to part files, so the flow only wires parameters and reports the result.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+from pathlib import Path
 
-from analysis.errors import TracelabError
+from prefect import flow, task
+
+from analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
 from flows.settings import Settings
 
 
+@task(name="write-synthetic-trace")
+def write_synthetic_trace(
+    trace: str, out: str, seed: int, scale: str, target_mb: float | None, progress: bool
+) -> str:
+    """Write every table of ``trace`` under ``out``; returns the path of ``out/TRUTH.json``."""
+    return str(
+        generate_trace(
+            trace, Path(out), seed=seed, scale=scale, target_mb=target_mb, progress=progress
+        )
+    )
+
+
+@flow(name="tracelab-generate", log_prints=False)
+def generate_flow(
+    trace: str = "google-2011",
+    out: str = "data/raw/google-2011",
+    seed: int = 0,
+    scale: str = "tiny",
+    target_mb: float | None = None,
+    progress: bool = False,
+) -> str:
+    """Generate a synthetic trace; returns the path of its TRUTH.json."""
+    return write_synthetic_trace(trace, out, seed, scale, target_mb, progress)
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
+    parser.add_argument(
+        "--trace",
+        default="google-2011",
+        help=f"trace id: {', '.join(GENERATED_TRACES)} (default: google-2011)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="output root (default: DATA/raw/<trace>); earlier part files and TRUTH there are replaced",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--scale",
+        default="tiny",
+        help=f"size: {' | '.join(SCALES)} (default: tiny)",
+    )
+    parser.add_argument(
+        "--target-mb",
+        type=float,
+        default=None,
+        help="keep generating job batches until the uncompressed CSV reaches about N MB (10^6 B)",
+    )
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    raise TracelabError("not built yet (issue #2)")
+    # fail on a bad argument before a Prefect flow run is started
+    check_request(args.trace, args.scale, args.target_mb)
+    out: Path = args.out if args.out is not None else settings.raw_dir / args.trace
+    truth = generate_flow(
+        trace=args.trace,
+        out=str(out),
+        seed=args.seed,
+        scale=args.scale,
+        target_mb=args.target_mb,
+        progress=not args.quiet,
+    )
+    print(f"wrote {args.trace} (seed {args.seed}, scale {args.scale}) to {out}: {_rows(truth)}")
+    print(f"truth: {truth}")
+    return 0
+
+
+def _rows(truth: str) -> str:
+    """``table rows, ...`` from TRUTH.json when it lists tables with row counts."""
+    tables = json.loads(Path(truth).read_text()).get("tables")
+    if not isinstance(tables, dict):
+        return "done"
+    rows = {k: v.get("rows") for k, v in tables.items() if isinstance(v, dict)}
+    return ", ".join(f"{k} {n:,}" for k, n in rows.items() if isinstance(n, int)) or "done"

@@ -1,0 +1,66 @@
+"""Headerless gzip CSV part files written exactly as the published traces are.
+
+Integers without decimals, floats as plain decimals (never scientific), booleans as 0/1,
+NULL as an empty field. The gzip header carries no file name and mtime 0, so the same rows give
+byte-identical files.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+
+#: gzip level: 1 is ~3x faster than the default 9 and only ~15% larger on these tables
+GZIP_LEVEL = 1
+
+
+def part_name(index: int, total: int) -> str:
+    """``part-NNNNN-of-MMMMM.csv.gz`` as published."""
+    return f"part-{index:05d}-of-{total:05d}.csv.gz"
+
+
+def pending_part_name(index: int) -> str:
+    """Name of a part written before the total number of parts is known.
+
+    It does not match ``part-*``, so a reader never takes a half-generated trace for a whole one.
+    """
+    return f"_pending-{index:05d}.csv.gz"
+
+
+def nullable(values: npt.NDArray[np.generic], null: npt.NDArray[np.bool_] | None) -> pl.Series:
+    """A column whose rows under ``null`` are NULL (written as an empty field)."""
+    series = pl.Series(values)
+    if null is None or not null.any():
+        return series
+    return pl.select(pl.when(pl.Series(null)).then(None).otherwise(series)).to_series()
+
+
+def csv_bytes(frame: pl.DataFrame) -> bytes:
+    """The frame as headerless CSV text."""
+    buf = io.BytesIO()
+    frame.write_csv(buf, include_header=False, null_value="", float_scientific=False)
+    return buf.getvalue()
+
+
+def write_gzip_part(path: Path, frame: pl.DataFrame) -> int:
+    """Write ``frame`` as a gzip CSV part at ``path``; returns the uncompressed byte count."""
+    raw = csv_bytes(frame)
+    write_gzip_bytes(path, raw)
+    return len(raw)
+
+
+def write_gzip_bytes(path: Path, raw: bytes) -> None:
+    """Compress ``raw`` into ``path`` (via a temporary name, so a part is never half written).
+
+    zlib releases the GIL, so several calls can run in threads at once.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"_{path.name}.tmp")
+    with tmp.open("wb") as fh:
+        fh.write(gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0))
+    tmp.replace(path)

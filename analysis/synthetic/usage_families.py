@@ -1,0 +1,193 @@
+"""Per-task distributions of ``sampled_cpu_usage`` (inst) and ``cpu_rate`` (avg) for the generator.
+
+Every task with usage draws its inst samples, one per 5-minute window, from one *family*
+(seed 000 §3.5 finds recurring histogram shapes; these are five of them). The per-task
+parameters are drawn from narrow ranges so that k-means on the 100-bin histograms
+(METHODS §1.9, §2.4) can recover the families. A shifting task switches, at a recorded window,
+to a distribution whose support is disjoint from (or far from) the original, so a two-sample
+KS test on 12 + 12 windows either side rejects almost surely (§2.3).
+
+avg (the 5-minute mean) is ``(1 - a) * mu + a * y`` with ``y`` a second, independent draw from
+the same distribution and ``a`` in [0.4, 0.7] per task: its mean is the inst mean ``mu`` and its
+std is ``a`` times the inst std, so inst std > avg std (seed 000 §3.3) and over a task
+mean(avg) ~ mean(inst) (§3.2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: family names in code order; the code is the index
+FAMILIES: tuple[str, ...] = ("mostly_zero", "exponential", "uniform", "bimodal", "gaussian")
+#: share of usage-producing tasks per family (the rest of tasks, IDLE_SHARE, are "idle")
+FAMILY_SHARES: tuple[float, ...] = (0.25, 0.25, 0.15, 0.15, 0.20)
+#: share of tasks whose inst is 0 in every window (the analysis drops them, METHODS §1.8)
+IDLE_SHARE = 0.05
+IDLE = -1
+#: mean of the idle tasks' avg (Exponential): a busy-wait-free daemon still shows a trickle
+IDLE_AVG_MEAN = 0.0005
+
+#: avg = (1 - a) * mu + a * y; a ~ U(AVG_WEIGHT_RANGE) per task
+AVG_WEIGHT_RANGE = (0.4, 0.7)
+
+#: documented parameter ranges (TRUTH.json): pre-shift and post-shift distributions
+FAMILY_DOC: dict[str, dict[str, str]] = {
+    "mostly_zero": {
+        "inst": "0 with prob 1-q, else Uniform(0, h); q ~ U(0.05, 0.15), h ~ U(0.02, 0.04)",
+        "after_shift": "Uniform(0.25, 0.35)",
+    },
+    "exponential": {
+        "inst": "Exponential(mean m); m ~ U(0.05, 0.08)",
+        "after_shift": "0.4 + Exponential(mean m)",
+    },
+    "uniform": {
+        "inst": "Uniform(a, a + w); a ~ U(0.52, 0.58), w ~ U(0.34, 0.40)",
+        "after_shift": "Uniform(a - 0.45, a - 0.45 + w)",
+    },
+    "bimodal": {
+        "inst": "w: Normal(m1, 0.015), 1-w: Normal(m2, 0.02); w ~ U(0.4, 0.6), "
+        "m1 ~ U(0.10, 0.14), m2 ~ U(0.62, 0.68); clipped at 0",
+        "after_shift": "Normal(0.9, 0.02)",
+    },
+    "gaussian": {
+        "inst": "Normal(m, s); m ~ U(0.30, 0.36), s ~ U(0.02, 0.04); clipped at 0",
+        "after_shift": "Normal(m + 0.4, s)",
+    },
+}
+
+_POST_UNIFORM_OFFSET = 0.45
+_POST_EXP_OFFSET = 0.4
+_POST_GAUSS_OFFSET = 0.4
+_BIMODAL_SIGMAS = (0.015, 0.02)
+_POST_BIMODAL = (0.9, 0.02)
+_POST_ZERO = (0.25, 0.35)
+
+
+@dataclass(frozen=True)
+class TaskFamilies:
+    """Per-task family codes (IDLE = -1), four parameters and the avg weight ``a``."""
+
+    family: npt.NDArray[np.int8]
+    params: FloatArray  # shape (n_tasks, 4); meaning per family in FAMILY_DOC
+    avg_weight: FloatArray
+
+
+def task_families(rng: np.random.Generator, n_tasks: int) -> TaskFamilies:
+    """Draw a family and its parameters for each of ``n_tasks`` tasks."""
+    shares = np.array((*FAMILY_SHARES, 0.0)) * (1.0 - IDLE_SHARE)
+    shares[-1] = IDLE_SHARE
+    code = rng.choice(len(shares), size=n_tasks, p=shares / shares.sum())
+    family = np.where(code == len(FAMILIES), IDLE, code).astype(np.int8)
+    u = rng.random((n_tasks, 4))
+    params = np.zeros((n_tasks, 4))
+    ranges: dict[int, tuple[tuple[float, float], ...]] = {
+        0: ((0.05, 0.15), (0.02, 0.04)),
+        1: ((0.05, 0.08),),
+        2: ((0.52, 0.58), (0.34, 0.40)),
+        3: ((0.4, 0.6), (0.10, 0.14), (0.62, 0.68)),
+        4: ((0.30, 0.36), (0.02, 0.04)),
+    }
+    for code_f, rs in ranges.items():
+        rows = family == code_f
+        for j, (lo, hi) in enumerate(rs):
+            params[rows, j] = lo + (hi - lo) * u[rows, j]
+    lo_a, hi_a = AVG_WEIGHT_RANGE
+    avg_weight = lo_a + (hi_a - lo_a) * rng.random(n_tasks)
+    return TaskFamilies(family=family, params=params, avg_weight=avg_weight)
+
+
+def inst_samples(
+    rng: np.random.Generator,
+    family: npt.NDArray[np.int8],
+    params: FloatArray,
+    shifted: npt.NDArray[np.bool_],
+) -> FloatArray:
+    """One inst draw per row, given each row's family, parameters and shift state (vectorised)."""
+    n = int(family.shape[0])
+    out = np.zeros(n)
+    u: FloatArray = rng.random(n)
+    z: FloatArray = rng.standard_normal(n)
+    e: FloatArray = rng.standard_exponential(n)
+    p0: FloatArray = params[:, 0]
+    p1: FloatArray = params[:, 1]
+    p2: FloatArray = params[:, 2]
+    pre = ~shifted
+    # mostly zero: nonzero with prob q
+    m = (family == 0) & pre
+    nz = m & (u < p0)
+    out[nz] = p1[nz] * (u[nz] / p0[nz])  # reuse u: given u < q, u / q is U(0, 1)
+    m = (family == 0) & shifted
+    out[m] = _POST_ZERO[0] + (_POST_ZERO[1] - _POST_ZERO[0]) * u[m]
+    m = family == 1
+    out[m] = p0[m] * e[m] + np.where(shifted[m], _POST_EXP_OFFSET, 0.0)
+    m = family == 2
+    out[m] = p0[m] - np.where(shifted[m], _POST_UNIFORM_OFFSET, 0.0) + p1[m] * u[m]
+    m = (family == 3) & pre
+    low = u < p0
+    out[m] = np.where(low[m], p1[m] + _BIMODAL_SIGMAS[0] * z[m], p2[m] + _BIMODAL_SIGMAS[1] * z[m])
+    m = (family == 3) & shifted
+    out[m] = _POST_BIMODAL[0] + _POST_BIMODAL[1] * z[m]
+    m = family == 4
+    out[m] = p0[m] + np.where(shifted[m], _POST_GAUSS_OFFSET, 0.0) + p1[m] * z[m]
+    return np.maximum(out, 0.0)
+
+
+def family_moments(
+    family: npt.NDArray[np.int8], params: FloatArray, shifted: bool
+) -> tuple[FloatArray, FloatArray]:
+    """Exact mean and variance of the inst distribution per task (pre- or post-shift).
+
+    The clipping at 0 of the Normal components is ignored: every mean is >= 5 sigma above 0.
+    """
+    n = family.shape[0]
+    mean = np.zeros(n)
+    var = np.zeros(n)
+    p0, p1, p2 = params[:, 0], params[:, 1], params[:, 2]
+    m = family == 0
+    if shifted:
+        lo, hi = _POST_ZERO
+        mean[m] = (lo + hi) / 2
+        var[m] = (hi - lo) ** 2 / 12
+    else:
+        mean[m] = p0[m] * p1[m] / 2
+        var[m] = p0[m] * p1[m] ** 2 / 3 - mean[m] ** 2
+    m = family == 1
+    mean[m] = p0[m] + (_POST_EXP_OFFSET if shifted else 0.0)
+    var[m] = p0[m] ** 2
+    m = family == 2
+    mean[m] = p0[m] + p1[m] / 2 - (_POST_UNIFORM_OFFSET if shifted else 0.0)
+    var[m] = p1[m] ** 2 / 12
+    m = family == 3
+    if shifted:
+        mean[m] = _POST_BIMODAL[0]
+        var[m] = _POST_BIMODAL[1] ** 2
+    else:
+        s1, s2 = _BIMODAL_SIGMAS
+        w = p0[m]
+        mean[m] = w * p1[m] + (1 - w) * p2[m]
+        second = w * (s1**2 + p1[m] ** 2) + (1 - w) * (s2**2 + p2[m] ** 2)
+        var[m] = second - mean[m] ** 2
+    m = family == 4
+    mean[m] = p0[m] + (_POST_GAUSS_OFFSET if shifted else 0.0)
+    var[m] = p1[m] ** 2
+    return mean, var
+
+
+def mixture_mean_std(
+    weight_post: FloatArray,
+    mean_pre: FloatArray,
+    var_pre: FloatArray,
+    mean_post: FloatArray,
+    var_post: FloatArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Mean and std of the two-component mixture (the share ``weight_post`` of windows shifted)."""
+    w = weight_post
+    mean = (1 - w) * mean_pre + w * mean_post
+    second = (1 - w) * (var_pre + mean_pre**2) + w * (var_post + mean_post**2)
+    return mean, np.sqrt(np.maximum(second - mean**2, 0.0))
