@@ -1,16 +1,73 @@
-"""`tracelab report` (issue #6): placeholder until the issue lands."""
+"""`tracelab report`: the static HTML site in DATA/site (one folder per run, an index of runs)."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
+from pathlib import Path
 
-from analysis.errors import TracelabError
+from prefect import flow, get_run_logger, task
+
 from flows.settings import Settings
+from reports.metadata import Parameter, StageTiming
+from reports.model import Page
+from reports.site import SiteBuild, build_site
+
+
+@task(name="build-site")
+def site_task(
+    data_dir: Path,
+    run_id: str | None,
+    timings: Sequence[StageTiming],
+    run_parameters: Sequence[Parameter],
+) -> SiteBuild:
+    """Every page of one run, the run index and the site index; logs each page as it is done."""
+    logger = get_run_logger()
+
+    def log_page(page: Page) -> None:
+        state = (
+            f"not available ({page.unavailable})"
+            if page.unavailable
+            else f"{len(page.figure_files)} figures"
+        )
+        logger.info("page %s: %s", page.slug, state)
+        print(f"[report] {page.slug}: {state}", flush=True)
+
+    return build_site(
+        data_dir, run_id=run_id, timings=timings, run_parameters=run_parameters, on_page=log_page
+    )
+
+
+@flow(name="report")
+def report_flow(
+    data_dir: Path,
+    run_id: str | None = None,
+    timings: tuple[StageTiming, ...] = (),
+    run_parameters: tuple[Parameter, ...] = (),
+) -> SiteBuild:
+    """Build the report site for the outputs now in ``data_dir``."""
+    return site_task(data_dir, run_id, timings, run_parameters)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
+    parser.add_argument(
+        "--run-id",
+        default=None,
+        help="id of this report run (default: the UTC time, e.g. 20261122T163000Z)",
+    )
+
+
+def print_summary(build: SiteBuild) -> None:
+    """Where the site is and which pages could not be built."""
+    ok = [p for p in build.pages if not p.unavailable]
+    print(f"report: {len(ok)}/{len(build.pages)} pages with results, run {build.run_id}")
+    for page in build.pages:
+        if page.unavailable:
+            print(f"  {page.slug}: not available in this run: {page.unavailable}")
+    print(f"site: {build.index.resolve()}  (this run: {build.run_dir.resolve() / 'index.html'})")
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    raise TracelabError("not built yet (issue #6)")
+    build = report_flow(settings.data_dir, run_id=args.run_id)
+    print_summary(build)
+    return 0

@@ -1,0 +1,119 @@
+"""What a report page is made of: frozen records the templates render.
+
+A page builder (``reports/pages_*.py``) is a plain function of one stage's output files that
+returns a :class:`Page`; the site writer (``reports/site.py``) renders it. Numbers that a page
+states about *this* run are :class:`Number` fragments, rendered with a ``data-key`` and the exact
+value in ``data-value`` so a test can compare the page with the results file it came from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class InputsMissing(Exception):
+    """A page's inputs are absent or lack a column; the page says so instead of failing the site."""
+
+
+@dataclass(frozen=True)
+class Number:
+    """A computed number inside a paragraph."""
+
+    key: str
+    value: float
+    fmt: str = ".4g"
+    unit: str = ""
+
+    @property
+    def text(self) -> str:
+        body = format(self.value, self.fmt)
+        return f"{body} {self.unit}".rstrip() if self.unit else body
+
+
+#: a paragraph: plain text pieces and computed numbers, in reading order
+Fragment = str | Number
+Paragraph = tuple[Fragment, ...]
+
+
+@dataclass(frozen=True)
+class Figure:
+    """An image written next to the page (``file`` is relative to the page's folder)."""
+
+    file: str
+    alt: str
+    caption: str
+
+
+@dataclass(frozen=True)
+class HtmlTable:
+    """A small table; cells are already formatted strings."""
+
+    caption: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    highlight_rows: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Section:
+    """One figure group: what it shows in this run, what the paper reported."""
+
+    title: str
+    this_run: Paragraph
+    paper: str
+    figures: tuple[Figure, ...] = ()
+    tables: tuple[HtmlTable, ...] = ()
+
+
+@dataclass(frozen=True)
+class Page:
+    """One stage's page. ``unavailable`` holds the reason when its inputs are absent."""
+
+    slug: str
+    title: str
+    trace: str
+    stage: str
+    sources: tuple[str, ...] = ()
+    sections: tuple[Section, ...] = ()
+    unavailable: str = ""
+    numbers: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def file(self) -> str:
+        return f"{self.slug}.html"
+
+    @property
+    def figure_files(self) -> tuple[str, ...]:
+        return tuple(f.file for s in self.sections for f in s.figures)
+
+
+@dataclass(frozen=True)
+class PageContext:
+    """Where a page builder reads from and writes its figures to."""
+
+    data_dir: Path
+    out_dir: Path
+    trace: str
+
+    def derived(self, table: str) -> Path:
+        return self.data_dir / "derived" / self.trace / f"{table}.parquet"
+
+    def results(self, stage: str) -> Path:
+        return self.data_dir / "results" / self.trace / stage
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """A page of the site: which stage's outputs it needs and how to build it from them."""
+
+    slug: str
+    title: str
+    trace: str
+    stage: str
+    #: paths relative to the data directory that must exist
+    inputs: tuple[str, ...]
+    #: the command that produces the inputs (shown when they are absent)
+    command: str
+    build: Callable[[PageContext], Sequence[Section]]

@@ -1,0 +1,154 @@
+"""The site's pages, in reading order: one :class:`PageSpec` per stage output."""
+
+from __future__ import annotations
+
+from reports import pages_analysis as a
+from reports import pages_google as g
+from reports import pages_priors as pr
+from reports.model import PageSpec
+
+_G = "google-2011"
+_DERIVE = "tracelab derive --trace google-2011"
+_ANALYZE = "tracelab analyze --trace google-2011"
+_FIT = "tracelab fit --trace azure-2017"
+
+
+def _derived(table: str, trace: str = _G) -> str:
+    return f"derived/{trace}/{table}.parquet"
+
+
+GOOGLE_DERIVED_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "google-transitions",
+        "Task event transitions",
+        _G,
+        "derive",
+        (_derived("agg_transition_counts"),),
+        _DERIVE,
+        g.transitions_sections,
+    ),
+    PageSpec(
+        "google-event-cdf",
+        "Submissions, schedules, completions over time",
+        _G,
+        "derive",
+        (_derived("agg_event_cdf"),),
+        _DERIVE,
+        g.event_cdf_sections,
+    ),
+    PageSpec(
+        "google-queue",
+        "Queue length and running tasks",
+        _G,
+        "derive",
+        (_derived("agg_queue_length"),),
+        _DERIVE,
+        g.queue_sections,
+    ),
+    PageSpec(
+        "google-task-times",
+        "Scheduling and execution times",
+        _G,
+        "derive",
+        (_derived("fct_task_times"),),
+        _DERIVE,
+        g.task_times_sections,
+    ),
+    PageSpec(
+        "google-usage",
+        "Usage vs requests by priority",
+        _G,
+        "derive",
+        (_derived("agg_usage_by_priority"),),
+        _DERIVE,
+        g.usage_sections,
+    ),
+    PageSpec(
+        "google-utilization-change",
+        "Utilization change between windows",
+        _G,
+        "derive",
+        (_derived("agg_utilization_change"),),
+        _DERIVE,
+        g.utilization_change_sections,
+    ),
+)
+
+
+def _result(stage: str, file: str, trace: str = _G) -> str:
+    return f"results/{trace}/{stage}/{file}"
+
+
+GOOGLE_ANALYSIS_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "google-inst-vs-avg",
+        "Inst vs avg",
+        _G,
+        "analyze/inst_vs_avg",
+        (_result("inst_vs_avg", "convergence.parquet"),),
+        _ANALYZE,
+        a.inst_vs_avg_sections,
+    ),
+    PageSpec(
+        "google-variability",
+        "Variability of CPU usage",
+        _G,
+        "analyze/variability",
+        (_result("variability", "regression.parquet"),),
+        _ANALYZE,
+        a.variability_sections,
+    ),
+    PageSpec(
+        "google-time-invariance",
+        "Time invariance (KS)",
+        _G,
+        "analyze/time_invariance",
+        (_result("time_invariance", "shares.parquet"),),
+        _ANALYZE,
+        a.time_invariance_sections,
+    ),
+    PageSpec(
+        "google-clustering",
+        "Histogram clustering",
+        _G,
+        "analyze/clustering",
+        (_result("clustering", "shares.parquet"), _result("clustering", "centroids.parquet")),
+        _ANALYZE,
+        a.clustering_sections,
+    ),
+    PageSpec(
+        "google-gaussian-sums",
+        "Gaussian approximation of sums",
+        _G,
+        "analyze/gaussian_sums",
+        (_result("gaussian_sums", "table.parquet"),),
+        _ANALYZE,
+        a.gaussian_sums_sections,
+    ),
+    PageSpec(
+        "google-gamma-fits",
+        "Gamma fits (usage, execution time)",
+        _G,
+        "analyze/gamma_fits",
+        (_result("gamma_fits", "fits.parquet"),),
+        _ANALYZE,
+        a.gamma_fits_sections,
+    ),
+)
+
+AZURE_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "azure-priors",
+        "Gamma priors of the deployment model",
+        "azure-2017",
+        "fit/priors",
+        (
+            _result("priors", "params.json", "azure-2017"),
+            _result("priors", "deployment_mles.parquet", "azure-2017"),
+        ),
+        _FIT,
+        pr.priors_sections,
+    ),
+)
+
+ALL_PAGES: tuple[PageSpec, ...] = GOOGLE_DERIVED_PAGES + GOOGLE_ANALYSIS_PAGES + AZURE_PAGES

@@ -1,0 +1,197 @@
+"""The report site from hand-written results: every number a page states equals the number
+recomputed here from the file it came from; missing inputs give a visible note; history works."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from browser.html import read_refs
+from browser.sitedata import write_export, write_google_derived, write_manifest
+
+from reports.metadata import StageTiming
+from reports.pages import ALL_PAGES, GOOGLE_DERIVED_PAGES
+from reports.site import build_site
+
+T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A data dir with every google-2011 derived table, a manifest and an export; one site build."""
+    data = tmp_path_factory.mktemp("report-data")
+    write_google_derived(data)
+    write_manifest(data)
+    write_export(data)
+    build = build_site(
+        data,
+        specs=GOOGLE_DERIVED_PAGES,
+        now=T0,
+        strict=True,
+        timings=(StageTiming("derive", "google-2011", "ok", 1.25),),
+    )
+    return data, build.run_dir
+
+
+def _derived(data: Path, table: str) -> pl.DataFrame:
+    return pl.read_parquet(data / "derived" / "google-2011" / f"{table}.parquet")
+
+
+def test_transition_numbers_match_the_counts_file(built: tuple[Path, Path]) -> None:
+    data, run = built
+    refs = read_refs(run / "google-transitions.html")
+    df = _derived(data, "agg_transition_counts")
+    rows = list(df.iter_rows(named=True))
+    total = sum(r["n"] for r in rows if r["prev_event_type"] is not None)
+    undoc = sum(
+        r["n"]
+        for r in rows
+        if r["prev_event_type"] is not None and not r["allowed_by_documented_graph"]
+    )
+    assert total == 923  # by hand: 450+13+20+300+60+55+7+9+9
+    assert refs.numbers["transitions_total"] == total
+    assert refs.numbers["transitions_undocumented"] == undoc == 13
+    assert refs.numbers["undocumented_share"] == pytest.approx(13 / 923)
+    assert refs.numbers["evict_after_submit"] == 13
+    assert refs.numbers["submit_after_submit"] == 0
+    assert refs.texts["transitions_total"] == "923"
+
+
+def test_queue_and_running_numbers_match(built: tuple[Path, Path]) -> None:
+    data, run = built
+    refs = read_refs(run / "google-queue.html")
+    q = _derived(data, "agg_queue_length").sort("time")
+    paper = q["queue_length_paper"].to_numpy()
+    fixed = q["queue_length"].to_numpy()
+    assert refs.numbers["queue_paper_end"] == paper[-1]
+    assert refs.numbers["queue_end"] == fixed[-1]
+    assert refs.numbers["queue_gap_end"] == paper[-1] - fixed[-1]
+    assert refs.numbers["queue_max"] == fixed.max()
+    r = _derived(data, "agg_running_tasks").sort("time")["running_tasks"].to_numpy()
+    assert refs.numbers["running_max"] == r.max()
+    assert refs.numbers["running_end"] == r[-1]
+
+
+def test_event_cdf_totals_match(built: tuple[Path, Path]) -> None:
+    data, run = built
+    refs = read_refs(run / "google-event-cdf.html")
+    df = _derived(data, "agg_event_cdf")
+    for s in ("new_submissions", "submissions", "schedules", "completions"):
+        assert refs.numbers[f"total_{s}"] == df[f"cum_{s}"].max()
+    assert refs.numbers["weighted_submissions_end"] == pytest.approx(
+        df["cum_submissions"].max() / df["cum_new_submissions"].max()
+    )
+
+
+def test_task_time_shares_match(built: tuple[Path, Path]) -> None:
+    data, run = built
+    refs = read_refs(run / "google-task-times.html")
+    df = _derived(data, "fct_task_times")
+    fin = df.filter(pl.col("terminal_event_type") == 4)["execution_time_s"].to_numpy()
+    assert refs.numbers["finished_tasks"] == fin.size
+    assert refs.numbers["finished_under_5min"] == pytest.approx(np.mean(fin < 300), abs=1e-12)
+    assert refs.numbers["finished_under_30min"] == pytest.approx(np.mean(fin < 1800), abs=1e-12)
+    sched = df["scheduling_time_s"].to_numpy()
+    assert refs.numbers["scheduling_median_s"] == pytest.approx(np.median(sched), rel=1e-12)
+
+
+def test_usage_and_change_shares_match(built: tuple[Path, Path]) -> None:
+    data, run = built
+    refs = read_refs(run / "google-usage.html")
+    df = _derived(data, "agg_usage_by_priority")
+    prod = df.filter(pl.col("priority_class") == "production")
+    assert refs.numbers["production_share_of_used_cpu"] == pytest.approx(
+        prod["used_cpu"].sum() / df["used_cpu"].sum()
+    )
+    assert refs.numbers["production_cpu_used_over_requested"] == pytest.approx(
+        prod["used_cpu"].sum() / prod["requested_cpu"].sum()
+    )
+    refs = read_refs(run / "google-utilization-change.html")
+    ch = _derived(data, "agg_utilization_change")["cpu_change"].drop_nulls().to_numpy()
+    assert refs.numbers["share_below_20pct_cpu_change"] == pytest.approx(np.mean(np.abs(ch) < 0.2))
+
+
+def test_pages_have_figures_with_alt_text_and_no_external_references(
+    built: tuple[Path, Path],
+) -> None:
+    _, run = built
+    for html in run.glob("*.html"):
+        refs = read_refs(html)
+        assert not refs.scripts, html.name
+        for target in refs.links:
+            assert not target.startswith(("http:", "https:", "//")), (html.name, target)
+        for src, alt in refs.images:
+            assert (run / src).is_file(), (html.name, src)
+            assert (run / src).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+            assert len(alt) > 20, (html.name, src)
+    assert len(read_refs(run / "google-task-times.html").images) == 3
+
+
+def test_index_shows_manifest_counts_timings_and_params_link(built: tuple[Path, Path]) -> None:
+    data, run = built
+    site = data / "site"
+    html = (site / "index.html").read_text(encoding="utf-8")
+    # task_events: 2 files, 300 read, 299 written, 1 rejected (sitedata.write_manifest)
+    assert "<td>task_events</td><td>2</td><td>300</td><td>299</td><td>1</td>" in html
+    assert "bbb222" in html
+    assert "<td>derive</td><td>google-2011</td><td>ok</td><td>1.25</td>" in html
+    assert f'href="runs/{run.name}/params.json"' in html
+    assert (run / "params.json").read_bytes() == (data / "exports" / "params.json").read_bytes()
+    doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    assert doc["run_id"] == "20261122T100000Z"
+    assert doc["versions"]["polars"] == pl.__version__
+    assert not list((site / "runs").glob(".*"))
+
+
+def test_missing_inputs_give_a_visible_note_and_history_lists_every_run(tmp_path: Path) -> None:
+    write_google_derived(tmp_path)
+    (tmp_path / "derived" / "google-2011" / "agg_queue_length.parquet").unlink()
+    first = build_site(tmp_path, now=T0, strict=True)
+    second = build_site(tmp_path, now=T0, strict=True)
+    assert second.run_id == f"{first.run_id}-2"
+    queue = read_refs(second.run_dir / "google-queue.html")
+    assert queue.unavailable
+    assert "agg_queue_length.parquet" in " ".join(queue.unavailable)
+    assert "tracelab derive" in " ".join(queue.unavailable)
+    assert not queue.images
+    assert {p.slug for p in second.pages if p.unavailable} >= {"google-queue", "azure-priors"}
+    assert len(second.pages) == len(ALL_PAGES)
+    index = read_refs(tmp_path / "site" / "index.html")
+    assert f"runs/{first.run_id}/index.html" in index.links
+    assert f"runs/{second.run_id}/index.html" in index.links
+    assert f"runs/{second.run_id}/google-transitions.html" in index.links
+    old = read_refs(first.run_dir / "index.html")
+    assert "google-transitions.html" in old.links
+
+
+def test_a_broken_results_file_is_reported_on_its_page(tmp_path: Path) -> None:
+    write_google_derived(tmp_path)
+    path = tmp_path / "derived" / "google-2011" / "agg_transition_counts.parquet"
+    pl.read_parquet(path).drop("allowed_by_documented_graph").write_parquet(path)
+    build = build_site(tmp_path, specs=GOOGLE_DERIVED_PAGES[:1], now=T0)
+    (page,) = build.pages
+    assert "allowed_by_documented_graph" in page.unavailable
+
+
+def test_report_command_builds_the_site_through_its_flow(
+    prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from flows.cli import main
+
+    write_google_derived(tmp_path)
+    write_manifest(tmp_path)
+    assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-1"]) == 0
+    out = capsys.readouterr().out
+    assert f"site: {(tmp_path / 'site' / 'index.html').resolve()}" in out
+    assert "azure-priors: not available in this run" in out
+    assert (tmp_path / "site" / "runs" / "nightly-1" / "google-transitions.html").is_file()
+    # without `tracelab run`, the index shows the timings the outputs record: ingest from the
+    # manifest, 0.5 + 0.25 + 1.0 s (sitedata.write_manifest)
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert "<td>ingest</td><td>google-2011</td><td>recorded</td><td>1.75</td>" in index
+    # the same run id twice is refused rather than overwritten
+    assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-1"]) == 1
