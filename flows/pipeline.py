@@ -21,6 +21,15 @@ from typing import Protocol, cast
 from prefect import flow, get_run_logger
 
 from analysis.errors import TracelabError
+from analysis.fingerprints import (
+    StageState,
+    combined_fingerprint,
+    files_fingerprint,
+    lake_fingerprint,
+    read_stage_state,
+    write_stage_state,
+)
+from analysis.ingest_manifest import read_manifest
 from flows.report import print_summary, report_flow
 from flows.settings import Settings
 from reports.metadata import Parameter, StageTiming
@@ -48,6 +57,67 @@ class PipelineResult:
     timings: tuple[StageTiming, ...]
     site: SiteBuild
     params_export: Path | None
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def code_fingerprint() -> str:
+    """Fingerprint of the code that computes results: every SQL file and Python module."""
+    files = [
+        p
+        for folder in ("queries", "analysis", "flows")
+        for p in (REPO / folder).rglob("*")
+        if p.suffix in {".sql", ".py", ".json"}
+    ]
+    return files_fingerprint(files)
+
+
+def _stage_outputs(stage: str, trace: str, settings: Settings) -> Path:
+    """The folder or file whose presence shows a stage's outputs are still there."""
+    return {
+        "derive": settings.derived_dir / trace,
+        "analyze": settings.results_dir / trace,
+        "fit": settings.results_dir / trace,
+        "export": settings.exports_dir / "params.json",
+    }[stage]
+
+
+def _state_path(stage: str, trace: str, settings: Settings) -> Path:
+    return settings.data_dir / "state" / trace / f"{stage}.json"
+
+
+def unchanged_since_last_success(
+    stage: str, trace: str, input_fingerprint: str, settings: Settings
+) -> bool:
+    """True when the stage last succeeded on exactly these inputs and its outputs still exist."""
+    state = read_stage_state(_state_path(stage, trace, settings))
+    output = _stage_outputs(stage, trace, settings)
+    return (
+        state is not None
+        and state.input_fingerprint == input_fingerprint
+        and output.exists()
+        and (output.is_file() or any(output.iterdir()))
+    )
+
+
+def incremental_timing(
+    stage: str, trace: str, argv: Sequence[str], input_fingerprint: str, settings: Settings
+) -> StageTiming:
+    """Run a stage unless its inputs are unchanged since its last success; record success."""
+    if unchanged_since_last_success(stage, trace, input_fingerprint, settings):
+        note = "inputs unchanged since the last successful run (same checksums)"
+        print(f"[{stage}] {trace} unchanged: {note}", flush=True)
+        return StageTiming(stage, trace, "unchanged", 0.0, note)
+    timing = stage_timing(stage, trace, argv, settings)
+    if timing.status == "ok":
+        write_stage_state(
+            _state_path(stage, trace, settings),
+            StageState(
+                stage, trace, input_fingerprint, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            ),
+        )
+    return timing
 
 
 def has_raw_files(raw_dir: Path) -> bool:
@@ -107,6 +177,9 @@ def pipeline_flow(
     """
     logger = get_run_logger()
     timings: list[StageTiming] = []
+    code = code_fingerprint()
+    #: output fingerprint of every stage that ran (or was unchanged) in this run
+    outputs: list[str] = []
     for trace in traces:
         raw = raw_dir or settings.raw_dir / trace
         plan: list[tuple[str, list[str]]] = []
@@ -126,14 +199,23 @@ def pipeline_flow(
                 print(f"[ingest] {trace} skipped: {note}", flush=True)
                 timings.append(StageTiming("ingest", trace, "skipped", 0.0, note))
                 break
-            timing = stage_timing(stage, trace, argv, settings)
+            if stage in ("generate", "ingest"):
+                # ingest is incremental by itself: unchanged files are skipped by checksum
+                timing = stage_timing(stage, trace, argv, settings)
+            else:
+                lake = lake_fingerprint(read_manifest(settings.lake_dir / trace))
+                upstream = outputs[-1] if stage == "analyze" and outputs else lake
+                fingerprint = combined_fingerprint(stage, trace, upstream, code)
+                timing = incremental_timing(stage, trace, argv, fingerprint, settings)
+                outputs.append(fingerprint)
             timings.append(timing)
             if timing.status == "failed":
                 break
     if any(t.status == "failed" for t in timings):
         timings.append(StageTiming("export", "all", "skipped", 0.0, "an earlier stage failed"))
     else:
-        timings.append(stage_timing("export", "all", [], settings))
+        fingerprint = combined_fingerprint("export", *outputs, code)
+        timings.append(incremental_timing("export", "all", [], fingerprint, settings))
     started = time.perf_counter()
     print("[report] ...", flush=True)
     parameters = (

@@ -1,0 +1,79 @@
+"""The nightly deployment exists with its cron; nights are incremental (issue #7)."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis.synthetic import generate_trace
+from flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
+
+# a job that the generator never makes (its ids start far lower): SUBMIT, SCHEDULE, FINISH
+_NEW_JOB = 9_000_000_001
+_NEW_PART = (
+    f"700000000,,{_NEW_JOB},0,,0,dXNlcg==,0,2,0.01,0.01,0.0001,0\n"
+    f"700000000,,{_NEW_JOB},0,42,1,dXNlcg==,0,2,0.01,0.01,0.0001,0\n"
+    f"760000000,,{_NEW_JOB},0,42,4,dXNlcg==,0,2,0.01,0.01,0.0001,0\n"
+)
+
+
+def test_deployment_is_registered_with_the_requested_cron(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from prefect import get_client
+
+    deployment = nightly_deployment("15 3 * * 1-5", tmp_path, ("google-2011",), None)
+    deployment_id = deployment.apply()
+    with get_client(sync_client=True) as client:
+        stored = client.read_deployment(deployment_id)
+        flow = client.read_flow(stored.flow_id)
+    assert flow.name == "tracelab-nightly"
+    assert stored.name == DEPLOYMENT_NAME
+    assert [s.schedule.cron for s in stored.schedules] == ["15 3 * * 1-5"]
+    assert stored.parameters["data_dir"] == str(tmp_path.resolve())
+    assert stored.parameters["traces"] == ["google-2011"]
+
+
+def _manifest(data: Path) -> pl.DataFrame:
+    return pl.read_parquet(data / "lake/google-2011/_manifest.parquet")
+
+
+@pytest.mark.slow
+def test_second_night_does_no_work_and_a_new_part_is_ingested_alone(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    raw = data / "raw/google-2011"
+    generate_trace("google-2011", raw, seed=5, scale="tiny")
+    n_files = len(list(raw.glob("*/part-*.csv.gz")))
+
+    first = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    assert first["ingest/google-2011"] == "ok"
+    assert first["derive/google-2011"] == "ok"
+    assert first["analyze/google-2011"] == "ok"
+    assert set(_manifest(data)["status"]) == {"ok"}
+    assert _manifest(data).height == n_files
+    derived = data / "derived/google-2011/fct_task_transitions.parquet"
+    first_derived_bytes = derived.read_bytes()
+
+    second = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    assert set(_manifest(data)["status"]) == {"skipped-unchanged"}  # no file converted again
+    assert second["derive/google-2011"] == "unchanged"
+    assert second["analyze/google-2011"] == "unchanged"
+    assert derived.read_bytes() == first_derived_bytes
+
+    new_part = raw / "task_events/part-00098-of-00099.csv.gz"
+    new_part.write_bytes(gzip.compress(_NEW_PART.encode()))
+    third = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    manifest = _manifest(data)
+    converted = manifest.filter(pl.col("status") == "ok")
+    assert converted["path"].to_list() == ["task_events/part-00098-of-00099.csv.gz"]
+    assert converted["rows_written"].to_list() == [3]
+    assert manifest.filter(pl.col("status") == "skipped-unchanged").height == n_files
+    assert third["derive/google-2011"] == "ok"
+    transitions = pl.read_parquet(derived).filter(pl.col("job_id") == _NEW_JOB)
+    # (NULL→SUBMIT, SUBMIT→SCHEDULE, SCHEDULE→FINISH), computed by hand from the three rows
+    assert transitions.sort("time", "event_type")["event_type"].to_list() == [0, 1, 4]
