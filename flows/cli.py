@@ -45,6 +45,8 @@ def _quiet_prefect_defaults() -> None:
     # an offline machine: no telemetry pings, no update checks
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # the embedded server can take longer than Prefect's 20 s default to start on a busy machine
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
 def build_parser() -> argparse.ArgumentParser:

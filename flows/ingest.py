@@ -1,16 +1,376 @@
-"""`tracelab ingest` (issue #2): placeholder until the issue lands."""
+"""`tracelab ingest`: raw CSV(.gz) part files → typed Parquet lake, lossless, atomic, incremental.
+
+A Prefect flow: one checksum pass, then one task per raw file run on a two-worker thread pool
+(Polars releases the GIL, so both cores convert). The flow's main thread records each finished
+file in the manifest (atomic rewrite) and advances a rich progress bar over raw bytes. The work
+itself is in :mod:`analysis.ingest` and :mod:`analysis.ingest_manifest`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
+from prefect.futures import as_completed
+from prefect.task_runners import ThreadPoolTaskRunner
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.table import Table as RichTable
 
 from analysis.errors import TracelabError
+from analysis.ingest import (
+    Conversion,
+    RawDiscovery,
+    RawFile,
+    convert_file,
+    discover_raw_files,
+    file_checksum,
+    lake_paths,
+    remove_leftover_temp_files,
+    remove_outputs,
+)
+from analysis.ingest_manifest import (
+    FilePlan,
+    ManifestRow,
+    manifest_rows,
+    manifest_with,
+    plan_files,
+    read_manifest,
+    write_manifest,
+)
+from analysis.schemas import table, trace_tables
 from flows.settings import Settings
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    """Per-table totals of one ingest run."""
+
+    table: str
+    files: int
+    converted: int
+    skipped: int
+    duplicates: int
+    errors: int
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one ingest run did: every file's manifest row and what could not be ingested."""
+
+    trace: str
+    raw_dir: Path
+    lake_dir: Path
+    rows: tuple[ManifestRow, ...]
+    #: (path relative to raw root, reason): unknown table folders, clashing names; these fail the run
+    discovery_errors: tuple[tuple[str, str], ...]
+    #: (path, reason) of files left out on purpose (not matching the table glob)
+    ignored: tuple[tuple[str, str], ...]
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.discovery_errors) or any(r.status == "error" for r in self.rows)
+
+    def tables(self) -> list[TableSummary]:
+        out: list[TableSummary] = []
+        for name in sorted({r.table for r in self.rows}):
+            rows = [r for r in self.rows if r.table == name]
+            out.append(
+                TableSummary(
+                    table=name,
+                    files=len(rows),
+                    converted=sum(r.status == "ok" for r in rows),
+                    skipped=sum(r.status == "skipped-unchanged" for r in rows),
+                    duplicates=sum(r.status == "duplicate" for r in rows),
+                    errors=sum(r.status == "error" for r in rows),
+                    rows_read=sum(r.rows_read for r in rows),
+                    rows_written=sum(r.rows_written for r in rows),
+                    rows_rejected=sum(r.rows_rejected for r in rows),
+                )
+            )
+        return out
+
+
+@task(name="discover-raw-files", cache_policy=NO_CACHE)
+def discover(trace: str, raw_dir: Path) -> RawDiscovery:
+    """Raw files of every table (each table's registry glob) and folders that are not tables."""
+    return discover_raw_files(trace, raw_dir)
+
+
+@task(name="remove-leftover-temp-files", cache_policy=NO_CACHE)
+def clean_temp_files(lake_trace_dir: Path) -> int:
+    """Delete ``*.tmp`` outputs of a killed earlier run; returns how many were removed."""
+    return len(remove_leftover_temp_files(lake_trace_dir))
+
+
+@task(name="checksum-raw-files", cache_policy=NO_CACHE)
+def checksums_of(files: tuple[RawFile, ...], workers: int) -> dict[str, str]:
+    """SHA-256 of each raw file's stored bytes, keyed by its path relative to the raw root."""
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        digests = pool.map(lambda f: file_checksum(f.path), files)
+        return {f.rel: d for f, d in zip(files, digests, strict=True)}
+
+
+@task(name="convert-raw-file", cache_policy=NO_CACHE, task_run_name="convert {raw.rel}")
+def convert(
+    trace: str, raw: RawFile, lake_trace_dir: Path, chunk_mb: int, wrong_format_share: float
+) -> Conversion:
+    """Convert one raw file to its typed Parquet and rejects (atomic rename when complete)."""
+    return convert_file(
+        table(trace, raw.table),
+        raw,
+        lake_paths(lake_trace_dir, raw),
+        chunk_bytes=chunk_mb << 20,
+        wrong_format_share=wrong_format_share,
+    )
+
+
+def _row(plan: FilePlan, result: Conversion) -> ManifestRow:
+    return ManifestRow(
+        table=plan.raw.table,
+        path=plan.raw.rel,
+        bytes=plan.raw.size_bytes,
+        checksum=plan.checksum,
+        rows_read=result.rows_read,
+        rows_written=result.rows_written,
+        rows_rejected=result.rows_rejected,
+        started_at=result.started_at,
+        seconds=result.seconds,
+        status=result.status,
+        error=result.error,
+        method=result.method,
+    )
+
+
+def _not_converted_row(plan: FilePlan, started_at: datetime) -> ManifestRow:
+    if plan.action == "skip" and plan.previous is not None:
+        before = plan.previous
+        return ManifestRow(
+            **{
+                **before.__dict__,
+                "started_at": started_at,
+                "seconds": 0.0,
+                "status": "skipped-unchanged",
+                "error": "",
+            }
+        )
+    return ManifestRow(
+        table=plan.raw.table,
+        path=plan.raw.rel,
+        bytes=plan.raw.size_bytes,
+        checksum=plan.checksum,
+        rows_read=0,
+        rows_written=0,
+        rows_rejected=0,
+        started_at=started_at,
+        seconds=0.0,
+        status="duplicate",
+        error=f"same bytes as {plan.duplicate_of}; not ingested so its rows are not counted "
+        "twice (delete one of the two copies)",
+        method="none",
+    )
+
+
+@contextmanager
+def _progress(total_bytes: int, show: bool) -> Iterator[tuple[Progress, TaskID]]:
+    progress = Progress(
+        TextColumn("[bold]ingest[/bold] {task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        disable=not show,
+    )
+    with progress:
+        yield progress, progress.add_task("raw files", total=total_bytes)
+
+
+# both cores: Polars releases the GIL, so two files convert at once
+_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
+
+
+@flow(name="ingest", task_runner=_RUNNER, validate_parameters=False)  # type: ignore[arg-type]
+def ingest_flow(
+    trace: str,
+    raw_dir: Path,
+    lake_dir: Path,
+    chunk_mb: int = 32,
+    wrong_format_share: float = 0.5,
+    show_progress: bool = False,
+) -> IngestSummary:
+    """Ingest every raw file of ``trace`` under ``raw_dir`` into ``lake_dir/<trace>``.
+
+    ``chunk_mb`` bounds the memory of the line-validating path; ``wrong_format_share`` is the
+    share of wrong-field-count lines from which a file is declared the wrong format.
+    """
+    logger = get_run_logger()
+    started = time.perf_counter()
+    trace_tables(trace)  # unknown trace id: a clear error before anything is touched
+    lake_trace_dir = lake_dir / trace
+    removed = clean_temp_files(lake_trace_dir)
+    if removed:
+        logger.warning("removed %d temp file(s) left by an interrupted run", removed)
+    found = discover(trace, raw_dir)
+    for problem in found.problems:
+        (logger.error if problem.is_error else logger.warning)(
+            "%s: %s", problem.path, problem.reason
+        )
+    checksums = checksums_of(found.files, 2)
+    manifest = read_manifest(lake_trace_dir)
+    plans = plan_files(found.files, checksums, manifest_rows(manifest), lake_trace_dir)
+    now = datetime.now(UTC)
+    rows: list[ManifestRow] = []
+    for plan in plans:
+        if plan.action != "convert":
+            if plan.action == "duplicate":
+                remove_outputs(lake_paths(lake_trace_dir, plan.raw))
+            rows.append(_not_converted_row(plan, now))
+    manifest = manifest_with(manifest, rows)
+    write_manifest(lake_trace_dir, manifest)
+    to_convert = [p for p in plans if p.action == "convert"]
+    with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
+        futures = []
+        pending: dict[object, FilePlan] = {}
+        # largest first: the two workers finish close together
+        for plan in sorted(to_convert, key=lambda p: -p.raw.size_bytes):
+            future = convert.submit(trace, plan.raw, lake_trace_dir, chunk_mb, wrong_format_share)
+            futures.append(future)
+            pending[future.task_run_id] = plan
+        for future in as_completed(futures):
+            plan = pending[future.task_run_id]
+            try:
+                result = future.result()
+            except Exception as exc:  # e.g. disk full: record it, keep converting the rest
+                result = Conversion(
+                    status="error",
+                    method="none",
+                    rows_read=0,
+                    rows_written=0,
+                    rows_rejected=0,
+                    error=f"unexpected failure: {exc}; fix the cause and run ingest again",
+                    seconds=0.0,
+                    started_at=datetime.now(UTC),
+                )
+            row = _row(plan, result)
+            rows.append(row)
+            manifest = manifest_with(manifest, [row])
+            write_manifest(lake_trace_dir, manifest)
+            progress.advance(bar, plan.raw.size_bytes)
+            if result.status == "error":
+                logger.error("%s: %s", plan.raw.rel, result.error)
+    order = {p.raw.rel: i for i, p in enumerate(plans)}
+    rows.sort(key=lambda r: order[r.path])
+    return IngestSummary(
+        trace=trace,
+        raw_dir=raw_dir,
+        lake_dir=lake_trace_dir,
+        rows=tuple(rows),
+        discovery_errors=tuple((p.path, p.reason) for p in found.problems if p.is_error),
+        ignored=tuple((p.path, p.reason) for p in found.problems if not p.is_error),
+        seconds=time.perf_counter() - started,
+    )
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
+    parser.add_argument(
+        "--raw",
+        type=Path,
+        default=None,
+        help="raw root: <table>/part-*.csv[.gz] (default: DATA/raw/<trace>)",
+    )
+    parser.add_argument(
+        "--chunk-mb",
+        type=int,
+        default=32,
+        help="decompressed MB per batch when a file needs line-by-line validation (memory bound)",
+    )
+    parser.add_argument(
+        "--no-progress", action="store_true", help="no progress bar (logs and summary only)"
+    )
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    raise TracelabError("not built yet (issue #2)")
+    raw_dir = args.raw if args.raw is not None else settings.raw_dir / args.trace
+    try:
+        trace_tables(args.trace)
+    except ValueError as exc:
+        raise TracelabError(str(exc)) from None
+    if not raw_dir.is_dir():
+        raise FileNotFoundError(
+            f"raw folder {raw_dir} does not exist; pass --raw DIR (the published root with "
+            "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
+        )
+    summary = ingest_flow(
+        trace=args.trace,
+        raw_dir=raw_dir,
+        lake_dir=settings.lake_dir,
+        chunk_mb=args.chunk_mb,
+        show_progress=not args.no_progress and sys.stderr.isatty(),
+    )
+    # a wide console when piped, so table rows and reasons stay on one line in logs
+    print_summary(summary, Console(width=None if sys.stdout.isatty() else 160))
+    return 1 if summary.failed else 0
+
+
+def print_summary(summary: IngestSummary, console: Console) -> None:
+    """Per-table totals, then every error with its file, reason and what to do."""
+    console.print(f"ingest {summary.trace}: {summary.raw_dir} -> {summary.lake_dir}")
+    grid = RichTable(box=None, header_style="bold")
+    grid.add_column("table", no_wrap=True)
+    for name in ("files", "ok", "skipped", "dup", "error", "read", "written", "rejected"):
+        grid.add_column(name, justify="right", no_wrap=True)
+    for t in summary.tables():
+        grid.add_row(
+            t.table,
+            str(t.files),
+            str(t.converted),
+            str(t.skipped),
+            str(t.duplicates),
+            str(t.errors),
+            f"{t.rows_read:,}",
+            f"{t.rows_written:,}",
+            f"{t.rows_rejected:,}",
+        )
+    console.print(grid)
+    for path, reason in summary.ignored:
+        console.print(f"[yellow]note[/yellow] {path}: {reason}")
+    for row in summary.rows:
+        if row.status == "duplicate":
+            console.print(f"[yellow]duplicate[/yellow] {row.path}: {row.error}")
+    for path, reason in summary.discovery_errors:
+        console.print(f"[red]error[/red] {path}: {reason}")
+    for row in summary.rows:
+        if row.status == "error":
+            console.print(f"[red]error[/red] {row.table}/{Path(row.path).name}: {row.error}")
+    rejected = sum(r.rows_rejected for r in summary.rows if r.status == "ok")
+    if rejected:
+        console.print(
+            f"{rejected:,} rejected line(s) with reasons in {summary.lake_dir / '_rejects'}"
+        )
+    console.print(
+        f"done in {summary.seconds:.2f} s; manifest {summary.lake_dir / '_manifest.parquet'}"
+    )

@@ -1,0 +1,743 @@
+"""Lossless raw CSV(.gz) → typed Parquet conversion of one trace file (issue #2, item 5).
+
+Every physical line of a raw file ends up in exactly one place: a typed row of
+``lake/<trace>/<table>/<stem>.parquet`` or a row of ``lake/<trace>/_rejects/<table>__<stem>.parquet``
+(``source_file, source_line, reason, raw_text, raw_bytes``), so that for every file
+``rows_read = rows_written + rows_rejected``.
+
+Two paths convert a file:
+
+* **native** — Polars' own CSV reader with the strict registry schema (booleans read as 0/1
+  integers), a 1-based row index as ``source_row``, and in-query guards that make the query fail
+  on anything the schema does not catch (a NULL mandatory field, which is also what a blank
+  line parses to; a boolean other than 0/1; a NUL byte in a text field). It streams to a temp
+  Parquet file. Polars fills the missing trailing fields of a *short* line with NULLs, so when the
+  last column has NULLs a second native pass reads the file as whole lines and counts the commas
+  of the lines whose last field is NULL (about +30% time, only for such files).
+* **validated** — used only when the native path fails (or finds a short line): the file is read
+  as raw bytes in fixed-size chunks, split into physical lines with numpy, and every check is a
+  vectorised Polars expression, which gives each reject its exact line number and a reason.
+
+Outputs are written as ``*.tmp`` and renamed into place only when complete; the caller (the
+flow) records the outcome in the manifest (:mod:`analysis.ingest_manifest`).
+
+Choices (documented in the README):
+
+* blank line → rejected ("blank line"); it is a physical line, so it is counted in ``rows_read``;
+* CRLF line endings → accepted, the ``\\r`` is dropped;
+* empty file (0 bytes, or a gzip of nothing) → status ok, 0 rows, an empty typed Parquet file;
+* same bytes as another file of the run → status duplicate, no output (see the flow);
+* an integer that does not fit int64, a non-number in a numeric column, a boolean other than
+  0/1, invalid UTF-8, a NUL byte, the wrong field count, a header line → rejected with the reason;
+* when at least half of a file's lines have the wrong field count the file is the wrong format:
+  status error naming the expected columns, every line kept in the rejects, no typed output.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, Literal
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
+
+Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]
+Method = Literal["native", "validated", "none"]
+
+TMP_SUFFIX = ".tmp"
+REJECTS_DIR = "_rejects"
+MANIFEST_NAME = "_manifest.parquet"
+#: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
+RAW_SUFFIXES = (".csv", ".csv.gz")
+_GZIP_MAGIC = b"\x1f\x8b"
+#: a byte that never occurs in a well-formed trace line; used as the "separator" when the
+#: native reader is asked for whole lines (a line containing it sends the file down the
+#: validated path, which does not depend on it)
+_LINE_SEPARATOR = "\x1f"
+_LINE = "line"
+#: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
+_MAX_LINE_BYTES = 64 << 20
+
+REJECT_SCHEMA = pa.schema(
+    [
+        pa.field(SOURCE_FILE, pa.large_string()),
+        pa.field("source_line", pa.int64()),
+        pa.field("reason", pa.large_string()),
+        pa.field("raw_text", pa.large_string()),
+        # the exact bytes of the line (without its end-of-line), for lines that are not UTF-8
+        pa.field("raw_bytes", pa.large_binary()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class RawFile:
+    """One raw file of a table, as found under the raw root."""
+
+    table: str
+    path: Path
+    #: path relative to the raw root, with forward slashes (the ``source_file`` value)
+    rel: str
+    size_bytes: int
+
+    @property
+    def stem(self) -> str:
+        """Output name: the file name without ``.csv`` / ``.csv.gz``."""
+        name = self.path.name
+        for suffix in (".csv.gz", ".csv"):
+            if name.endswith(suffix):
+                return name[: -len(suffix)]
+        return name
+
+
+@dataclass(frozen=True)
+class RawProblem:
+    """Something under the raw root that is not ingested, and why."""
+
+    path: str
+    reason: str
+    #: True for a problem that makes the run fail (an unknown table folder)
+    is_error: bool
+
+
+@dataclass(frozen=True)
+class RawDiscovery:
+    """The files to ingest, sorted by table then path, and what was left out."""
+
+    files: tuple[RawFile, ...]
+    problems: tuple[RawProblem, ...]
+
+
+@dataclass(frozen=True)
+class LakePaths:
+    """Where one raw file's outputs go under ``lake/<trace>``."""
+
+    parquet: Path
+    rejects: Path
+
+    @property
+    def parquet_tmp(self) -> Path:
+        return self.parquet.with_name(self.parquet.name + TMP_SUFFIX)
+
+    @property
+    def rejects_tmp(self) -> Path:
+        return self.rejects.with_name(self.rejects.name + TMP_SUFFIX)
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """The outcome of converting one raw file (outputs already renamed into place)."""
+
+    status: Status
+    method: Method
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+    #: empty when status is ok; otherwise the reason and what to do
+    error: str
+    seconds: float
+    #: when the conversion began (UTC)
+    started_at: datetime
+
+
+class RawFileError(Exception):
+    """The file cannot be ingested at all (unreadable, truncated or corrupt compression)."""
+
+
+def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
+    """Raw files of every table of ``trace`` under ``raw_root``, found with each ``Table.raw_glob``.
+
+    A folder under the root that is not a table of the trace is an error naming the known tables;
+    files in a table folder that do not match its glob are listed as ignored. For azure-2017 a
+    single ``vmtable.csv[.gz]`` at the root (the published layout) is accepted as well.
+    """
+    if not raw_root.is_dir():
+        raise FileNotFoundError(
+            f"raw folder {raw_root} does not exist; pass --raw DIR or put the files there"
+        )
+    tables = trace_tables(trace)
+    files: list[RawFile] = []
+    problems: list[RawProblem] = []
+    seen: set[Path] = set()
+    for name, tbl in sorted(tables.items()):
+        for path in sorted(raw_root.glob(tbl.raw_glob)):
+            if path.is_file() and path.name.endswith(RAW_SUFFIXES) and path not in seen:
+                seen.add(path)
+                files.append(_raw_file(tbl.name, path, raw_root))
+        for suffix in RAW_SUFFIXES:
+            root_file = raw_root / f"{name}{suffix}"
+            if root_file.is_file() and trace == "azure-2017" and root_file not in seen:
+                seen.add(root_file)
+                files.append(_raw_file(name, root_file, raw_root))
+    known = ", ".join(sorted(tables))
+    for child in sorted(raw_root.iterdir()):
+        if child.name.startswith("."):
+            continue
+        if child.is_dir() and child.name not in tables:
+            problems.append(
+                RawProblem(
+                    path=child.name,
+                    reason=f"unknown table folder {child.name!r} for {trace}; "
+                    f"the known tables are: {known} (rename or move the folder)",
+                    is_error=True,
+                )
+            )
+        elif child.is_dir():
+            glob = tables[child.name].raw_glob
+            for path in sorted(child.rglob("*")):
+                if path.is_file() and path not in seen:
+                    rel = path.relative_to(raw_root).as_posix()
+                    problems.append(
+                        RawProblem(
+                            path=rel,
+                            reason=f"ignored: does not match {glob} with suffix .csv or .csv.gz "
+                            "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)",
+                            is_error=False,
+                        )
+                    )
+    files.sort(key=lambda f: (f.table, f.rel))
+    kept: dict[tuple[str, str], RawFile] = {}
+    for raw in files:
+        first = kept.setdefault((raw.table, raw.stem), raw)
+        if first is not raw:
+            problems.append(
+                RawProblem(
+                    path=raw.rel,
+                    reason=f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
+                    "(keep only one of the two files)",
+                    is_error=True,
+                )
+            )
+    return RawDiscovery(files=tuple(kept.values()), problems=tuple(problems))
+
+
+def _raw_file(table_name: str, path: Path, raw_root: Path) -> RawFile:
+    return RawFile(
+        table=table_name,
+        path=path,
+        rel=path.relative_to(raw_root).as_posix(),
+        size_bytes=path.stat().st_size,
+    )
+
+
+def lake_paths(lake_trace_dir: Path, raw: RawFile) -> LakePaths:
+    """Output locations of one raw file under ``lake/<trace>``."""
+    return LakePaths(
+        parquet=lake_trace_dir / raw.table / f"{raw.stem}.parquet",
+        rejects=lake_trace_dir / REJECTS_DIR / f"{raw.table}__{raw.stem}.parquet",
+    )
+
+
+def file_checksum(path: Path, block_bytes: int = 4 << 20) -> str:
+    """``sha256:<hex>`` of the file's bytes as stored (compressed), read in blocks.
+
+    SHA-256 rather than BLAKE2b: with the SHA extensions OpenSSL hashes ~2 GB/s here against
+    ~1.2 GB/s for BLAKE2b, and on gzip input it is a few percent of the conversion time.
+    """
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(block_bytes):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
+
+
+def remove_leftover_temp_files(lake_trace_dir: Path) -> list[Path]:
+    """Delete ``*.tmp`` files a killed run left under ``lake/<trace>``; returns what was removed."""
+    removed: list[Path] = []
+    if lake_trace_dir.is_dir():
+        for path in sorted(lake_trace_dir.rglob(f"*{TMP_SUFFIX}")):
+            if path.is_file():
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def remove_outputs(paths: LakePaths) -> None:
+    """Delete a raw file's typed output and rejects (and their temp files), if present."""
+    for path in (paths.parquet, paths.rejects, paths.parquet_tmp, paths.rejects_tmp):
+        path.unlink(missing_ok=True)
+
+
+def convert_file(
+    table: Table,
+    raw: RawFile,
+    paths: LakePaths,
+    *,
+    chunk_bytes: int = 32 << 20,
+    wrong_format_share: float = 0.5,
+) -> Conversion:
+    """Convert one raw file into its typed Parquet and rejects, atomically.
+
+    ``chunk_bytes`` bounds the memory of the validated path; ``wrong_format_share`` is the share
+    of lines with the wrong field count from which the whole file is declared the wrong format.
+    """
+    started = time.perf_counter()
+    started_at = datetime.now(UTC)
+    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
+    paths.rejects.parent.mkdir(parents=True, exist_ok=True)
+    for tmp in (paths.parquet_tmp, paths.rejects_tmp):
+        tmp.unlink(missing_ok=True)
+    try:
+        rows = _native_convert(table, raw, paths.parquet_tmp)
+        if rows is not None:
+            paths.parquet_tmp.replace(paths.parquet)
+            paths.rejects.unlink(missing_ok=True)
+            return Conversion(
+                "ok", "native", rows, rows, 0, "", time.perf_counter() - started, started_at
+            )
+        counts = _validated_convert(table, raw, paths, chunk_bytes)
+    except RawFileError as exc:
+        remove_outputs(paths)
+        return Conversion(
+            "error", "none", 0, 0, 0, str(exc), time.perf_counter() - started, started_at
+        )
+    except BaseException:
+        for tmp in (paths.parquet_tmp, paths.rejects_tmp):
+            tmp.unlink(missing_ok=True)
+        raise
+    error = _wrong_format_error(table, counts, wrong_format_share)
+    if error:
+        _reject_everything(table, raw, paths, counts, chunk_bytes)
+        paths.parquet_tmp.unlink(missing_ok=True)
+        paths.parquet.unlink(missing_ok=True)
+        paths.rejects_tmp.replace(paths.rejects)
+        return Conversion(
+            status="error",
+            method="validated",
+            rows_read=counts.rows_read,
+            rows_written=0,
+            rows_rejected=counts.rows_read,
+            error=error,
+            seconds=time.perf_counter() - started,
+            started_at=started_at,
+        )
+    paths.parquet_tmp.replace(paths.parquet)
+    if counts.rows_rejected:
+        paths.rejects_tmp.replace(paths.rejects)
+    else:
+        paths.rejects_tmp.unlink(missing_ok=True)
+        paths.rejects.unlink(missing_ok=True)
+    return Conversion(
+        status="ok",
+        method="validated",
+        rows_read=counts.rows_read,
+        rows_written=counts.rows_written,
+        rows_rejected=counts.rows_rejected,
+        error="",
+        seconds=time.perf_counter() - started,
+        started_at=started_at,
+    )
+
+
+# --------------------------------------------------------------------------- native path
+
+
+def _native_read_schema(table: Table) -> dict[str, pl.DataType]:
+    # booleans are 0/1 in the files: read them as integers, check and cast in the query
+    schema = table.polars_schema()
+    return {c.name: (pl.Int64() if c.kind == "bool" else schema[c.name]) for c in table.columns}
+
+
+def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFrame:
+    """The native conversion as a lazy query; it raises on any line that is not clean."""
+    guard_failed = (
+        pl.when(_dirty_row(table)).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
+    )
+    lf = pl.scan_csv(
+        source,
+        has_header=False,
+        schema=_native_read_schema(table),
+        quote_char=None,
+        raise_if_empty=False,
+    )
+    typed = [
+        pl.col(c.name).cast(pl.Boolean) if c.kind == "bool" else pl.col(c.name)
+        for c in table.columns
+    ]
+    return (
+        lf.with_row_index(SOURCE_ROW, offset=1)
+        # strict cast of "dirty" raises inside the streaming query: the whole query fails
+        .filter(guard_failed == 0)
+        .select(
+            *typed,
+            pl.lit(source_file, dtype=pl.String).alias(SOURCE_FILE),
+            pl.col(SOURCE_ROW).cast(pl.Int64),
+        )
+    )
+
+
+def _dirty_row(table: Table) -> pl.Expr:
+    conditions: list[pl.Expr] = []
+    for column in table.columns:
+        col = pl.col(column.name)
+        if column.mandatory:
+            conditions.append(col.is_null())
+        if column.kind == "bool":
+            conditions.append(col.is_not_null() & ~col.is_in([0, 1]))
+        if column.kind == "str":
+            conditions.append(col.str.contains("\x00", literal=True).fill_null(False))
+    return pl.any_horizontal(conditions)
+
+
+def _native_convert(table: Table, raw: RawFile, out_tmp: Path) -> int | None:
+    """Rows written by the native path, or None when the file needs the validated path."""
+    if raw.size_bytes == 0:
+        _empty_lake_file(table, out_tmp)
+        return 0
+    try:
+        native_lake_query(table, raw.path, raw.rel).sink_parquet(out_tmp, compression="zstd")
+    except pl.exceptions.PolarsError:
+        out_tmp.unlink(missing_ok=True)
+        return None
+    except OSError:
+        # unreadable / corrupt compression: the validated path reports it precisely
+        out_tmp.unlink(missing_ok=True)
+        return None
+    metadata = pq.ParquetFile(out_tmp).metadata
+    rows = int(metadata.num_rows)
+    if _last_column_nulls(metadata, len(table.columns) - 1) and _has_short_line(
+        table, raw, out_tmp
+    ):
+        out_tmp.unlink(missing_ok=True)
+        return None
+    return rows
+
+
+def _last_column_nulls(metadata: pq.FileMetaData, index: int) -> bool:
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_null_count or stats.null_count > 0:
+            return True
+    return False
+
+
+def _has_short_line(table: Table, raw: RawFile, written: Path) -> bool:
+    """True when a line whose last field parsed as NULL has fewer fields than the table.
+
+    Polars pads a short line with NULLs, which is indistinguishable from empty trailing fields
+    once parsed. Only lines whose last column is NULL can be short, so those line numbers are
+    read back from the just-written Parquet and only those lines' commas are counted (the file
+    is read again as whole lines, natively; no per-line work for the others).
+    """
+    last = table.columns[-1].name
+    suspects = (
+        pl.scan_parquet(written).filter(pl.col(last).is_null()).select(SOURCE_ROW).collect()
+    )[SOURCE_ROW]
+    expected = len(table.columns) - 1
+    try:
+        short = (
+            pl.scan_csv(
+                raw.path,
+                has_header=False,
+                separator=_LINE_SEPARATOR,
+                quote_char=None,
+                schema={_LINE: pl.String()},
+                raise_if_empty=False,
+            )
+            .with_row_index("n", offset=1)
+            .filter(pl.col("n").cast(pl.Int64).is_in(suspects.implode()))
+            .filter(pl.col(_LINE).str.count_matches(",", literal=True) != expected)
+            .select(pl.len())
+            .collect()
+            .item()
+        )
+    except (pl.exceptions.PolarsError, OSError):
+        return True
+    return int(short) > 0
+
+
+def _empty_lake_file(table: Table, out: Path) -> None:
+    pl.DataFrame(schema=lake_polars_schema(table)).write_parquet(out, compression="zstd")
+
+
+def lake_polars_schema(table: Table) -> dict[str, pl.DataType]:
+    """Polars schema of a lake file: typed published columns, then source_file, source_row."""
+    return {**table.polars_schema(), SOURCE_FILE: pl.String(), SOURCE_ROW: pl.Int64()}
+
+
+# ------------------------------------------------------------------------ validated path
+
+
+@dataclass(frozen=True)
+class _Counts:
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+    #: lines with the wrong field count, and the most common such count
+    wrong_field_count: int
+    typical_wrong_count: int
+
+
+def _open_raw(raw: RawFile) -> BinaryIO:
+    try:
+        fh = raw.path.open("rb")
+        magic = fh.read(2)
+        fh.seek(0)
+    except OSError as exc:
+        raise RawFileError(
+            f"cannot read {raw.rel}: {exc.strerror or exc}; check the file's permissions"
+        ) from exc
+    if magic == _GZIP_MAGIC:
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    return fh
+
+
+def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
+    """Chunks of the decompressed file, each ending at a line end (the last may not)."""
+    fh = _open_raw(raw)
+    carry = b""
+    try:
+        with fh:
+            while True:
+                try:
+                    block = fh.read(chunk_bytes)
+                except (EOFError, OSError, zlib.error) as exc:
+                    raise RawFileError(
+                        f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
+                        "download or copy the file again"
+                    ) from exc
+                if not block:
+                    break
+                data = carry + block
+                cut = data.rfind(b"\n")
+                if cut < 0:
+                    if len(data) > max(4 * chunk_bytes, _MAX_LINE_BYTES):
+                        raise RawFileError(
+                            f"{raw.rel} has a line longer than {len(data) >> 20} MB: it is not a "
+                            "trace CSV file (check what was copied there)"
+                        )
+                    carry = data
+                    continue
+                carry = data[cut + 1 :]
+                yield data[: cut + 1]
+    finally:
+        fh.close()
+    if carry:
+        yield carry
+
+
+def _chunk_lines(chunk: bytes, first_line: int) -> pl.DataFrame:
+    """One row per physical line of ``chunk``: source_line, text (NULL if not UTF-8), raw bytes."""
+    arr = np.frombuffer(chunk, dtype=np.uint8)
+    ends = np.flatnonzero(arr == 10)
+    if len(ends) == 0 or ends[-1] != len(arr) - 1:
+        ends = np.append(ends, len(arr))  # last line without a newline
+    starts = np.concatenate(([0], ends[:-1] + 1))
+    # a line's content ends before "\n" and before a "\r" that precedes it (CRLF files)
+    stop = ends.copy()
+    has_cr = (stop > starts) & (arr[np.maximum(stop - 1, 0)] == 13)
+    stop[has_cr] -= 1
+    n = len(starts)
+    raw_bytes = [chunk[s:e] for s, e in zip(starts.tolist(), stop.tolist(), strict=True)]
+    try:
+        text: list[str | None] = [b.decode("utf-8") for b in raw_bytes]
+    except UnicodeDecodeError:
+        text = [_utf8_or_none(b) for b in raw_bytes]
+    return pl.DataFrame(
+        {
+            "source_line": np.arange(first_line, first_line + n, dtype=np.int64),
+            "text": pl.Series(text, dtype=pl.String),
+            "raw_bytes": pl.Series(raw_bytes, dtype=pl.Binary),
+        }
+    )
+
+
+def _utf8_or_none(b: bytes) -> str | None:
+    try:
+        return b.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _header_names(table: Table) -> list[str]:
+    names = {c.name for c in table.columns}
+    names |= {c.official.lower().replace(" ", "_") for c in table.columns}
+    return sorted(names)
+
+
+def _expected_fields_text(table: Table) -> str:
+    return f"expected {len(table.columns)} fields ({', '.join(table.column_names)})"
+
+
+def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
+    """Per line: the typed columns, and ``reason`` (NULL for a good line, else why it is rejected).
+
+    Also ``n_fields`` (the line's field count) and ``wrong_field_count`` (rejected for that
+    reason). Pure: tests call it directly.
+    """
+    n_cols = len(table.columns)
+    text = pl.col("text")
+    fields = text.str.split_exact(",", n_cols - 1).struct.field
+    parsed: list[pl.Expr] = []
+    problems: list[pl.Expr] = []
+    for i, column in enumerate(table.columns):
+        raw = fields(f"field_{i}")
+        value = pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
+        name = column.name
+        if column.kind in ("int", "bool"):
+            typed = value.cast(pl.Int64, strict=False)
+        elif column.kind == "float":
+            typed = value.cast(pl.Float64, strict=False)
+        else:
+            typed = value
+        unparsed = value.is_not_null() & typed.is_null()
+        if column.kind == "int":
+            huge = unparsed & value.str.contains(r"^[+-]?[0-9]+$")
+            problems.append(
+                pl.when(huge)
+                .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
+                .when(unparsed)
+                .then(pl.format("{}: not an integer: '{}'", pl.lit(name), value))
+            )
+        elif column.kind == "float":
+            problems.append(
+                pl.when(unparsed).then(pl.format("{}: not a number: '{}'", pl.lit(name), value))
+            )
+        elif column.kind == "bool":
+            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
+            problems.append(
+                pl.when(bad).then(pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value))
+            )
+            typed = typed.cast(pl.Boolean)
+        if column.mandatory:
+            problems.append(
+                pl.when(value.is_null()).then(pl.lit(f"{name}: mandatory field is empty"))
+            )
+        parsed.append(typed.alias(name))
+    lowered = text.str.to_lowercase().str.split(",")
+    header_like = lowered.list.eval(
+        pl.element().str.strip_chars().is_in(_header_names(table))
+    ).list.any()
+    n_fields = text.str.count_matches(",", literal=True) + 1
+    expected = _expected_fields_text(table)
+    blank = pl.col("raw_bytes").bin.size() == 0
+    has_nul = text.str.contains("\x00", literal=True)
+    reason = (
+        pl.when(blank)
+        .then(pl.lit("blank line"))
+        .when(text.is_null())
+        .then(pl.lit("invalid UTF-8 bytes"))
+        .when(has_nul)
+        .then(pl.lit("NUL byte in line"))
+        .when((n_fields != n_cols) & header_like)
+        .then(pl.format("header line (column names), {}, found {}", pl.lit(expected), n_fields))
+        .when(n_fields != n_cols)
+        .then(pl.format("{}, found {}", pl.lit(expected), n_fields))
+        .when(header_like)
+        .then(pl.lit("header line (column names); the published files have no header"))
+        .otherwise(pl.concat_str(problems, separator="; ", ignore_nulls=True))
+    )
+    return lines.select(
+        "source_line",
+        "text",
+        "raw_bytes",
+        n_fields.cast(pl.Int64).alias("n_fields"),
+        (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
+        .fill_null(False)
+        .alias("wrong_field_count"),
+        pl.when(reason == "").then(pl.lit(None, dtype=pl.String)).otherwise(reason).alias("reason"),
+        *parsed,
+    )
+
+
+def _validated_convert(table: Table, raw: RawFile, paths: LakePaths, chunk_bytes: int) -> _Counts:
+    lake_schema = _lake_arrow_schema(table)
+    rows_read = written = rejected = wrong = 0
+    wrong_counts: dict[int, int] = {}
+    with (
+        pq.ParquetWriter(paths.parquet_tmp, lake_schema, compression="zstd") as good_out,
+        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as bad_out,
+    ):
+        for chunk in _physical_lines(raw, chunk_bytes):
+            frame = validated_frame(table, _chunk_lines(chunk, rows_read + 1))
+            rows_read += frame.height
+            good = frame.filter(pl.col("reason").is_null())
+            bad = frame.filter(pl.col("reason").is_not_null())
+            if good.height:
+                typed = good.select(
+                    *table.column_names,
+                    pl.lit(raw.rel, dtype=pl.String).alias(SOURCE_FILE),
+                    pl.col("source_line").alias(SOURCE_ROW),
+                )
+                good_out.write_table(typed.to_arrow().cast(lake_schema))
+                written += good.height
+            if bad.height:
+                bad_out.write_table(_reject_table(bad, raw.rel))
+                rejected += bad.height
+                miscounted = bad.filter(pl.col("wrong_field_count"))
+                wrong += miscounted.height
+                for k, v in miscounted.group_by("n_fields").len().iter_rows():
+                    wrong_counts[int(k)] = wrong_counts.get(int(k), 0) + int(v)
+    typical = max(wrong_counts, key=lambda k: wrong_counts[k]) if wrong_counts else 0
+    return _Counts(rows_read, written, rejected, wrong, typical)
+
+
+def _reject_table(bad: pl.DataFrame, source_file: str) -> pa.Table:
+    frame = bad.select(
+        pl.lit(source_file, dtype=pl.String).alias(SOURCE_FILE),
+        "source_line",
+        "reason",
+        # lines that are not UTF-8 keep a readable text with U+FFFD and their exact bytes
+        pl.coalesce(
+            "text",
+            pl.col("raw_bytes").map_elements(
+                lambda b: b.decode("utf-8", errors="replace"), return_dtype=pl.String
+            ),
+        ).alias("raw_text"),
+        "raw_bytes",
+    )
+    return frame.to_arrow().cast(REJECT_SCHEMA)
+
+
+def _wrong_format_error(table: Table, counts: _Counts, share: float) -> str:
+    if counts.rows_read == 0 or counts.wrong_field_count < share * counts.rows_read:
+        return ""
+    hint = (
+        " — is this the original headerless vmtable?"
+        if table.trace == "azure-2017"
+        else f" — is this an original headerless {table.name} part file?"
+    )
+    return (
+        f"{_expected_fields_text(table)}, found {counts.typical_wrong_count} in "
+        f"{counts.wrong_field_count} of {counts.rows_read} lines{hint} "
+        f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
+    )
+
+
+def _reject_everything(
+    table: Table, raw: RawFile, paths: LakePaths, counts: _Counts, chunk_bytes: int
+) -> None:
+    """Rewrite the rejects so they hold every line of a file declared the wrong format."""
+    whole_file = (
+        f"file rejected: most lines have the wrong field count ({counts.typical_wrong_count}"
+    )
+    whole_file += f" instead of {len(table.columns)})"
+    paths.rejects_tmp.unlink(missing_ok=True)
+    line = 0
+    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as out:
+        for chunk in _physical_lines(raw, chunk_bytes):
+            frame = validated_frame(table, _chunk_lines(chunk, line + 1))
+            line += frame.height
+            frame = frame.with_columns(pl.col("reason").fill_null(pl.lit(whole_file)))
+            out.write_table(_reject_table(frame, raw.rel))
+
+
+def _lake_arrow_schema(table: Table) -> pa.Schema:
+    # the same Arrow schema Polars writes on the native path (large strings, all nullable),
+    # so files from both paths read back identically
+    fields = []
+    for field in table.arrow_schema():
+        dtype = pa.large_string() if pa.types.is_string(field.type) else field.type
+        fields.append(pa.field(field.name, dtype, nullable=True))
+    return pa.schema(fields)

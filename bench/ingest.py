@@ -1,0 +1,279 @@
+"""Benchmark `tracelab ingest` against plain Polars and DuckDB on the same raw files (issue #2, item 6).
+
+Generates (or reuses, under ``bench/out/``) a synthetic google-2011 trace of ``--target-mb`` MB of
+raw CSV per size with :func:`analysis.synthetic.generate_trace`, keeps its ``task_usage`` and
+``task_events`` part files, then times, each in its own child process (so its peak RSS is its
+own, from ``wait4``/``ru_maxrss``):
+
+* ``tracelab``: the real command line, ``tracelab ingest --raw … --data …`` (a Prefect flow; the
+  wall time includes interpreter start-up and Prefect's temporary API server); its manifest is
+  checked (every file ok, zero rejects);
+* ``polars``: ``pl.scan_csv(file, schema=…).with_columns(bool casts).sink_parquet(zstd)`` per file;
+* ``duckdb``: ``read_csv(files, columns=…)`` → ``write_parquet(zstd)`` (a COPY) per table.
+
+Throughput is MB of raw (decompressed) CSV per second, twice: "process" = wall time of the child
+process (start-up included; for tracelab that is ~5-20 s of Prefect start-up and shut-down) and
+"convert" = the conversion itself (the baselines time it after their imports; tracelab's is the
+flow body: discovery, checksums, per-file tasks and manifest writes, as its summary prints it). Each engine runs ``--repeat`` times, interleaved, and the run with
+the best conversion time counts (the machine is shared). Prints a table and, as its last
+line, ``RESULT ingest_mb_s=… baseline_mb_s=… ratio=… peak_rss_mb=…`` for the largest size.
+Never run in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+TRACE = "google-2011"
+TABLES = ("task_usage", "task_events")
+ENGINES = ("tracelab", "polars", "duckdb")
+
+
+@dataclass(frozen=True)
+class Run:
+    engine: str
+    target_mb: int
+    raw_mb: float
+    seconds: float
+    peak_rss_mb: float
+    #: conversion only: tracelab's flow body (discovery, checksums, conversions, manifest), as
+    #: its summary prints it; the baselines timed inside the child after their imports
+    convert_seconds: float
+    #: user + system CPU seconds of the child (and the children it waited for)
+    cpu_seconds: float
+
+    @property
+    def mb_s(self) -> float:
+        return self.raw_mb / self.seconds
+
+    @property
+    def convert_mb_s(self) -> float:
+        return self.raw_mb / self.convert_seconds
+
+    @property
+    def mb_per_cpu_s(self) -> float:
+        return self.raw_mb / self.cpu_seconds
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/ingest.py",
+        description="Time `tracelab ingest` against Polars scan_csv→sink_parquet and DuckDB COPY.",
+    )
+    parser.add_argument(
+        "--target-mb",
+        type=int,
+        action="append",
+        help="raw MB of synthetic trace to generate; repeat for several sizes (default: 500 and 1000)",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="generator seed")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per engine; the best counts")
+    parser.add_argument("--out", type=Path, default=REPO / "bench/out", help="work folder")
+    parser.add_argument("--engines", default=",".join(ENGINES), help="comma-separated subset")
+    # internal: one engine in a child process
+    parser.add_argument("--child", choices=("polars", "duckdb"), help=argparse.SUPPRESS)
+    parser.add_argument("--raw", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--dest", type=Path, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _raw_files(raw: Path) -> dict[str, list[Path]]:
+    from analysis.schemas import table
+
+    return {t: sorted(raw.glob(table(TRACE, t).raw_glob)) for t in TABLES}
+
+
+def _child_polars(raw: Path, dest: Path) -> None:
+    import polars as pl
+
+    from analysis.schemas import table
+
+    for name, files in _raw_files(raw).items():
+        tbl = table(TRACE, name)
+        # booleans are 0/1 in the files: read as integers, cast (the same types as the lake)
+        schema = {
+            c.name: (pl.Int64() if c.kind == "bool" else tbl.polars_schema()[c.name])
+            for c in tbl.columns
+        }
+        casts = [pl.col(c.name).cast(pl.Boolean) for c in tbl.columns if c.kind == "bool"]
+        (dest / name).mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        for f in files:
+            out = dest / name / (f.name.split(".")[0] + ".parquet")
+            pl.scan_csv(f, has_header=False, schema=schema).with_columns(casts).sink_parquet(
+                out, compression="zstd"
+            )
+        _report(time.perf_counter() - started)
+
+
+def _child_duckdb(raw: Path, dest: Path) -> None:
+    import duckdb
+
+    from analysis.schemas import table
+
+    sql_type = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
+    con = duckdb.connect()
+    dest.mkdir(parents=True, exist_ok=True)
+    for name, files in _raw_files(raw).items():
+        tbl = table(TRACE, name)
+        columns = {c.name: sql_type[c.kind] for c in tbl.columns}
+        started = time.perf_counter()
+        rel = con.read_csv([str(f) for f in files], header=False, columns=columns, sep=",")
+        rel.write_parquet(str(dest / f"{name}.parquet"), compression="zstd")
+        _report(time.perf_counter() - started)
+
+
+def _report(seconds: float) -> None:
+    print(f"CONVERT_SECONDS {seconds}", flush=True)
+
+
+def _timed_child(
+    cmd: list[str], env: dict[str, str] | None = None
+) -> tuple[float, float, float, float]:
+    """Wall seconds, peak RSS (MB), reported conversion seconds and CPU seconds of one child."""
+    with (
+        tempfile.TemporaryFile() as out_file,
+        tempfile.TemporaryFile() as err_file,
+    ):
+        started = time.perf_counter()
+        proc = subprocess.Popen(cmd, env=env, stdout=out_file, stderr=err_file)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out_file.seek(0)
+        err_file.seek(0)
+        out, err = out_file.read().decode(), err_file.read().decode()
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[0:3]} failed ({proc.returncode}):\n{err[-2000:]}")
+    # the baselines print CONVERT_SECONDS; tracelab's summary ends with "done in X s" (flow time)
+    reported = [float(x.split()[1]) for x in out.splitlines() if x.startswith("CONVERT_SECONDS")]
+    reported += [float(m) for m in re.findall(r"^done in ([0-9.]+) s", out, flags=re.MULTILINE)]
+    cpu = usage.ru_utime + usage.ru_stime
+    return seconds, usage.ru_maxrss / 1024, sum(reported), cpu  # ru_maxrss is KiB on Linux
+
+
+def _generate(out: Path, target_mb: int, seed: int) -> tuple[Path, float]:
+    """The generated trace folder and the raw MB of its task_usage + task_events files."""
+    folder = out / f"{TRACE}-seed{seed}-{target_mb}mb"
+    truth = folder / "TRUTH.json"
+    if not truth.is_file():
+        from analysis.synthetic import generate_trace
+
+        print(f"generating {target_mb} MB of raw {TRACE} into {folder} ...", flush=True)
+        generate_trace(TRACE, folder, seed=seed, scale="large", target_mb=target_mb, progress=True)
+    doc = json.loads(truth.read_text())
+    raw_mb = sum(doc["tables"][t]["uncompressed_bytes"] for t in TABLES) / 1e6
+    layout = out / f"raw-{target_mb}mb" / TRACE
+    layout.mkdir(parents=True, exist_ok=True)
+    for t in TABLES:
+        link = layout / t
+        if not link.exists():
+            link.symlink_to(folder / t, target_is_directory=True)
+    return layout, raw_mb
+
+
+def _check_lake(data: Path, raw: Path) -> None:
+    """Every raw file converted with status ok and zero rejects (else the timing means nothing)."""
+    import polars as pl
+
+    m = pl.read_parquet(data / "lake" / TRACE / "_manifest.parquet")
+    expected = sum(len(v) for v in _raw_files(raw).values())
+    if m.height != expected or set(m["status"]) != {"ok"} or m["rows_rejected"].sum() != 0:
+        raise SystemExit(f"tracelab ingest did not convert every file cleanly:\n{m}")
+
+
+def _run_engine(engine: str, raw: Path, work: Path) -> tuple[float, float, float, float]:
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    if engine == "tracelab":
+        # a loaded machine can take longer than Prefect's default 20 s to start its server
+        env = {
+            **os.environ,
+            "PREFECT_LOGGING_LEVEL": "WARNING",
+            "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "120",
+        }
+        cmd = [str(REPO / ".venv/bin/tracelab"), "ingest", "--trace", TRACE, "--raw", str(raw)]
+        timing = _timed_child([*cmd, "--data", str(work), "--no-progress"], env)
+        _check_lake(work, raw)
+        return timing
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", engine]
+    return _timed_child([*cmd, "--raw", str(raw), "--dest", str(work)])
+
+
+def _table(runs: list[Run]) -> str:
+    lines = [
+        f"{'engine':<10} {'target MB':>9} {'raw MB':>8} {'process s':>9} {'process MB/s':>12} "
+        f"{'convert s':>9} {'convert MB/s':>12} {'CPU s':>6} {'MB/CPU-s':>8} {'peak RSS MB':>11}"
+    ]
+    for r in runs:
+        lines.append(
+            f"{r.engine:<10} {r.target_mb:>9} {r.raw_mb:>8.0f} {r.seconds:>9.1f} {r.mb_s:>12.1f} "
+            f"{r.convert_seconds:>9.1f} {r.convert_mb_s:>12.1f} {r.cpu_seconds:>6.1f} "
+            f"{r.mb_per_cpu_s:>8.1f} {r.peak_rss_mb:>11.0f}"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse_args(argv)
+    if args.child == "polars":
+        _child_polars(args.raw, args.dest)
+        return 0
+    if args.child == "duckdb":
+        _child_duckdb(args.raw, args.dest)
+        return 0
+    sizes = sorted(args.target_mb or [500, 1000])
+    engines = [e for e in args.engines.split(",") if e]
+    best: list[Run] = []
+    for target_mb in sizes:
+        raw, raw_mb = _generate(args.out, target_mb, args.seed)
+        runs: dict[str, list[Run]] = {e: [] for e in engines}
+        for rep in range(args.repeat):
+            order = engines[rep % len(engines) :] + engines[: rep % len(engines)]
+            for engine in order:
+                seconds, rss, convert, cpu = _run_engine(engine, raw, args.out / "work" / engine)
+                run = Run(engine, target_mb, raw_mb, seconds, rss, convert, cpu)
+                runs[engine].append(run)
+                print(
+                    f"  {engine:<9} {target_mb} MB run {rep + 1}: {seconds:.1f} s, {run.mb_s:.1f} MB/s",
+                    flush=True,
+                )
+        best.extend(min(rs, key=lambda r: r.convert_seconds) for rs in runs.values())
+    shutil.rmtree(args.out / "work", ignore_errors=True)
+    print(_table(best))
+    largest = [r for r in best if r.target_mb == sizes[-1]]
+    by_engine = {r.engine: r for r in largest}
+    rss = {r.target_mb: r.peak_rss_mb for r in best if r.engine == "tracelab"}
+    if "tracelab" in by_engine and "polars" in by_engine:
+        ours, base = by_engine["tracelab"], by_engine["polars"]
+        extra = (
+            f" duckdb_mb_s={by_engine['duckdb'].convert_mb_s:.1f}" if "duckdb" in by_engine else ""
+        )
+        sizes_rss = " ".join(f"peak_rss_mb_at_{mb}mb={v:.0f}" for mb, v in sorted(rss.items()))
+        # conversion throughput (the flow's span vs the baseline's, both after start-up) is the
+        # headline; the process numbers include Prefect's fixed start-up and are printed too
+        print(
+            f"RESULT ingest_mb_s={ours.convert_mb_s:.1f} baseline_mb_s={base.convert_mb_s:.1f} "
+            f"ratio={ours.convert_mb_s / base.convert_mb_s:.2f} peak_rss_mb={ours.peak_rss_mb:.0f} "
+            f"process_ingest_mb_s={ours.mb_s:.1f} process_baseline_mb_s={base.mb_s:.1f} "
+            f"process_ratio={ours.mb_s / base.mb_s:.2f} "
+            f"cpu_ratio={ours.mb_per_cpu_s / base.mb_per_cpu_s:.2f}{extra} {sizes_rss}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
