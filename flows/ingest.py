@@ -57,6 +57,7 @@ from analysis.ingest_manifest import (
     write_manifest,
 )
 from analysis.schemas import table, trace_tables
+from flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from flows.settings import Settings
 
 
@@ -311,6 +312,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (logs and summary only)"
     )
+    add_scaleout_arguments(parser)
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -324,7 +326,10 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             f"raw folder {raw_dir} does not exist; pass --raw DIR (the published root with "
             "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
         )
-    summary = ingest_flow(
+    settings = settings_with_scaleout(args, settings)
+    runner = dask_task_runner(settings)
+    run = ingest_flow if runner is None else ingest_flow.with_options(task_runner=runner)
+    summary = run(
         trace=args.trace,
         raw_dir=raw_dir,
         lake_dir=settings.lake_dir,

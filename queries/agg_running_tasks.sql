@@ -1,0 +1,57 @@
+-- tasks in execution, per timestamp (METHODS §1.3, seed 002 method 3-3):
+-- running change = SCHEDULE - FINISH - rEVICT - rFAIL - rKILL - rLOST, summed from zero over time,
+-- where r = the death (FINISH included) follows a SCHEDULE once UPDATE_* events are collapsed;
+-- a death whose SCHEDULE predates the data is not subtracted, as its SCHEDULE was never added.
+-- time 0 (before the window) is the first point: tasks running at the window start.
+-- events at 2^63-1 (after the window) have no place on a time axis and are left out.
+with
+
+events as (
+    select
+        time,
+        event_type,
+        death_phase,
+    from fct_task_transitions_collapsed
+    where time < $time_after_window_us
+        and (event_type = 1 or death_phase = 'running')
+),
+
+per_time as (
+    select
+        time,
+        count(*) filter (where event_type = 1) as schedules,
+        count(*) filter (where death_phase = 'running' and event_type = 4) as finishes,
+        count(*) filter (where death_phase = 'running' and event_type = 2) as running_evicts,
+        count(*) filter (where death_phase = 'running' and event_type = 3) as running_fails,
+        count(*) filter (where death_phase = 'running' and event_type = 5) as running_kills,
+        count(*) filter (where death_phase = 'running' and event_type = 6) as running_losts,
+    from events
+    group by time
+),
+
+changes as (
+    select
+        *,
+        schedules - finishes - running_evicts - running_fails - running_kills - running_losts
+            as running_change,
+    from per_time
+),
+
+final as (
+    select
+        time,
+        schedules,
+        finishes,
+        running_evicts,
+        running_fails,
+        running_kills,
+        running_losts,
+        running_change,
+        cast(sum(running_change) over (
+            order by time rows between unbounded preceding and current row
+        ) as bigint) as running_tasks,
+    from changes
+    order by time
+)
+
+select * from final
