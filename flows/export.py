@@ -1,16 +1,73 @@
-"""`tracelab export` (issue #5): placeholder until the issue lands."""
+"""`tracelab export`: every stage's fitted parameters -> one versioned params document (issue #5).
+
+Gathers ``DATA/results/<trace>/<stage>/params.json``, validates the document against
+``analysis/params_schema.json`` and writes ``DATA/exports/params.json`` (or ``--format csv``:
+one row per record and parameter) atomically. Later stages read it with
+:func:`analysis.export.load_params`.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any
 
-from analysis.errors import TracelabError
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NONE
+
+from analysis.export import params_document, write_params_csv, write_params_json
 from flows.settings import Settings
+
+FORMATS = ("json", "csv")
+
+
+@task(cache_policy=NONE)
+def build_document(data_dir: Path) -> dict[str, Any]:
+    """The params document from every stage's params.json under ``data_dir/results``."""
+    doc = params_document(data_dir)
+    get_run_logger().info(
+        "gathered %d records from %d stage files (traces: %s)",
+        len(doc["records"]),
+        len(doc["stage_files"]),
+        ", ".join(doc["traces"]),
+    )
+    return doc
+
+
+@task(cache_policy=NONE)
+def write_document(doc: dict[str, Any], out: Path, fmt: str) -> Path:
+    """Validate against the schema, then write atomically in ``fmt`` (json or csv)."""
+    if fmt == "csv":
+        return write_params_csv(doc, out)
+    return write_params_json(doc, out)
+
+
+@flow(name="export-params")
+def export_flow(data_dir: Path, out: Path | None = None, fmt: str = "json") -> Path:
+    """Write the params document; returns its path."""
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of: {', '.join(FORMATS)}")
+    target = out or default_export_path(data_dir, fmt)
+    return write_document(build_document(data_dir), target, fmt)
+
+
+def default_export_path(data_dir: Path, fmt: str) -> Path:
+    """``DATA/exports/params.json`` (or ``params.csv``)."""
+    return data_dir / "exports" / f"params.{fmt}"
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
+    parser.add_argument("--format", choices=FORMATS, default="json", help="json (default) or csv")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="where to write (default DATA/exports/params.json or params.csv)",
+    )
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    raise TracelabError("not built yet (issue #5)")
+    path = export_flow(data_dir=settings.data_dir, out=args.out, fmt=args.format)
+    print(f"tracelab export: wrote {path}")
+    return 0

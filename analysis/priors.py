@@ -1,0 +1,950 @@
+"""Per-deployment MLEs and population Gamma priors from the Azure vmtable (seed 004 App. B, METHODS §2.6).
+
+Input is the ``fct_azure_deployments`` table (one row per deployment with the sufficient
+statistics of every per-deployment likelihood). Units: hours throughout.
+
+Per deployment (only deployments that arrived inside the window, ``arrived_in_window``):
+
+* core-lifetime rate ``lambda``: exponential MLE with right-censoring. A core that died after
+  ``t`` hours contributes the density ``lambda exp(-lambda t)``, a censored core (alive at the end,
+  or ended by a detected shutdown, which is not a death of its own) the survival
+  ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one VM share the
+  VM's lifetime.
+* scale-out rate ``r``: Poisson MLE ``n_scaleouts / observed_hours``.
+* scale-out size parameter ``s`` (a scale-out adds ``1 + Poisson(s)`` cores):
+  ``scaleout_extra_cores / n_scaleouts``; undefined without a scale-out.
+
+Zero and undefined MLEs (the Gamma likelihood is zero at 0, so they cannot enter as they are):
+
+* an MLE of 0 (no event in a positive exposure) is replaced, as the seed does for scale-out
+  rates, by the value at which seeing no event has probability ``zero_event_probability``
+  ``p``: ``-ln(p) / exposure`` (exposure = core-hours, observed hours, or number of scale-outs
+  for the size). The seed calibrates ``p`` by a Cramér–von Mises fit; we expose it as a parameter
+  (default 0.5: the median-unbiased value for a zero count) and report how many were replaced;
+* an undefined size parameter (no scale-out) leaves the deployment out of the size fit only.
+
+Population, two ways (records of stage ``priors``):
+
+1. ``*_prior`` — the seed's two-stage method (App. B.2): Gamma(shape, rate) by maximum likelihood
+   with the location fixed at 0 (``scipy.stats.gamma.fit(..., floc=0)``) on the per-deployment
+   MLEs of ``lambda``, of the normalised scale-out rate ``r * (1/lambda)**alpha`` and of ``s``.
+   ``alpha`` minimises the mean absolute deviation of the normalised rates from their mean
+   *divided by that mean*: the seed minimises the plain MAD, which depends on the time unit (it
+   shrinks towards 0 as alpha grows whenever lifetimes are mostly below one unit), so we make it
+   scale-free. Deployment shutdown (>= 3 VMs ending together): exponential in the age measured in
+   mean core lifetimes (``age * lambda``), other deployments censored at their age. n,
+   log-likelihood, KS distance and seeded bootstrap 95% percentile CIs (deployments resampled
+   with replacement, every step including alpha refitted). Known weakness, measured on generated
+   traces: a deployment with one or two VMs has an MLE like ``1/t`` (infinite mean), so the fitted
+   lifetime prior is far too dispersed (shape 0.7 for a true 2.0, mean 2.4x the truth).
+2. ``*_prior_marginal`` — the hierarchical model fitted directly (:func:`joint_marginal_fit`):
+   per-deployment parameters are integrated out of the likelihood of the counts (the Gamma is
+   conjugate), so small deployments and zero counts need no MLE and no substitute, and censored
+   cores enter only through their exposure. Lifetime prior, normalised scale-out prior, alpha and
+   the shutdown rate are fitted jointly because ``lambda`` appears in the scale-out term; the size
+   prior alone. Wald CIs from the observed information (bootstrap for the size prior). On
+   generated traces it recovers every prior within its standard errors
+   (``tests/test_priors_recovery.py``); consumers should prefer these records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+from scipy import optimize, special, stats
+
+from analysis.errors import TracelabError
+from analysis.params import FittedParameter, Interval, Quantity
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+
+STAGE = "priors"
+TRACE = "azure-2017"
+
+#: columns of fct_azure_deployments the fits read
+DEPLOYMENT_COLUMNS: tuple[str, ...] = (
+    "deploymentid",
+    "arrived_in_window",
+    "n_cores",
+    "n_scaleouts",
+    "scaleout_extra_cores",
+    "observed_hours",
+    "core_deaths",
+    "core_exposure_hours",
+    "lifetime_hours",
+    "shut_down",
+    "n_vms",
+    "vm_deaths",
+    "vm_exposure_hours",
+)
+
+_ALPHA_BOUNDS = (-3.0, 3.0)
+
+
+def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
+    out: FloatArray = np.asarray(num, dtype=np.float64) / np.asarray(den, dtype=np.float64)
+    return out
+
+
+def lifetime_rate_mle(core_deaths: FloatArray, core_exposure_hours: FloatArray) -> FloatArray:
+    """Censored exponential MLE per deployment, 1/hour: deaths over total core-hours."""
+    return _ratio(core_deaths, core_exposure_hours)
+
+
+def lifetime_rate_ignoring_censoring(
+    n_cores: FloatArray, core_exposure_hours: FloatArray
+) -> FloatArray:
+    """The biased estimate that treats every censored core as a death (for comparison only)."""
+    return _ratio(n_cores, core_exposure_hours)
+
+
+def scaleout_rate_mle(n_scaleouts: FloatArray, observed_hours: FloatArray) -> FloatArray:
+    """Poisson MLE of the scale-out rate per deployment, 1/hour."""
+    return _ratio(n_scaleouts, observed_hours)
+
+
+def scaleout_size_mle(scaleout_extra_cores: FloatArray, n_scaleouts: FloatArray) -> FloatArray:
+    """MLE of ``s`` in ``1 + Poisson(s)`` cores per scale-out; NaN without a scale-out."""
+    extra = np.asarray(scaleout_extra_cores, dtype=float)
+    n = np.asarray(n_scaleouts, dtype=float)
+    out = np.full(extra.shape, np.nan)
+    np.divide(extra, n, out=out, where=n > 0)
+    return out
+
+
+def zero_event_substitute(
+    events: FloatArray, exposure: FloatArray, estimate: FloatArray, probability: float
+) -> tuple[FloatArray, BoolArray]:
+    """``estimate`` with each zero-event entry replaced by ``-ln(probability) / exposure``.
+
+    Returns the new estimates and the mask of replaced entries (NaN estimates stay NaN).
+    """
+    if not 0.0 < probability < 1.0:
+        raise ValueError(f"zero_event_probability must be in (0, 1), got {probability}")
+    events = np.asarray(events, dtype=float)
+    exposure = np.asarray(exposure, dtype=float)
+    replaced = (events == 0) & (exposure > 0) & ~np.isnan(estimate)
+    out = np.array(estimate, dtype=float)
+    out[replaced] = -math.log(probability) / exposure[replaced]
+    return out, replaced
+
+
+@dataclass(frozen=True)
+class DeploymentMLEs:
+    """Per-deployment estimates (arrays aligned with ``deploymentid``), in-window deployments only."""
+
+    deploymentid: tuple[str, ...]
+    lifetime_rate_per_hour: FloatArray
+    lifetime_rate_replaced: BoolArray
+    scaleout_rate_per_hour: FloatArray
+    scaleout_rate_replaced: BoolArray
+    #: NaN where the deployment never scaled out
+    scaleout_size_param: FloatArray
+    scaleout_size_replaced: BoolArray
+    lifetime_hours: FloatArray
+    shut_down: BoolArray
+    #: sufficient statistics of the marginal fits: VM deaths and VM-hours (cores of one VM share
+    #: one lifetime, so VMs are the independent observations), scale-outs, observed hours, extra cores
+    vm_deaths: FloatArray
+    vm_exposure_hours: FloatArray
+    n_scaleouts: FloatArray
+    observed_hours: FloatArray
+    scaleout_extra_cores: FloatArray
+
+    def to_polars(self) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "deploymentid": list(self.deploymentid),
+                "lifetime_rate_per_hour": self.lifetime_rate_per_hour,
+                "lifetime_rate_replaced": self.lifetime_rate_replaced,
+                "scaleout_rate_per_hour": self.scaleout_rate_per_hour,
+                "scaleout_rate_replaced": self.scaleout_rate_replaced,
+                "scaleout_size_param": self.scaleout_size_param,
+                "scaleout_size_replaced": self.scaleout_size_replaced,
+                "lifetime_hours": self.lifetime_hours,
+                "shut_down": self.shut_down,
+            }
+        )
+
+
+def deployment_mles(
+    deployments: pl.DataFrame,
+    *,
+    zero_event_probability: float = 0.5,
+    censoring: bool = True,
+) -> DeploymentMLEs:
+    """Per-deployment MLEs of the deployments that arrived inside the window.
+
+    ``censoring=False`` computes the naive lifetime rate that counts censored cores as deaths;
+    it exists to show the bias the censoring term removes.
+    """
+    missing = [c for c in DEPLOYMENT_COLUMNS if c not in deployments.columns]
+    if missing:
+        raise TracelabError(
+            f"fct_azure_deployments lacks column(s) {', '.join(missing)}; re-run tracelab fit"
+        )
+    # sorted so the fits (and the bootstrap draws) do not depend on the SQL engine's row order
+    d = deployments.filter(pl.col("arrived_in_window")).sort("deploymentid")
+    if d.height == 0:
+        raise TracelabError(
+            "no deployment arrived inside the window (every deployment's first VM has "
+            "vmcreated = 0); the priors need deployments created after the trace start"
+        )
+
+    def col(name: str) -> FloatArray:
+        return d.get_column(name).cast(pl.Float64).to_numpy()
+
+    exposure = col("core_exposure_hours")
+    if censoring:
+        deaths = col("core_deaths")
+        lam = lifetime_rate_mle(deaths, exposure)
+    else:
+        deaths = col("n_cores")
+        lam = lifetime_rate_ignoring_censoring(deaths, exposure)
+    lam, lam_rep = zero_event_substitute(deaths, exposure, lam, zero_event_probability)
+
+    n_so = col("n_scaleouts")
+    observed = col("observed_hours")
+    rate, rate_rep = zero_event_substitute(
+        n_so, observed, scaleout_rate_mle(n_so, observed), zero_event_probability
+    )
+    extra = col("scaleout_extra_cores")
+    size, size_rep = zero_event_substitute(
+        extra, n_so, scaleout_size_mle(extra, n_so), zero_event_probability
+    )
+    return DeploymentMLEs(
+        deploymentid=tuple(d.get_column("deploymentid").cast(pl.String).to_list()),
+        lifetime_rate_per_hour=lam,
+        lifetime_rate_replaced=lam_rep,
+        scaleout_rate_per_hour=rate,
+        scaleout_rate_replaced=rate_rep,
+        scaleout_size_param=size,
+        scaleout_size_replaced=size_rep,
+        lifetime_hours=col("lifetime_hours"),
+        shut_down=d.get_column("shut_down").cast(pl.Boolean).to_numpy().astype(bool),
+        vm_deaths=col("vm_deaths") if censoring else col("n_vms"),
+        vm_exposure_hours=col("vm_exposure_hours"),
+        n_scaleouts=n_so,
+        observed_hours=observed,
+        scaleout_extra_cores=extra,
+    )
+
+
+def normalised_scaleout_rate(
+    scaleout_rate_per_hour: FloatArray, lifetime_rate_per_hour: FloatArray, alpha: float
+) -> FloatArray:
+    """``r * (mean core lifetime)**alpha`` with the lifetime ``1/lambda`` in hours."""
+    return np.asarray(scaleout_rate_per_hour) * np.asarray(lifetime_rate_per_hour) ** (-alpha)
+
+
+def _relative_mad(values: FloatArray) -> float:
+    mean = float(values.mean())
+    return float(np.abs(values - mean).mean() / mean)
+
+
+def alpha_by_min_mad(
+    scaleout_rate_per_hour: FloatArray,
+    lifetime_rate_per_hour: FloatArray,
+    bounds: tuple[float, float] = _ALPHA_BOUNDS,
+) -> float:
+    """The alpha minimising the relative mean absolute deviation of the normalised rates."""
+    r = np.asarray(scaleout_rate_per_hour, dtype=float)
+    lam = np.asarray(lifetime_rate_per_hour, dtype=float)
+
+    def objective(alpha: float) -> float:
+        return _relative_mad(normalised_scaleout_rate(r, lam, alpha))
+
+    # coarse grid first: the MAD is not guaranteed unimodal, and a bracket keeps it deterministic
+    grid = np.linspace(bounds[0], bounds[1], 61)
+    best = float(grid[int(np.argmin([objective(float(a)) for a in grid]))])
+    step = grid[1] - grid[0]
+    res = optimize.minimize_scalar(
+        objective,
+        bounds=(max(bounds[0], best - step), min(bounds[1], best + step)),
+        method="bounded",
+        options={"xatol": 1e-5},
+    )
+    return float(res.x)
+
+
+@dataclass(frozen=True)
+class GammaFit:
+    """Gamma(shape, rate) fitted by ML with loc = 0; ``rate`` in the inverse unit of the value."""
+
+    shape: float
+    rate: float
+    n: int
+    log_likelihood: float
+    ks_distance: float
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+
+def gamma_fit(values: FloatArray) -> GammaFit:
+    """ML Gamma fit with the location fixed at 0 (finite, positive values only)."""
+    x = np.asarray(values, dtype=float)
+    if len(x) < 2 or not np.all(np.isfinite(x)) or np.any(x <= 0):
+        raise TracelabError(
+            f"a Gamma fit needs at least 2 finite positive values, got {len(x)} "
+            f"(min {np.min(x) if len(x) else float('nan')})"
+        )
+    shape, _, scale = stats.gamma.fit(x, floc=0)
+    dist = stats.gamma(shape, scale=scale)
+    return GammaFit(
+        shape=float(shape),
+        rate=float(1.0 / scale),
+        n=len(x),
+        log_likelihood=float(dist.logpdf(x).sum()),
+        ks_distance=float(stats.kstest(x, dist.cdf).statistic),
+    )
+
+
+@dataclass(frozen=True)
+class MarginalGammaFit:
+    """Gamma(shape, rate) prior fitted by the marginal (Gamma-Poisson) likelihood of the counts."""
+
+    shape: float
+    rate: float
+    n: int
+    log_likelihood: float
+    #: only for the normalised scale-out rate: the exponent fitted jointly
+    alpha: float | None = None
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+
+def _marginal_loglik(
+    log_shape: float, log_rate: float, events: FloatArray, exposure: FloatArray
+) -> float:
+    a, b = math.exp(log_shape), math.exp(log_rate)
+    # integral of (lambda E)^k exp(-lambda E) Gamma(lambda; a, b) d lambda, per deployment (the
+    # E^k factor matters when E depends on alpha; k! is left out, it depends on no parameter)
+    return float(
+        np.sum(
+            events * np.log(exposure)
+            + a * math.log(b)
+            - (a + events) * np.log(b + exposure)
+            + special.gammaln(a + events)
+            - special.gammaln(a)
+        )
+    )
+
+
+def marginal_gamma_fit(events: FloatArray, exposure: FloatArray) -> MarginalGammaFit:
+    """Gamma prior of a per-deployment rate from counts and exposures, by marginal likelihood.
+
+    Each deployment contributes ``lambda^k exp(-lambda E)`` (``k`` events in exposure ``E``: core
+    deaths in core-hours with censored cores adding exposure only, scale-outs in observed hours,
+    or extra cores in scale-outs); integrating ``lambda`` over Gamma(shape, rate) gives a
+    closed form (the Gamma is conjugate, seed 004 App. B.2). Unlike the two-stage fit this needs
+    no per-deployment MLE, so zero counts and small deployments enter without bias or substitutes.
+    Deployments with zero exposure carry no information and are dropped.
+    """
+    k = np.asarray(events, dtype=float)
+    e = np.asarray(exposure, dtype=float)
+    keep = e > 0
+    k, e = k[keep], e[keep]
+    if len(k) < 2 or k.sum() == 0:
+        raise TracelabError(
+            f"a marginal Gamma fit needs events in at least 2 deployments, got {len(k)}"
+        )
+    rate0 = k.sum() / e.sum()
+    res = optimize.minimize(
+        lambda th: -_marginal_loglik(th[0], th[1], k, e),
+        x0=np.array([0.0, -math.log(rate0)]),
+        method="Nelder-Mead",
+        options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 4000},
+    )
+    return MarginalGammaFit(
+        shape=float(math.exp(res.x[0])),
+        rate=float(math.exp(res.x[1])),
+        n=len(k),
+        log_likelihood=float(-res.fun),
+    )
+
+
+_GH_NODES, _GH_WEIGHTS = np.polynomial.hermite.hermgauss(24)
+_GH_LOG_WEIGHTS = np.log(_GH_WEIGHTS) + _GH_NODES**2
+
+
+@dataclass(frozen=True)
+class JointFit:
+    """Lifetime-rate prior, normalised scale-out prior, alpha and shutdown rate fitted together.
+
+    ``*_se`` are standard errors from the observed information (numerical Hessian) of the
+    parameter on the scale it was optimised: log for shape, rate and shutdown rate, plain for alpha.
+    """
+
+    lifetime_shape: float
+    lifetime_rate: float
+    scaleout_shape: float
+    scaleout_rate: float
+    alpha: float
+    shutdown_rate: float
+    n: int
+    log_likelihood: float
+    log_se: dict[str, float]
+    alpha_fixed: bool
+
+    def interval(self, name: str, level_z: float = 1.959963984540054) -> Interval:
+        """Wald 95% interval of one parameter (on the log scale for the positive ones)."""
+        value = getattr(self, name)
+        se = self.log_se.get(name, float("nan"))
+        if name == "alpha":
+            low, high = value - level_z * se, value + level_z * se
+        else:
+            low, high = value * math.exp(-level_z * se), value * math.exp(level_z * se)
+        return Interval(low=low, high=high, method="Wald, observed information")
+
+
+_JOINT_NAMES = (
+    "lifetime_shape",
+    "lifetime_rate",
+    "scaleout_shape",
+    "scaleout_rate",
+    "alpha",
+    "shutdown_rate",
+)
+
+
+def _joint_negative_loglik(theta: FloatArray, data: tuple[FloatArray, ...]) -> float:
+    deaths, vm_hours, scaleouts, observed, shut, age = data
+    a1, b1, a2, b2, sd = np.exp(theta[[0, 1, 2, 3, 5]])
+    alpha = float(theta[4])
+    # the lifetime part and the shutdown part are Gamma kernels in lambda: lambda^A exp(-B lambda)
+    shape = a1 + deaths + shut
+    rate = b1 + vm_hours + sd * age
+    log_c = (
+        a1 * math.log(b1)
+        - shape * np.log(rate)
+        + special.gammaln(shape)
+        - special.gammaln(a1)
+        + shut * math.log(sd)
+    )
+    # integrate lambda over Gamma(shape, rate) by Gauss-Hermite on log(lambda), centred on its
+    # mean with its standard deviation (digamma / trigamma)
+    mu = special.digamma(shape) - np.log(rate)
+    sigma = np.sqrt(special.polygamma(1, shape))
+    y = mu[:, None] + math.sqrt(2.0) * sigma[:, None] * _GH_NODES[None, :]
+    log_density = (
+        (shape * np.log(rate) - special.gammaln(shape))[:, None]
+        + shape[:, None] * y
+        - rate[:, None] * np.exp(y)
+    )
+    correction = _GH_LOG_WEIGHTS[None, :] + np.log(math.sqrt(2.0) * sigma)[:, None]
+    # scale-outs: Poisson(rho lambda^alpha T), rho ~ Gamma(a2, b2) integrated in closed form
+    exposure = np.exp(alpha * y) * observed[:, None]
+    scaleout = (
+        scaleouts[:, None] * np.log(exposure)
+        + a2 * math.log(b2)
+        + (special.gammaln(a2 + scaleouts) - special.gammaln(a2))[:, None]
+        - (a2 + scaleouts)[:, None] * np.log(b2 + exposure)
+    )
+    ll = log_c + special.logsumexp(log_density + correction + scaleout, axis=1)
+    return -float(ll.sum())
+
+
+def _numerical_hessian(f: Any, x: FloatArray, step: float = 1e-3) -> FloatArray:
+    k = len(x)
+    h: FloatArray = np.zeros((k, k))
+    for i in range(k):
+        for j in range(i, k):
+            ei = np.zeros(k)
+            ej = np.zeros(k)
+            ei[i] = step
+            ej[j] = step
+            value = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej) + f(x - ei - ej)) / (
+                4 * step * step
+            )
+            h[i, j] = h[j, i] = value
+    return h
+
+
+def joint_marginal_fit(m: DeploymentMLEs, alpha: float | None = None) -> JointFit:
+    """Gamma priors of ``lambda`` and ``rho``, ``alpha`` and the shutdown rate by marginal likelihood.
+
+    Per deployment the history has likelihood ``lambda^D e^{-lambda E}`` (VM deaths ``D`` in
+    VM-hours ``E``; censored VMs add exposure only) times ``(rho lambda^alpha)^N
+    e^{-rho lambda^alpha T}`` (``N`` scale-outs in ``T`` observed hours) times the shutdown term
+    ``(theta lambda)^S e^{-theta lambda age}``. Integrating ``rho`` and ``lambda`` over their Gamma
+    priors (``rho`` in closed form, ``lambda`` by 24-point Gauss-Hermite) gives the marginal
+    likelihood of the population parameters, maximised with scipy (Nelder-Mead on log scales).
+    Because ``lambda`` enters the scale-out term when ``alpha != 0``, fitting the lifetime prior
+    alone would be biased; no per-deployment MLE is needed, so zero counts need no substitute.
+    """
+    data = (
+        m.vm_deaths,
+        m.vm_exposure_hours,
+        m.n_scaleouts,
+        m.observed_hours,
+        m.shut_down.astype(float),
+        m.lifetime_hours,
+    )
+    start_lifetime = marginal_gamma_fit(m.vm_deaths, m.vm_exposure_hours)
+    start_scaleout = marginal_gamma_fit(m.n_scaleouts, m.observed_hours)
+    shut = max(float(m.shut_down.sum()), 0.5)
+    start_sd = shut / float(np.sum(m.lifetime_hours * start_lifetime.mean))
+    x0 = np.array(
+        [
+            math.log(start_lifetime.shape),
+            math.log(start_lifetime.rate),
+            math.log(start_scaleout.shape),
+            math.log(start_scaleout.rate),
+            0.0 if alpha is None else alpha,
+            math.log(start_sd),
+        ]
+    )
+    free = [0, 1, 2, 3, 5] if alpha is not None else [0, 1, 2, 3, 4, 5]
+
+    def negative(x_free: FloatArray) -> float:
+        x = x0.copy()
+        x[free] = x_free
+        return _joint_negative_loglik(x, data)
+
+    res = optimize.minimize(
+        negative,
+        x0[free],
+        method="Nelder-Mead",
+        options={"xatol": 1e-5, "fatol": 1e-5, "maxiter": 6000, "adaptive": True},
+    )
+    x = x0.copy()
+    x[free] = res.x
+    try:
+        cov = np.linalg.inv(_numerical_hessian(negative, np.asarray(res.x, dtype=float)))
+        se_free = np.sqrt(np.clip(np.diag(cov), 0.0, None))
+    except np.linalg.LinAlgError:
+        se_free = np.full(len(free), np.nan)
+    se = dict.fromkeys(_JOINT_NAMES, float("nan"))
+    for pos, index in enumerate(free):
+        se[_JOINT_NAMES[index]] = float(se_free[pos])
+    a1, b1, a2, b2, sd = (float(v) for v in np.exp(x[[0, 1, 2, 3, 5]]))
+    return JointFit(
+        lifetime_shape=a1,
+        lifetime_rate=b1,
+        scaleout_shape=a2,
+        scaleout_rate=b2,
+        alpha=float(x[4]),
+        shutdown_rate=sd,
+        n=len(m.deploymentid),
+        log_likelihood=-float(res.fun),
+        log_se=se,
+        alpha_fixed=alpha is not None,
+    )
+
+
+@dataclass(frozen=True)
+class ExponentialFit:
+    """Right-censored exponential fit: rate per unit of the exposure."""
+
+    rate: float
+    n: int
+    events: int
+    log_likelihood: float
+
+
+def censored_exponential_fit(exposure: FloatArray, event: BoolArray) -> ExponentialFit:
+    """MLE events / total exposure; log-likelihood ``d ln(rate) - rate * sum(exposure)``."""
+    x = np.asarray(exposure, dtype=float)
+    e = np.asarray(event, dtype=bool)
+    total = float(x.sum())
+    d = int(e.sum())
+    rate = d / total if total > 0 else float("nan")
+    ll = (d * math.log(rate) if d else 0.0) - rate * total if total > 0 else float("nan")
+    return ExponentialFit(rate=rate, n=len(x), events=d, log_likelihood=ll)
+
+
+@dataclass(frozen=True)
+class _PointFits:
+    lifetime: GammaFit
+    alpha: float
+    normalised: GammaFit
+    size: GammaFit
+    shutdown: ExponentialFit
+    marginal_size: MarginalGammaFit
+
+
+def _point_fits(m: DeploymentMLEs, idx: npt.NDArray[np.int64], alpha: float | None) -> _PointFits:
+    lam = m.lifetime_rate_per_hour[idx]
+    rate = m.scaleout_rate_per_hour[idx]
+    size = m.scaleout_size_param[idx]
+    a = alpha_by_min_mad(rate, lam) if alpha is None else alpha
+    return _PointFits(
+        marginal_size=marginal_gamma_fit(m.scaleout_extra_cores[idx], m.n_scaleouts[idx]),
+        lifetime=gamma_fit(lam),
+        alpha=a,
+        normalised=gamma_fit(normalised_scaleout_rate(rate, lam, a)),
+        size=gamma_fit(size[~np.isnan(size)]),
+        shutdown=censored_exponential_fit(m.lifetime_hours[idx] * lam, m.shut_down[idx]),
+    )
+
+
+@dataclass(frozen=True)
+class AzurePriors:
+    """Every population fit of stage ``priors`` with its bootstrap intervals."""
+
+    mles: DeploymentMLEs
+    lifetime_rate: GammaFit
+    alpha: float
+    alpha_fixed: bool
+    normalised_scaleout_rate: GammaFit
+    scaleout_size: GammaFit
+    shutdown: ExponentialFit
+    #: lifetime and normalised scale-out priors, alpha, shutdown by the joint marginal likelihood
+    joint: JointFit
+    marginal_scaleout_size: MarginalGammaFit
+    #: deployments arriving inside the window per hour of window
+    arrival_rate_per_hour: float
+    n_arrivals: int
+    window_hours: float
+    #: name -> (low, high) bootstrap percentile bounds
+    ci: dict[str, tuple[float, float]]
+    n_boot: int
+    seed: int
+    zero_event_probability: float
+    censoring: bool
+
+    def records(self) -> list[FittedParameter]:
+        """The stage's records for ``write_stage_params``."""
+        return priors_records(self)
+
+
+def azure_priors(
+    deployments: pl.DataFrame,
+    *,
+    window_hours: float,
+    seed: int = 0,
+    n_boot: int = 200,
+    zero_event_probability: float = 0.5,
+    censoring: bool = True,
+    alpha: float | None = None,
+) -> AzurePriors:
+    """Per-deployment MLEs, then every population fit with seeded bootstrap CIs.
+
+    ``alpha=None`` estimates alpha (minimal relative MAD); a number fixes it.
+    """
+    m = deployment_mles(
+        deployments, zero_event_probability=zero_event_probability, censoring=censoring
+    )
+    n = len(m.deploymentid)
+    point = _point_fits(m, np.arange(n), alpha)
+    rng = np.random.default_rng(seed)
+    boots: dict[str, list[float]] = {k: [] for k in _CI_KEYS}
+    for _ in range(n_boot):
+        b = _point_fits(m, rng.integers(0, n, n), alpha)
+        for key, value in _ci_values(b).items():
+            boots[key].append(value)
+    ci = {
+        k: (float(np.nanpercentile(v, 2.5)), float(np.nanpercentile(v, 97.5)))
+        for k, v in boots.items()
+        if v
+    }
+    return AzurePriors(
+        mles=m,
+        lifetime_rate=point.lifetime,
+        alpha=point.alpha,
+        alpha_fixed=alpha is not None,
+        normalised_scaleout_rate=point.normalised,
+        scaleout_size=point.size,
+        shutdown=point.shutdown,
+        joint=joint_marginal_fit(m, alpha),
+        marginal_scaleout_size=point.marginal_size,
+        arrival_rate_per_hour=n / window_hours,
+        n_arrivals=n,
+        window_hours=window_hours,
+        ci=ci,
+        n_boot=n_boot,
+        seed=seed,
+        zero_event_probability=zero_event_probability,
+        censoring=censoring,
+    )
+
+
+_CI_KEYS = (
+    "core_lifetime_rate.shape",
+    "core_lifetime_rate.rate",
+    "alpha",
+    "normalised_scaleout_rate.shape",
+    "normalised_scaleout_rate.rate",
+    "scaleout_size.shape",
+    "scaleout_size.rate",
+    "shutdown.rate",
+    "marginal_scaleout_size.shape",
+    "marginal_scaleout_size.rate",
+)
+
+
+def _ci_values(p: _PointFits) -> dict[str, float]:
+    return {
+        "core_lifetime_rate.shape": p.lifetime.shape,
+        "core_lifetime_rate.rate": p.lifetime.rate,
+        "alpha": p.alpha,
+        "normalised_scaleout_rate.shape": p.normalised.shape,
+        "normalised_scaleout_rate.rate": p.normalised.rate,
+        "scaleout_size.shape": p.size.shape,
+        "scaleout_size.rate": p.size.rate,
+        "shutdown.rate": p.shutdown.rate,
+        "marginal_scaleout_size.shape": p.marginal_size.shape,
+        "marginal_scaleout_size.rate": p.marginal_size.rate,
+    }
+
+
+def _interval(ci: dict[str, tuple[float, float]], key: str) -> dict[str, Interval]:
+    if key not in ci:
+        return {}
+    low, high = ci[key]
+    return {key.rsplit(".", 1)[-1]: Interval(low=low, high=high)}
+
+
+def _gamma_record(
+    p: AzurePriors, key: str, fit: GammaFit, value_unit: str, rate_unit: str, notes: str
+) -> FittedParameter:
+    return FittedParameter(
+        name=f"{key}_prior",
+        distribution="gamma",
+        parameters={"shape": Quantity(fit.shape, ""), "rate": Quantity(fit.rate, rate_unit)},
+        method="maximum likelihood, scipy.stats.gamma.fit with loc fixed at 0",
+        n=fit.n,
+        stage=STAGE,
+        trace=TRACE,
+        log_likelihood=fit.log_likelihood,
+        ks_distance=fit.ks_distance,
+        ci={**_interval(p.ci, f"{key}.shape"), **_interval(p.ci, f"{key}.rate")},
+        values={"value_unit": value_unit, "mean": fit.mean, "bootstrap_replicates": p.n_boot},
+        notes=notes,
+    )
+
+
+def priors_records(p: AzurePriors) -> list[FittedParameter]:
+    """FittedParameter records of every fit (units explicit, see the module docstring)."""
+    m = p.mles
+    zero = f"zero-event MLEs replaced by -ln({p.zero_event_probability})/exposure"
+    a = round(p.alpha, 4)
+    records = [
+        _gamma_record(
+            p,
+            "core_lifetime_rate",
+            p.lifetime_rate,
+            "1/hour",
+            "hour",
+            f"per-deployment exponential core-lifetime rate, "
+            f"{'right-censored MLE' if p.censoring else 'IGNORING censoring'}; "
+            f"{zero}: {int(m.lifetime_rate_replaced.sum())} of {len(m.deploymentid)}",
+        ),
+        _gamma_record(
+            p,
+            "normalised_scaleout_rate",
+            p.normalised_scaleout_rate,
+            f"hour^{a - 1:g}",
+            f"hour^{1 - a:g}",
+            f"scale-out rate (1/hour) x mean core lifetime (hour)^alpha, alpha = {p.alpha:.6g}; "
+            f"the rate of a deployment is normalised x lifetime_rate^alpha; "
+            f"{zero}: {int(m.scaleout_rate_replaced.sum())} of {len(m.deploymentid)}",
+        ),
+        _gamma_record(
+            p,
+            "scaleout_size",
+            p.scaleout_size,
+            "cores",
+            "1/cores",
+            f"a scale-out adds 1 + Poisson(size) cores; deployments without a scale-out left out "
+            f"({int(np.isnan(m.scaleout_size_param).sum())}); "
+            f"{zero}: {int(m.scaleout_size_replaced.sum())}",
+        ),
+        FittedParameter(
+            name="scaleout_alpha",
+            distribution="constant",
+            parameters={"alpha": Quantity(p.alpha, "")},
+            method="fixed" if p.alpha_fixed else "minimal relative mean absolute deviation",
+            n=len(m.deploymentid),
+            stage=STAGE,
+            trace=TRACE,
+            ci={} if p.alpha_fixed else _interval(p.ci, "alpha"),
+            notes="exponent of the mean core lifetime in the normalised scale-out rate",
+        ),
+        FittedParameter(
+            name="deployment_shutdown",
+            distribution="exponential",
+            parameters={"rate": Quantity(p.shutdown.rate, "1/core lifetime")},
+            method="maximum likelihood, right-censored exponential (events / total exposure)",
+            n=p.shutdown.n,
+            stage=STAGE,
+            trace=TRACE,
+            log_likelihood=p.shutdown.log_likelihood,
+            ci=_interval(p.ci, "shutdown.rate"),
+            values={"shutdowns": p.shutdown.events},
+            notes="maximal deployment age in mean core lifetimes (age x lifetime rate); a "
+            "deployment whose >= 3 VMs end at one timestamp was shut down, all others censored "
+            "at their age; KS distance not defined under censoring",
+        ),
+        *_marginal_records(p),
+        FittedParameter(
+            name="deployment_arrival_rate",
+            distribution="poisson",
+            parameters={"rate": Quantity(p.arrival_rate_per_hour, "1/hour")},
+            method="maximum likelihood: deployments arriving in the window / window length",
+            n=p.n_arrivals,
+            stage=STAGE,
+            trace=TRACE,
+            ci={"rate": _poisson_interval(p.n_arrivals, p.window_hours)},
+            values={"window_hours": p.window_hours},
+        ),
+    ]
+    return records
+
+
+def _marginal_records(p: AzurePriors) -> list[FittedParameter]:
+    j = p.joint
+    method = (
+        "maximum joint marginal likelihood (Gamma priors integrated out; scipy Nelder-Mead, "
+        "lambda by Gauss-Hermite)"
+    )
+    a = round(j.alpha, 4)
+
+    def gamma(
+        key: str, shape: str, rate: str, value_unit: str, rate_unit: str, notes: str
+    ) -> FittedParameter:
+        return FittedParameter(
+            name=f"{key}_prior_marginal",
+            distribution="gamma",
+            parameters={
+                "shape": Quantity(getattr(j, shape), ""),
+                "rate": Quantity(getattr(j, rate), rate_unit),
+            },
+            method=method,
+            n=j.n,
+            stage=STAGE,
+            trace=TRACE,
+            log_likelihood=j.log_likelihood,
+            ci={"shape": j.interval(shape), "rate": j.interval(rate)},
+            values={"value_unit": value_unit, "mean": getattr(j, shape) / getattr(j, rate)},
+            notes=notes + "; log_likelihood is that of the joint fit",
+        )
+
+    size = p.marginal_scaleout_size
+    return [
+        gamma(
+            "core_lifetime_rate",
+            "lifetime_shape",
+            "lifetime_rate",
+            "1/hour",
+            "hour",
+            "VM deaths in VM-hours (cores of a VM share its lifetime); VMs alive at the end or "
+            "ended by a shutdown are censored",
+        ),
+        gamma(
+            "normalised_scaleout_rate",
+            "scaleout_shape",
+            "scaleout_rate",
+            f"hour^{a - 1:g}",
+            f"hour^{1 - a:g}",
+            f"scale-outs ~ Poisson(rho * lambda^alpha * observed hours), alpha = {j.alpha:.6g}",
+        ),
+        FittedParameter(
+            name="scaleout_size_prior_marginal",
+            distribution="gamma",
+            parameters={
+                "shape": Quantity(size.shape, ""),
+                "rate": Quantity(size.rate, "1/cores"),
+            },
+            method="maximum marginal likelihood, Gamma-Poisson (scipy Nelder-Mead)",
+            n=size.n,
+            stage=STAGE,
+            trace=TRACE,
+            log_likelihood=size.log_likelihood,
+            ci={
+                **_interval(p.ci, "marginal_scaleout_size.shape"),
+                **_interval(p.ci, "marginal_scaleout_size.rate"),
+            },
+            values={"value_unit": "cores", "mean": size.mean, "bootstrap_replicates": p.n_boot},
+            notes="extra cores ~ Poisson(size * scale-outs); deployments without a scale-out "
+            "carry no information",
+        ),
+        FittedParameter(
+            name="scaleout_alpha_marginal",
+            distribution="constant",
+            parameters={"alpha": Quantity(j.alpha, "")},
+            method="fixed" if j.alpha_fixed else method,
+            n=j.n,
+            stage=STAGE,
+            trace=TRACE,
+            ci={} if j.alpha_fixed else {"alpha": j.interval("alpha")},
+        ),
+        FittedParameter(
+            name="deployment_shutdown_marginal",
+            distribution="exponential",
+            parameters={"rate": Quantity(j.shutdown_rate, "1/core lifetime")},
+            method=method,
+            n=j.n,
+            stage=STAGE,
+            trace=TRACE,
+            ci={"rate": j.interval("shutdown_rate")},
+            values={"shutdowns": int(p.mles.shut_down.sum())},
+            notes="maximal age in mean core lifetimes; only shutdowns with >= 3 VMs are seen",
+        ),
+    ]
+
+
+def _poisson_interval(count: int, exposure: float, level: float = 0.95) -> Interval:
+    tail = (1.0 - level) / 2.0
+    low = 0.0 if count == 0 else stats.chi2.ppf(tail, 2 * count) / 2.0
+    high = stats.chi2.ppf(1.0 - tail, 2 * count + 2) / 2.0
+    return Interval(
+        low=float(low / exposure), high=float(high / exposure), level=level, method="exact Poisson"
+    )
+
+
+def priors_summary(p: AzurePriors) -> dict[str, Any]:
+    """Small JSON summary of the stage (counts and the choices made)."""
+    m = p.mles
+    return {
+        "trace": TRACE,
+        "stage": STAGE,
+        "deployments_in_window": len(m.deploymentid),
+        "window_hours": p.window_hours,
+        "censoring": p.censoring,
+        "zero_event_probability": p.zero_event_probability,
+        "replaced_zero_mles": {
+            "core_lifetime_rate": int(m.lifetime_rate_replaced.sum()),
+            "scaleout_rate": int(m.scaleout_rate_replaced.sum()),
+            "scaleout_size": int(m.scaleout_size_replaced.sum()),
+        },
+        "deployments_without_scaleout": int(np.isnan(m.scaleout_size_param).sum()),
+        "shutdowns": p.shutdown.events,
+        "alpha": p.alpha,
+        "bootstrap": {"replicates": p.n_boot, "seed": p.seed},
+        "fits": {r.name: r.to_dict() for r in p.records()},
+    }
+
+
+def priors_table(p: AzurePriors) -> pl.DataFrame:
+    """One row per (record, parameter) for ``priors.parquet``."""
+    rows: list[dict[str, Any]] = []
+    for r in p.records():
+        for name, q in r.parameters.items():
+            iv = r.ci.get(name)
+            rows.append(
+                {
+                    "name": r.name,
+                    "distribution": r.distribution,
+                    "parameter": name,
+                    "value": q.value,
+                    "unit": q.unit,
+                    "ci_low": None if iv is None else iv.low,
+                    "ci_high": None if iv is None else iv.high,
+                    "n": r.n,
+                    "log_likelihood": r.log_likelihood,
+                    "ks_distance": r.ks_distance,
+                    "method": r.method,
+                }
+            )
+    return pl.DataFrame(rows)

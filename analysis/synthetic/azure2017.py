@@ -1,0 +1,381 @@
+"""Seeded synthetic Azure V1 ``vmtable`` from the deployment model of seed 004 (§2.1, App. B).
+
+The file is written exactly as published (METHODS §0.2): ``vmtable/vmtable.csv.gz``, headerless,
+columns in the order of :data:`analysis.schemas.AZURE_2017`, base64-looking hashes, times in
+seconds on the 300 s grid of a 30-day window, VMs alive at the end carrying the censored value
+``vmdeleted = 2591700``, CPU in percent.
+
+Model (seed 004 §2.1, all rates per hour):
+
+* deployments arrive as a Poisson process; arrival times inside the window are iid uniform
+  (a Poisson process conditioned on its count). Deployments that arrived during the 30 days
+  *before* the window and still have a VM alive at time 0 are "survivors": their VMs created
+  before 0 appear with ``vmcreated = 0``;
+* per deployment, drawn independently from Gamma priors (shape, rate):
+  core-lifetime rate ``lambda`` (1/hour), normalised scale-out rate ``rho`` and scale-out size
+  parameter ``s``; the scale-out rate is ``r = rho * lambda**alpha`` (equivalently
+  ``rho = r * (1/lambda)**alpha``: deployments with long-lived cores scale slower);
+* the arrival adds ``1 + Poisson(initial_size_mean)`` cores, every scale-out ``1 + Poisson(s)``,
+  split into VMs of 1, 2 or 4 cores (7 cores -> 4 + 2 + 1); every VM lives
+  ``Exponential(lambda)`` hours, so each of its cores has an exponential lifetime;
+* scale-outs are Poisson(r) in time while the deployment has active cores; a deployment
+  whose cores have all ended is dead (no later scale-out);
+* shutdown: the deployment's maximal age is ``E / lambda`` with ``E ~ Exponential(theta)``
+  (age measured in mean core lifetimes); at that age every VM still alive ends at one time.
+
+Creation and deletion times are floored to the 300 s grid (a VM lives at least 300 s), so two
+scale-outs within one 5-minute slot appear as one, as they would in the real trace.
+
+``TRUTH.json`` keys:
+
+* ``trace``, ``generator``, ``seed``, ``scale``, ``target_mb``;
+* ``window_s`` (2,592,000), ``grid_s`` (300), ``censored_vmdeleted_s`` (2,591,700);
+* ``units``: the unit of every per-deployment quantity below;
+* ``priors``: ``lifetime_rate``, ``normalised_scaleout_rate``, ``scaleout_size`` — each
+  ``{"distribution": "gamma", "shape", "rate", "value_unit", "rate_unit"}``;
+* ``alpha``, ``shutdown_rate`` (exponential rate of the maximal age, per mean core lifetime),
+  ``arrival_rate_per_hour``;
+* ``counts``: ``deployments_in_window``, ``survivor_deployments``, ``vms``, ``cores``,
+  ``shut_down_deployments``;
+* ``deployments``: one object per deployment written to the table — ``deploymentid``,
+  ``arrival_s`` (may be negative for survivors), ``survivor``, ``lifetime_rate_per_hour``,
+  ``normalised_scaleout_rate``, ``scaleout_rate_per_hour``, ``scaleout_size_param``,
+  ``max_age_core_lifetimes``, ``shut_down`` (the shutdown happened inside the window),
+  ``n_vms``, ``n_cores``.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+
+WINDOW_S = 2_592_000
+GRID_S = 300
+_HOUR_S = 3600.0
+
+#: deployments arriving inside the window, per named scale
+SCALES: dict[str, int] = {"tiny": 300, "small": 3_000, "medium": 30_000, "large": 300_000}
+
+_CATEGORIES = ("Delay-insensitive", "Interactive", "Unknown")
+_MEMORY_GB_PER_CORE = 1.75
+_BATCH_DEPLOYMENTS = 500
+_TARGET_BATCH_DEPLOYMENTS = 50
+
+
+@dataclass(frozen=True)
+class GammaPrior:
+    """A Gamma(shape, rate) population prior; ``rate`` is in the inverse unit of the value."""
+
+    shape: float
+    rate: float
+    value_unit: str
+    rate_unit: str
+
+    @property
+    def mean(self) -> float:
+        return self.shape / self.rate
+
+
+@dataclass(frozen=True)
+class AzureModel:
+    """True parameters of the generator (defaults are of the order the seed reports)."""
+
+    lifetime_rate: GammaPrior = GammaPrior(2.0, 40.0, "1/hour", "hour")
+    normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 4.0, "hour^(alpha-1)", "hour^(1-alpha)")
+    scaleout_size: GammaPrior = GammaPrior(1.5, 1.0, "cores", "1/cores")
+    alpha: float = 0.6
+    #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)
+    initial_size_mean: float = 6.0
+    #: rate of the exponential maximal age, per mean core lifetime (mean 25 core lifetimes)
+    shutdown_rate: float = 0.04
+    #: survivors: the process also runs this many seconds before the window
+    pre_window_s: int = WINDOW_S
+
+
+@dataclass(frozen=True)
+class _Deployment:
+    deploymentid: str
+    arrival_s: float
+    survivor: bool
+    lifetime_rate_per_hour: float
+    normalised_scaleout_rate: float
+    scaleout_rate_per_hour: float
+    scaleout_size_param: float
+    max_age_core_lifetimes: float
+    shut_down: bool
+    n_vms: int
+    n_cores: int
+
+
+def generate_azure_2017(
+    out: Path,
+    *,
+    seed: int = 0,
+    scale: str = "tiny",
+    target_mb: float | None = None,
+    progress: bool = False,
+    model: AzureModel | None = None,
+) -> Path:
+    """Write ``out/vmtable/vmtable.csv.gz`` and ``out/TRUTH.json``; returns ``out/TRUTH.json``.
+
+    ``scale`` fixes the number of deployments arriving inside the window (:data:`SCALES`);
+    ``target_mb`` instead keeps adding deployments until the gzip file reaches that many MB.
+    Rows are written in batches of deployments, so memory does not grow with the output.
+    """
+    if scale not in SCALES:
+        raise ValueError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
+    if target_mb is not None and target_mb <= 0:
+        raise ValueError(f"target_mb must be positive, got {target_mb}")
+    model = model or AzureModel()
+    rng = np.random.default_rng(seed)
+    n_in_window = SCALES[scale]
+    target_bytes = None if target_mb is None else int(target_mb * 1_000_000)
+
+    table_dir = out / "vmtable"
+    table_dir.mkdir(parents=True, exist_ok=True)
+    csv_path = table_dir / "vmtable.csv.gz"
+    subscriptions = [_hash(rng) for _ in range(max(1, n_in_window // 6))]
+    truths: list[_Deployment] = []
+    columns = AZURE_2017["vmtable"].column_names
+
+    bar = _progress_bar(progress, None if target_bytes else n_in_window)
+    with csv_path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        done = 0
+        while True:
+            if target_bytes is None:
+                n_batch = min(_BATCH_DEPLOYMENTS, n_in_window - done)
+                if n_batch <= 0:
+                    break
+            else:
+                if raw.tell() >= target_bytes:
+                    break
+                # small batches so the file overshoots the target by little
+                n_batch = _TARGET_BATCH_DEPLOYMENTS
+            # survivors in proportion: the pre-window period has the same arrival rate
+            n_pre = int(rng.poisson(n_batch * model.pre_window_s / WINDOW_S))
+            arrivals = np.concatenate(
+                [
+                    rng.uniform(GRID_S, AZURE_CENSORED_VMDELETED_S, n_batch),
+                    rng.uniform(-model.pre_window_s, 0.0, n_pre),
+                ]
+            )
+            rows: list[dict[str, Any]] = []
+            for arrival in arrivals:
+                truth, vms = _deployment(rng, model, float(arrival), subscriptions)
+                if truth is not None:
+                    truths.append(truth)
+                    rows.extend(vms)
+            if rows:
+                frame = pl.DataFrame(rows, schema=AZURE_2017["vmtable"].polars_schema())
+                gz.write(frame.select(columns).write_csv(include_header=False).encode())
+            done += n_batch
+            if bar is not None:
+                bar[0].update(bar[1], completed=raw.tell() if target_bytes else done)
+        if bar is not None:
+            bar[0].stop()
+
+    truth_doc = _truth_document(
+        truths,
+        model,
+        seed=seed,
+        scale=scale,
+        target_mb=target_mb,
+    )
+    truth_path = out / "TRUTH.json"
+    truth_path.write_text(json.dumps(truth_doc, indent=1), encoding="utf-8")
+    return truth_path
+
+
+def _progress_bar(enabled: bool, total: int | None) -> tuple[Any, Any] | None:
+    if not enabled:
+        return None
+    from rich.progress import Progress
+
+    bar = Progress()
+    task = bar.add_task("azure-2017 vmtable", total=total)
+    bar.start()
+    return bar, task
+
+
+def _hash(rng: np.random.Generator) -> str:
+    # V1 ids are 64-character base64 strings (48 random bytes encode to exactly 64 characters)
+    return base64.b64encode(rng.bytes(48)).decode("ascii")
+
+
+def _powers_of_two(cores: int) -> list[int]:
+    """VM core counts of one scale-out: binary decomposition, largest VM 4 cores."""
+    sizes: list[int] = []
+    while cores >= 4:
+        sizes.append(4)
+        cores -= 4
+    bit = 2
+    while cores:
+        if cores >= bit:
+            sizes.append(bit)
+            cores -= bit
+        bit //= 2
+    return sizes
+
+
+def _deployment(
+    rng: np.random.Generator, model: AzureModel, arrival_s: float, subscriptions: list[str]
+) -> tuple[_Deployment | None, list[dict[str, Any]]]:
+    """Simulate one deployment; ``None`` if it left no VM alive inside the window."""
+    lam = float(rng.gamma(model.lifetime_rate.shape, 1.0 / model.lifetime_rate.rate))
+    rho = float(
+        rng.gamma(model.normalised_scaleout_rate.shape, 1.0 / model.normalised_scaleout_rate.rate)
+    )
+    size = float(rng.gamma(model.scaleout_size.shape, 1.0 / model.scaleout_size.rate))
+    rate = rho * lam**model.alpha
+    max_age_cl = float(rng.exponential(1.0 / model.shutdown_rate))
+    shutdown_s = arrival_s + max_age_cl / lam * _HOUR_S
+    # nothing is created in the last 300 s slot: a VM seen at all lives at least one slot
+    horizon_s = min(shutdown_s, float(AZURE_CENSORED_VMDELETED_S))
+
+    # event times: arrival, then Poisson(rate) scale-outs up to the horizon
+    times = [arrival_s]
+    t = arrival_s
+    while True:
+        t += float(rng.exponential(1.0 / rate)) * _HOUR_S
+        if t >= horizon_s:
+            break
+        times.append(t)
+    event_times = np.asarray(times)
+    cores = 1 + rng.poisson(size, len(event_times))
+    cores[0] = 1 + rng.poisson(model.initial_size_mean)
+
+    vm_event: list[int] = []
+    vm_cores: list[int] = []
+    for i, c in enumerate(cores):
+        for v in _powers_of_two(int(c)):
+            vm_event.append(i)
+            vm_cores.append(v)
+    vm_event_a = np.asarray(vm_event)
+    vm_cores_a = np.asarray(vm_cores)
+    vm_start = event_times[vm_event_a]
+    vm_end = vm_start + rng.exponential(1.0 / lam, len(vm_start)) * _HOUR_S
+
+    # the deployment dies when no core is active: a later scale-out never happens
+    event_end = np.full(len(event_times), -np.inf)
+    np.maximum.at(event_end, vm_event_a, vm_end)
+    alive_until = np.maximum.accumulate(event_end)
+    dead_before = np.nonzero(event_times[1:] > alive_until[:-1])[0]
+    n_events = int(dead_before[0]) + 1 if len(dead_before) else len(event_times)
+    keep = vm_event_a < n_events
+    vm_start, vm_end, vm_cores_a = vm_start[keep], vm_end[keep], vm_cores_a[keep]
+    natural_death_s = float(vm_end.max())
+    shut_down = shutdown_s < natural_death_s
+    if shut_down:
+        vm_end = np.minimum(vm_end, shutdown_s)
+
+    visible = vm_end > 0.0
+    if not visible.any():
+        return None, []
+    vm_start, vm_end, vm_cores_a = vm_start[visible], vm_end[visible], vm_cores_a[visible]
+    created = np.maximum(np.floor(vm_start / GRID_S) * GRID_S, 0).astype(np.int64)
+    deleted = (np.floor(vm_end / GRID_S) * GRID_S).astype(np.int64)
+    deleted = np.minimum(np.maximum(deleted, created + GRID_S), AZURE_CENSORED_VMDELETED_S)
+
+    depid = _hash(rng)
+    subscription = subscriptions[int(rng.integers(len(subscriptions)))]
+    category = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
+    n = len(created)
+    avg = rng.uniform(1.0, 60.0, n)
+    p95 = np.minimum(avg + rng.uniform(0.0, 35.0, n), 100.0)
+    peak = np.minimum(p95 + rng.uniform(0.0, 20.0, n), 100.0)
+    rows = [
+        {
+            "vmid": _hash(rng),
+            "subscriptionid": subscription,
+            "deploymentid": depid,
+            "vmcreated": int(created[i]),
+            "vmdeleted": int(deleted[i]),
+            "maxcpu": round(float(peak[i]), 6),
+            "avgcpu": round(float(avg[i]), 6),
+            "p95maxcpu": round(float(p95[i]), 6),
+            "vmcategory": category,
+            "vmcorecount": int(vm_cores_a[i]),
+            "vmmemory": float(vm_cores_a[i]) * _MEMORY_GB_PER_CORE,
+        }
+        for i in range(n)
+    ]
+    truth = _Deployment(
+        deploymentid=depid,
+        arrival_s=arrival_s,
+        survivor=arrival_s < 0,
+        lifetime_rate_per_hour=lam,
+        normalised_scaleout_rate=rho,
+        scaleout_rate_per_hour=rate,
+        scaleout_size_param=size,
+        max_age_core_lifetimes=max_age_cl,
+        shut_down=bool(shut_down and shutdown_s < WINDOW_S),
+        n_vms=n,
+        n_cores=int(vm_cores_a.sum()),
+    )
+    return truth, rows
+
+
+def _truth_document(
+    truths: list[_Deployment],
+    model: AzureModel,
+    *,
+    seed: int,
+    scale: str,
+    target_mb: float | None,
+) -> dict[str, Any]:
+    survivors = sum(d.survivor for d in truths)
+    # arrival times are iid uniform given their count: the rate is count / window
+    arrival_rate_per_hour = (len(truths) - survivors) / (WINDOW_S / _HOUR_S)
+    return {
+        "trace": "azure-2017",
+        "generator": "analysis.synthetic.azure2017",
+        "seed": seed,
+        "scale": scale,
+        "target_mb": target_mb,
+        "window_s": WINDOW_S,
+        "grid_s": GRID_S,
+        "censored_vmdeleted_s": AZURE_CENSORED_VMDELETED_S,
+        "units": {
+            "arrival_s": "s from trace start",
+            "lifetime_rate_per_hour": "1/hour",
+            "normalised_scaleout_rate": "hour^(alpha-1) (scale-out rate x mean core lifetime^alpha)",
+            "scaleout_rate_per_hour": "1/hour",
+            "scaleout_size_param": "cores (a scale-out adds 1 + Poisson(param) cores)",
+            "max_age_core_lifetimes": "mean core lifetimes of the deployment",
+        },
+        "priors": {
+            "lifetime_rate": {"distribution": "gamma", **asdict(model.lifetime_rate)},
+            "normalised_scaleout_rate": {
+                "distribution": "gamma",
+                **asdict(model.normalised_scaleout_rate),
+            },
+            "scaleout_size": {"distribution": "gamma", **asdict(model.scaleout_size)},
+        },
+        "alpha": model.alpha,
+        "shutdown_rate": model.shutdown_rate,
+        "arrival_rate_per_hour": arrival_rate_per_hour,
+        "counts": {
+            "deployments_in_window": len(truths) - survivors,
+            "survivor_deployments": survivors,
+            "vms": sum(d.n_vms for d in truths),
+            "cores": sum(d.n_cores for d in truths),
+            "shut_down_deployments": sum(d.shut_down for d in truths),
+        },
+        "deployments": [
+            {
+                k: (round(v, 9) if isinstance(v, float) and math.isfinite(v) else v)
+                for k, v in asdict(d).items()
+            }
+            for d in truths
+        ],
+    }

@@ -1,0 +1,23 @@
+-- the population counts seed 004 App. B reports (deployments, arrivals in window, cores, cores that
+-- became inactive), to reconcile a run against the paper and METHODS 0.2
+with
+
+deployments as (
+    select * from fct_azure_deployments
+),
+
+final as (
+    select
+        count(*) as deployments,
+        count(*) filter (where arrived_in_window) as deployments_in_window,
+        sum(n_vms)::bigint as vms,
+        sum(n_vms) filter (where arrived_in_window)::bigint as vms_in_window,
+        sum(n_cores) filter (where arrived_in_window)::bigint as cores_in_window,
+        sum(core_deaths) filter (where arrived_in_window)::bigint as cores_inactive_in_window,
+        count(*) filter (where arrived_in_window and not alive_at_end) as deployments_died_in_window,
+        count(*) filter (where arrived_in_window and shut_down) as deployments_shut_down,
+        sum(n_scaleouts) filter (where arrived_in_window)::bigint as scaleouts_in_window,
+    from deployments
+)
+
+select * from final
