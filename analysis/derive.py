@@ -288,3 +288,53 @@ def failed_checks_message(results: Iterable[CheckResult]) -> str | None:
         )
         parts.extend(f"  {row}" for row in r.rows)
     return "\n".join(parts)
+
+
+#: per-task tables: each row depends only on one task's rows, so they can be computed per
+#: job_id-hash partition (on Dask workers) and concatenated; listed in dependency order
+PER_TASK_TABLES: tuple[str, ...] = ("fct_task_usage_stats", "fct_task_usage_histograms")
+
+
+def create_partition_input_views(
+    con: duckdb.DuckDBPyConnection,
+    trace: str,
+    lake_trace_dir: Path,
+    partition: int,
+    n_partitions: int,
+) -> None:
+    """Like :func:`create_input_views`, restricted to one job_id-hash partition of every table
+    that has a ``job_id`` column (``queries/inputs/lake_table_partition.sql``)."""
+    create_input_views(con, trace, lake_trace_dir)
+    sql = load_sql("inputs/lake_table_partition")
+    for name, table in trace_tables(trace).items():
+        files = lake_table_files(lake_trace_dir, name)
+        if files and "job_id" in table.column_names:
+            params = {
+                "files": [str(p) for p in files],
+                "n_partitions": n_partitions,
+                "partition": partition,
+            }
+            con.sql(sql, params=params).create_view(name, replace=True)
+
+
+def partition_dir(derived_dir: Path, n_partitions: int) -> Path:
+    """Where the partitions of the per-task tables are written before they are merged."""
+    return derived_dir / f".partitions-{n_partitions}"
+
+
+def merge_partitions(
+    con: duckdb.DuckDBPyConnection, name: str, parts: Sequence[Path], derived_dir: Path
+) -> TableResult:
+    """Concatenate a per-task table's partitions into ``<derived_dir>/<name>.parquet`` (atomic)."""
+    path = derived_dir / f"{name}.parquet"
+    partial = derived_dir / f".{name}.parquet.partial"
+    start = time.perf_counter()
+    try:
+        con.sql(
+            load_sql("inputs/merged_partitions"), params={"files": [str(p) for p in parts]}
+        ).write_parquet(str(partial), compression="zstd")
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+    rows = int(pq.read_metadata(path).num_rows)
+    return TableResult(name=name, path=path, rows=rows, seconds=time.perf_counter() - start)

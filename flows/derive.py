@@ -9,7 +9,9 @@ last; the flow fails with their offending rows shown.
 from __future__ import annotations
 
 import argparse
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
@@ -19,6 +21,7 @@ from rich.table import Table
 from analysis import derive
 from analysis.errors import TracelabError
 from analysis.sql import QUERIES_DIR, load_sql
+from flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from flows.settings import Settings, duckdb_connection
 
 _DEFAULTS = derive.DeriveParams()
@@ -43,6 +46,38 @@ def derive_table(
         derive.create_input_views(con, trace, settings.lake_dir / trace)
         derive.expose_derived(con, reads, derived_dir)
         return derive.materialise_table(con, name, params.as_sql_params(), derived_dir)
+
+
+@task(cache_policy=NONE, task_run_name="derive partition {partition}/{n_partitions}")
+def derive_partition(
+    settings: Settings,
+    trace: str,
+    partition: int,
+    n_partitions: int,
+    names: tuple[str, ...],
+    params: derive.DeriveParams,
+) -> tuple[Path, ...]:
+    """The per-task tables ``names`` for one job_id-hash partition, each written to its own file.
+
+    Runs wherever the task runner puts it (a Dask worker with ``--workers``/``--dask-address``).
+    """
+    out = derive.partition_dir(settings.derived_dir / trace, n_partitions) / f"part-{partition:05d}"
+    with duckdb_connection(settings) as con:
+        derive.create_partition_input_views(
+            con, trace, settings.lake_dir / trace, partition, n_partitions
+        )
+        return tuple(
+            derive.materialise_table(con, name, params.as_sql_params(), out).path for name in names
+        )
+
+
+@task(cache_policy=NONE)
+def merge_table(
+    settings: Settings, trace: str, name: str, parts: tuple[Path, ...]
+) -> derive.TableResult:
+    """One per-task table from its partitions (stable order: job_id, task_index)."""
+    with duckdb_connection(settings) as con:
+        return derive.merge_partitions(con, name, parts, settings.derived_dir / trace)
 
 
 @task(cache_policy=NONE)
@@ -80,6 +115,7 @@ def derive_flow(
     grid_s: int = _DEFAULTS.grid_s,
     censored_s: int = _DEFAULTS.censored_s,
     shutdown_min_vms: int = _DEFAULTS.shutdown_min_vms,
+    partitions: int = 1,
 ) -> DeriveRun:
     """Derive ``tables`` (default: all of the trace's) and what they read, in dependency order."""
     logger = get_run_logger()
@@ -106,6 +142,21 @@ def derive_flow(
     if not order:
         raise TracelabError(f"no derived-table queries for {trace} in {QUERIES_DIR}")
     results = []
+    per_task = [n for n in derive.PER_TASK_TABLES if n in order] if partitions > 1 else []
+    if per_task:
+        # per-task tables need no other derived table: compute them per partition (on Dask when
+        # the flow runs with a DaskTaskRunner), then concatenate
+        futures = [
+            derive_partition.submit(settings, trace, i, partitions, tuple(per_task), params)
+            for i in range(partitions)
+        ]
+        part_paths = [f.result() for f in futures]
+        for j, name in enumerate(per_task):
+            result = merge_table(settings, trace, name, tuple(p[j] for p in part_paths))
+            logger.info("%s: %d rows from %d partitions", name, result.rows, partitions)
+            results.append(result)
+        shutil.rmtree(derive.partition_dir(settings.derived_dir / trace, partitions))
+        order = [n for n in order if n not in per_task]
     for i, name in enumerate(order, start=1):
         if console is not None:
             console.print(f"[{i}/{len(order)}] {name} ...", highlight=False)
@@ -152,6 +203,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=_DEFAULTS.production_priority,
         help="lowest priority of a production task (default: %(default)s)",
     )
+    parser.add_argument(
+        "--partitions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="compute the per-task tables in N job_id-hash partitions (default: 1, or 4 per "
+        "Dask worker with --workers)",
+    )
+    add_scaleout_arguments(parser)
 
 
 def summary_table(run: DeriveRun) -> Table:
@@ -168,8 +228,16 @@ def summary_table(run: DeriveRun) -> Table:
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     # fail before Prefect starts: a missing lake is a one-line reason, not a failed flow run
     derive.require_lake(args.trace, settings.lake_dir / args.trace)
-    run = derive_flow(
+    # workers on other machines need absolute paths
+    settings = settings_with_scaleout(args, settings).with_overrides(
+        data_dir=settings.data_dir.resolve()
+    )
+    runner = dask_task_runner(settings)
+    partitions = args.partitions or (4 * max(settings.workers, 1) if runner is not None else 1)
+    flow_fn = derive_flow if runner is None else derive_flow.with_options(task_runner=runner)
+    run = flow_fn(
         settings=settings,
+        partitions=partitions,
         trace=args.trace,
         tables=tuple(args.tables or ()),
         check_invariants=not args.no_checks,

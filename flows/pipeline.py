@@ -31,6 +31,7 @@ from analysis.fingerprints import (
 )
 from analysis.ingest_manifest import read_manifest
 from flows.report import print_summary, report_flow
+from flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from flows.settings import Settings
 from reports.metadata import Parameter, StageTiming
 from reports.site import SiteBuild
@@ -256,6 +257,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the generated sample (default 0)"
     )
+    add_scaleout_arguments(parser)
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -266,6 +268,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             f"--raw {args.raw}: no files there; point it at the trace's published root"
         )
     traces = (args.trace,) if args.trace else TRACES
+    # ingest and derive read --workers / --dask-address from the settings
+    settings = settings_with_scaleout(args, settings)
     result = pipeline_flow(
         settings, traces=traces, raw_dir=args.raw, scale=args.scale, seed=args.seed
     )

@@ -17,6 +17,7 @@ from prefect import flow
 
 from flows.lock import data_dir_lock
 from flows.pipeline import TRACES, pipeline_flow
+from flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from flows.settings import Settings, settings_from_env
 
 DEPLOYMENT_NAME = "nightly"
@@ -29,13 +30,17 @@ def nightly_flow(
     traces: tuple[str, ...] = TRACES,
     raw_dir: str | None = None,
     lock_wait_seconds: float = 3600.0,
+    workers: int = 0,
+    dask_address: str | None = None,
 ) -> dict[str, str]:
     """One scheduled run: the whole pipeline under the data directory's write lock.
 
     Returns each stage's status (``ok``, ``unchanged``, ``skipped``, ``failed``) keyed by
     ``stage/trace``, which is also what the run's report index shows.
     """
-    settings = settings_from_env().with_overrides(data_dir=Path(data_dir))
+    settings = settings_from_env().with_overrides(
+        data_dir=Path(data_dir), workers=workers or None, dask_address=dask_address
+    )
     with data_dir_lock(settings.data_dir, "tracelab nightly", wait_seconds=lock_wait_seconds):
         result = pipeline_flow(
             settings, traces=tuple(traces), raw_dir=Path(raw_dir) if raw_dir else None
@@ -44,7 +49,12 @@ def nightly_flow(
 
 
 def nightly_deployment(
-    cron: str, data_dir: Path, traces: tuple[str, ...], raw_dir: Path | None
+    cron: str,
+    data_dir: Path,
+    traces: tuple[str, ...],
+    raw_dir: Path | None,
+    workers: int = 0,
+    dask_address: str | None = None,
 ) -> Any:
     """The deployment object (a Prefect ``RunnerDeployment``) for ``cron``, not yet registered."""
     return nightly_flow.to_deployment(
@@ -54,6 +64,8 @@ def nightly_deployment(
             "data_dir": str(data_dir.resolve()),
             "traces": list(traces),
             "raw_dir": str(raw_dir.resolve()) if raw_dir else None,
+            "workers": workers,
+            "dask_address": dask_address,
         },
         description="tracelab: nightly incremental run of every stage",
     )
@@ -72,24 +84,33 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="schedule one trace only (default: google-2011 and azure-2017)",
     )
     parser.add_argument(
-        "--raw", type=Path, default=None, help="raw trace root for --trace (default DATA/raw/<trace>)"
+        "--raw",
+        type=Path,
+        default=None,
+        help="raw trace root for --trace (default DATA/raw/<trace>)",
     )
     parser.add_argument(
         "--register-only",
         action="store_true",
         help="register the deployment with the Prefect API and exit instead of serving it",
     )
+    add_scaleout_arguments(parser)
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     from prefect import serve
 
     traces = (args.trace,) if args.trace else TRACES
-    deployment = nightly_deployment(args.cron, settings.data_dir, traces, args.raw)
+    settings = settings_with_scaleout(args, settings)
+    deployment = nightly_deployment(
+        args.cron, settings.data_dir, traces, args.raw, settings.workers, settings.dask_address
+    )
     if args.register_only:
         deployment_id = deployment.apply()
         print(f"registered deployment tracelab-nightly/{DEPLOYMENT_NAME} ({deployment_id})")
-        print(f'schedule: "{args.cron}"; start a runner with `tracelab schedule --cron "{args.cron}"`')
+        print(
+            f'schedule: "{args.cron}"; start a runner with `tracelab schedule --cron "{args.cron}"`'
+        )
         return 0
     print(
         f'serving tracelab-nightly/{DEPLOYMENT_NAME} on "{args.cron}" for {settings.data_dir}; '
