@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup browser run test lint bench-ingest bench-derive clean
+.PHONY: setup browser run test lint bench-ingest bench-derive bench-analyze clean
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "need $(PYTHON) on PATH (or make PYTHON=python3)"; exit 1; }
@@ -42,6 +42,9 @@ bench-ingest: $(STAMP)
 
 bench-derive: $(STAMP)
 	$(BIN)/python bench/derive.py
+
+bench-analyze: $(STAMP)
+	$(BIN)/python bench/analyze.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
