@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from scipy.stats import ks_2samp
+from scipy.stats import ks_2samp, spearmanr
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
@@ -447,6 +447,95 @@ def test_shifting_tasks_are_detected_by_ks_at_their_window(
     assert rejected >= 0.95 * shifted.height
     assert n_stable > 50
     assert stable_rejected <= 0.15 * n_stable
+
+
+PRODUCTION = 9  # lowest production priority (seed 002 §4.1)
+
+
+def test_cpu_requests_follow_usage_and_production_uses_a_fraction_of_them(
+    trace: tuple[Path, dict[str, Any]],
+) -> None:
+    """Seed 002 §4.1 / Figure 9: requested CPU exceeds used CPU for production tasks.
+
+    The share used is time-weighted over the usage windows: each window covers 300 s, so the
+    sum of ``cpu_rate`` over a class's windows against the sum of the request in force at each
+    window's start (the latest SCHEDULE / UPDATE_RUNNING of that task) is used CPU-time over
+    requested CPU-time while the tasks run. Windows whose request is NULL (missing info) drop.
+    """
+    out, truth = trace
+    ev = read_table(out, "task_events")
+    running = (
+        ev.filter(pl.col("event_type").is_in([SCHEDULE, UPD_R]))
+        .select("job_id", "task_index", "time", "priority", "cpu_request")
+        .sort("time")
+    )
+    usage = (
+        read_table(out, "task_usage")
+        .select("job_id", "task_index", "start_time", "cpu_rate")
+        .sort("start_time")
+        .join_asof(
+            running,
+            left_on="start_time",
+            right_on="time",
+            by=["job_id", "task_index"],
+            strategy="backward",
+            check_sortedness=False,  # both sides are sorted by time just above
+        )
+    )
+    assert usage["priority"].null_count() == 0  # every window lies inside a run
+    usage = usage.filter(pl.col("cpu_request").is_not_null())
+    share = usage.group_by(pl.col("priority") >= PRODUCTION).agg(
+        pl.col("cpu_rate").sum() / pl.col("cpu_request").sum()
+    )
+    prod = share.filter(pl.col("priority"))["cpu_rate"].item()
+    other = share.filter(~pl.col("priority"))["cpu_rate"].item()
+    overall = usage["cpu_rate"].sum() / usage["cpu_request"].sum()
+    assert prod < 1
+    assert overall < 1
+    # with request = true mean x factor, the share used is ~1 / E[factor] of the class: within
+    # [1/3, 1/1.3] for production and [1/1.5, 1/0.7] for the rest, whatever the mix of tasks
+    model = truth["cpu_request"]
+    assert model["production_priority"] == PRODUCTION
+    for got, name in ((prod, "production"), (other, "non_production")):
+        lo, hi = model["overcommit"][name]["low"], model["overcommit"][name]["high"]
+        assert 1 / hi < got < 1 / lo, (name, got)
+        # and it agrees with the truth (true means and requests over the same windows)
+        assert got == pytest.approx(model["usage_windows"][name]["used_over_requested"], rel=0.02)
+    assert prod < other
+    bounds = {k: (v["low"], v["high"]) for k, v in model["overcommit"].items()}
+    assert bounds == {"production": (1.3, 3.0), "non_production": (0.7, 1.5)}
+
+    # every request on every event of a task: its true mean cpu_rate x a factor in the class
+    # bounds (rounded up to 6 decimals), so a production request is never below the inst mean
+    tasks = pl.read_parquet(out / truth["tasks_file"])
+    req = ev.filter(pl.col("cpu_request").is_not_null()).join(
+        tasks.select("job_id", "task_index", "true_inst_mean", "true_avg_mean", "cpu_request"),
+        on=["job_id", "task_index"],
+        suffix="_truth",
+    )
+    assert req.height == ev["cpu_request"].drop_nulls().len()
+    prod_req = req.filter(pl.col("priority") >= PRODUCTION)
+    assert prod_req.height > 1_000
+    assert (prod_req["cpu_request"] >= prod_req["true_inst_mean"]).all()
+    for is_prod, lo, hi in ((True, 1.3, 3.0), (False, 0.7, 1.5)):
+        part = req.filter((pl.col("priority") >= PRODUCTION) == is_prod)
+        mean = part["true_avg_mean"]
+        # capped at 1 (the largest machine): a few high-usage tasks get a smaller factor
+        assert (part["cpu_request"] >= np.minimum(lo * mean - 1e-12, 1.0)).all()
+        assert (part["cpu_request"] <= np.minimum(hi * mean + 1e-6, 1.0)).all()
+    # the truth's per-task request is the one on each incarnation's SUBMIT
+    submits = req.filter(pl.col("event_type") == SUBMIT)
+    assert (submits["cpu_request"] == submits["cpu_request_truth"]).all()
+    # requests follow usage across tasks: bigger users request more (rank correlation); a
+    # request drawn independently of usage gives ~0
+    per_task = (
+        usage.filter(pl.col("priority") >= PRODUCTION)
+        .group_by("job_id", "task_index")
+        .agg(pl.col("cpu_rate").mean(), pl.col("cpu_request").mean())
+    )
+    assert per_task.height > 100
+    rho = spearmanr(per_task["cpu_rate"], per_task["cpu_request"]).statistic
+    assert rho > 0.9
 
 
 def test_unknown_trace_or_scale_is_a_clear_error(tmp_path: Path) -> None:

@@ -19,6 +19,17 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   FAIL, KILL or LOST. EVICT/FAIL/KILL are followed by a resubmission with probability 0.95/0.7/0.25,
   FINISH by a restart with probability 0.05 (service 0.1), LOST never. 5% of pending and running
   periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU request.
+* CPU requests follow usage (seed 002 §4.1, Figure 9: requests exceed usage, production uses
+  about half of what it requests): a task's request is its true mean ``cpu_rate`` (the
+  ``true_avg_mean`` below, = ``true_inst_mean`` except for idle tasks) times an overcommit
+  factor, log-uniform in [1.3, 3] (mean 2.03) for production (priority >= 9) and in [0.7, 1.5]
+  (mean 1.05) otherwise, rounded *up* to 6 decimals and capped at 1. Each task has one factor
+  on every incarnation's SUBMIT/SCHEDULE; an UPDATE carries a fresh factor of the same class.
+  Requests are continuous, not a menu: rounding small usages to a menu would distort the factor.
+  Every true mean is below 1, so every production request >= the task's true inst mean. A
+  shifting task's request covers its window-weighted mean over its whole life, so after the shift
+  it may use more than it requests (seed 002 §4.1: tasks can exceed their quota, up to ~2x).
+  Memory requests stay per job.
 * events after the horizon are not written, except that 3% of incarnations still running at the
   horizon end with their terminal event at 2^63-1 ("after the window"). Machine IDs are NULL while
   pending. 0.2% of task/job rows carry a ``missing info`` code and (task rows) NULL requests.
@@ -48,6 +59,12 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
 * ``families``: per family ``code``, ``share`` (of non-idle tasks), the ``inst`` and ``after_shift``
   distributions with the parameter ranges; ``idle_share`` (tasks with inst 0 in every window);
   ``avg_model`` (how cpu_rate is derived from the family);
+* ``cpu_request``: the request model (``production_priority``, ``base``, ``request``,
+  ``overcommit`` per class with ``low``, ``high``, ``mean``, ``factor_rule``, ``memory``) and
+  ``usage_windows``: per class (production, non_production) the sums over usage windows of the
+  true mean cpu_rate and of the request in force at the window start, and their ratio
+  ``used_over_requested`` (about 1 / mean factor, 0.49 and 0.95, but the cap at 1 gives the
+  heavy uniform-family tasks a smaller factor: ~0.57 production, ~0.96 non-production);
 * ``shift``: ``probability`` (per eligible task), ``min_windows`` (48), ``window_rule``,
   ``shifted_tasks``, ``share_of_long_nonfailed`` (realised share of long non-failed tasks);
 * ``tasks``: counts of ``tasks``, ``with_usage``, ``long`` (>= 24 windows), ``long_nonfailed``,
@@ -60,7 +77,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   EVICT/FAIL/KILL/LOST event), ``all_zero_inst``, ``shifts``, ``shift_window`` (0-based index of
   the first shifted window over the task's windows in time order; null if none),
   ``true_inst_mean``, ``true_inst_std``, ``true_avg_mean``, ``true_avg_std`` (exact moments of the
-  generating distributions, weighted by the task's windows before/after the shift).
+  generating distributions, weighted by the task's windows before/after the shift),
+  ``cpu_overcommit`` (the task's factor) and ``cpu_request`` (its request on SUBMIT/SCHEDULE).
 """
 
 from __future__ import annotations
@@ -97,7 +115,7 @@ from analysis.synthetic.csvparts import (
     write_gzip_part,
 )
 
-GENERATOR_VERSION = "1.0.0"
+GENERATOR_VERSION = "1.1.0"
 TRACE = "google-2011"
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
@@ -165,6 +183,18 @@ P_CONSTRAINED = 0.15
 PENDING_MEAN_US = 40_000_000
 RESUBMIT_GAP_MEAN_US = 15_000_000
 
+# --- CPU requests (seed 002 §4.1, Figure 9) ----------------------------------------------------
+#: lowest production priority (seed 002 §4.1)
+PRODUCTION_PRIORITY = 9
+#: request = true mean cpu_rate x a log-uniform overcommit factor in these bounds: production
+#: over-requests (the seed finds it uses ~50% of what it requests); the rest request about what
+#: they use, some a little less
+OVERCOMMIT_PRODUCTION = (1.3, 3.0)
+OVERCOMMIT_NON_PRODUCTION = (0.7, 1.5)
+#: requests are written with 6 decimals (steps of 1e-6), rounded up so that rounding never
+#: takes a request below factor x usage
+REQUEST_STEPS = 1_000_000
+
 
 @dataclass(frozen=True)
 class Fleet:
@@ -192,6 +222,8 @@ class _Totals:
     per_family: dict[str, int] = field(default_factory=dict)
     #: n, sum x, sum y, sum xx, sum xy for inst then avg
     regression: FloatArray = field(default_factory=lambda: np.zeros((2, 5)))
+    #: as BatchTables.request_sums, summed over batches
+    request_sums: FloatArray = field(default_factory=lambda: np.zeros((2, 2)))
 
     def add(self, key: str, value: int, target: str = "special") -> None:
         bucket = self.special if target == "special" else self.tasks
@@ -205,6 +237,9 @@ class BatchTables:
     frames: dict[str, pl.DataFrame]
     truth: pl.DataFrame
     special: dict[str, int]
+    #: rows production, non-production; columns: sum over usage windows of the true mean
+    #: cpu_rate, and of the CPU request in force at the window start
+    request_sums: FloatArray
 
 
 def generate_google_2011(
@@ -441,9 +476,6 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
     user = rng.integers(0, len(fleet.users), n_jobs)
     logical = rng.integers(0, len(fleet.logical_names), n_jobs)
     job_names = pl.Series(_hashes(rng, n_jobs))
-    cpu_req_job = np.array([0.0125, 0.025, 0.03125, 0.0625, 0.125, 0.25, 0.5])[
-        rng.choice(7, n_jobs, p=[0.1, 0.15, 0.15, 0.25, 0.2, 0.1, 0.05])
-    ]
     mem_req_job = np.asarray(
         np.round(np.clip(rng.lognormal(np.log(0.03), 1.0, n_jobs), 5e-4, 1), 5), dtype=np.float64
     )
@@ -525,7 +557,10 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
     upd_r_time = run_from + run_len // 2
     upd_r = sched_seen & (rng.random((n_t, k_max)) < P_UPDATE) & (run_len >= 2)
     upd_r &= upd_r_time <= horizon_end
-    upd_factor = rng.choice([0.5, 0.75, 1.5, 2.0], size=(n_t, k_max, 2))
+    # overcommit factors: one per task, and a fresh one on each UPDATE (pending, running)
+    t_production = priority[t_job] >= PRODUCTION_PRIORITY
+    over_first = overcommit_factors(rng.random(n_t), t_production)
+    over_update = overcommit_factors(rng.random((n_t, k_max, 2)), t_production[:, None, None])
 
     # five event slots per incarnation: SUBMIT, UPDATE_PENDING, SCHEDULE, UPDATE_RUNNING, end
     term_time = np.where(after_end, TIME_AFTER_WINDOW_US, end)
@@ -546,9 +581,17 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
         [np.zeros_like(exists), np.zeros_like(exists), scheduled, scheduled, scheduled], axis=2
     )
     slot_no = np.arange(5)
+    # the factor in force at each slot: an UPDATE replaces it until the incarnation ends; every
+    # incarnation starts again from the task's own factor
     factor = np.where(
-        (slot_no >= 1)[None, None, :] & upd_p[:, :, None], upd_factor[:, :, 0:1], 1.0
-    ) * np.where((slot_no >= 3)[None, None, :] & upd_r[:, :, None], upd_factor[:, :, 1:2], 1.0)
+        (slot_no >= 3)[None, None, :] & upd_r[:, :, None],
+        over_update[:, :, 1:2],
+        np.where(
+            (slot_no >= 1)[None, None, :] & upd_p[:, :, None],
+            over_update[:, :, 0:1],
+            over_first[:, None, None],
+        ),
+    )
     ti, ki, si = np.nonzero(slot_mask)
     ev_time = slot_time[ti, ki, si]
     ev_type = slot_type[ti, ki, si]
@@ -561,26 +604,6 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
     missing = rng.random(n_ev) < P_MISSING_INFO
     missing_code = rng.choice(3, size=n_ev, p=[0.2, 0.3, 0.5]).astype(np.int64)
     j_of_ev = t_job[ti]
-    cpu_req = np.round(np.clip(cpu_req_job[j_of_ev] * factor[ti, ki, si], 0.0, 1.0), 6)
-    task_events = pl.DataFrame(
-        [
-            pl.Series("time", ev_time),
-            nullable(missing_code, ~missing).alias("missing_info"),
-            pl.Series("job_id", job_id[j_of_ev]),
-            pl.Series("task_index", task_index[ti]),
-            nullable(ev_machine, ~ev_on).alias("machine_id"),
-            pl.Series("event_type", ev_type),
-            pl.Series(fleet.users).gather(user[j_of_ev]).alias("user"),
-            pl.Series("scheduling_class", sched_class[j_of_ev]),
-            pl.Series("priority", priority[j_of_ev]),
-            nullable(cpu_req, missing).alias("cpu_request"),
-            nullable(mem_req_job[j_of_ev], missing).alias("memory_request"),
-            nullable(disk_req_job[j_of_ev], missing).alias("disk_space_request"),
-            nullable(restricted[j_of_ev].astype(np.int8), missing).alias(
-                "different_machines_restriction"
-            ),
-        ]
-    )
     failing = (ev_type == EVICT) | (ev_type == FAIL) | (ev_type == KILL) | (ev_type == LOST)
     failed = np.zeros(n_t, dtype=bool)
     failed[ti[failing]] = True
@@ -617,6 +640,29 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
     shift_window = np.where(shifts, lo + (rng.random(n_t) * (hi - lo + 1)).astype(np.int64), -1)
     shift_window = np.minimum(shift_window, hi)
 
+    # the request is sized from the task's true mean usage (seed 002 §4.1, Figure 9)
+    moments = uf.task_moments(fam, n_windows, shifts, shift_window)
+    cpu_req = cpu_requests(moments.avg_mean[ti], factor[ti, ki, si])
+    task_events = pl.DataFrame(
+        [
+            pl.Series("time", ev_time),
+            nullable(missing_code, ~missing).alias("missing_info"),
+            pl.Series("job_id", job_id[j_of_ev]),
+            pl.Series("task_index", task_index[ti]),
+            nullable(ev_machine, ~ev_on).alias("machine_id"),
+            pl.Series("event_type", ev_type),
+            pl.Series(fleet.users).gather(user[j_of_ev]).alias("user"),
+            pl.Series("scheduling_class", sched_class[j_of_ev]),
+            pl.Series("priority", priority[j_of_ev]),
+            nullable(cpu_req, missing).alias("cpu_request"),
+            nullable(mem_req_job[j_of_ev], missing).alias("memory_request"),
+            nullable(disk_req_job[j_of_ev], missing).alias("disk_space_request"),
+            nullable(restricted[j_of_ev].astype(np.int8), missing).alias(
+                "different_machines_restriction"
+            ),
+        ]
+    )
+
     flat_n = n_win.reshape(-1)
     rep = np.repeat(np.arange(flat_n.size), flat_n)
     within = np.arange(rep.size) - np.repeat(np.cumsum(flat_n) - flat_n, flat_n)
@@ -644,8 +690,26 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
 
     task_constraints = _task_constraints(rng, first_submit, job_id[t_job], task_index, fleet)
 
+    # request in force at each usage window's start against the window's true mean cpu_rate
+    u_inc = rep % k_max
+    row_factor = np.where(
+        upd_r[u_task, u_inc] & (start_time >= upd_r_time[u_task, u_inc]),
+        over_update[u_task, u_inc, 1],
+        np.where(upd_p[u_task, u_inc], over_update[u_task, u_inc, 0], over_first[u_task]),
+    )
+    row_request = cpu_requests(moments.avg_mean[u_task], row_factor)
+    row_mean = np.where(shifted_row, moments.avg_mean_post[u_task], moments.avg_mean_pre[u_task])
+    row_production = t_production[u_task]
+    request_sums = np.array(
+        [
+            [row_mean[row_production].sum(), row_request[row_production].sum()],
+            [row_mean[~row_production].sum(), row_request[~row_production].sum()],
+        ]
+    )
+
     truth = _task_truth(
         fam,
+        moments,
         job_id[t_job],
         task_index,
         priority[t_job],
@@ -654,6 +718,8 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
         all_zero,
         shifts,
         shift_window,
+        over_first,
+        cpu_requests(moments.avg_mean, over_first),
     )
     pend_evict = int(((si == 4) & (ev_type == EVICT) & ~scheduled[ti, ki]).sum())
     first_of_inc = si == 0
@@ -678,7 +744,27 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
     }
     for name, frame in frames.items():
         frame.columns = GOOGLE_2011[name].column_names
-    return BatchTables(frames=frames, truth=truth, special=special)
+    return BatchTables(frames=frames, truth=truth, special=special, request_sums=request_sums)
+
+
+def overcommit_factors(u: FloatArray, production: npt.ArrayLike) -> FloatArray:
+    """Log-uniform overcommit factors from uniforms ``u``, in the class's bounds (broadcast)."""
+    lo = np.where(production, OVERCOMMIT_PRODUCTION[0], OVERCOMMIT_NON_PRODUCTION[0])
+    hi = np.where(production, OVERCOMMIT_PRODUCTION[1], OVERCOMMIT_NON_PRODUCTION[1])
+    return np.asarray(np.exp(np.log(lo) + u * (np.log(hi) - np.log(lo))), dtype=np.float64)
+
+
+def log_uniform_mean(bounds: tuple[float, float]) -> float:
+    """Mean of a log-uniform distribution on ``bounds``."""
+    lo, hi = bounds
+    return (hi - lo) / float(np.log(hi / lo))
+
+
+def cpu_requests(mean_usage: FloatArray, factor: FloatArray) -> FloatArray:
+    """CPU request (fraction of the largest machine): usage x factor, rounded up, at most 1."""
+    steps = np.ceil(mean_usage * factor * REQUEST_STEPS)
+    # whole steps / 1e6 is the double nearest the 6-decimal value, so the CSV text is exact
+    return np.asarray(np.minimum(steps / REQUEST_STEPS, 1.0), dtype=np.float64)
 
 
 def _categorical(u: FloatArray, p: FloatArray) -> IntArray:
@@ -877,6 +963,7 @@ def _task_constraints(
 
 def _task_truth(
     fam: uf.TaskFamilies,
+    moments: uf.TaskMoments,
     job_ids: IntArray,
     task_index: IntArray,
     priority: IntArray,
@@ -885,22 +972,10 @@ def _task_truth(
     all_zero: BoolArray,
     shifts: BoolArray,
     shift_window: IntArray,
+    overcommit: FloatArray,
+    cpu_request: FloatArray,
 ) -> pl.DataFrame:
-    """Per-task truth: family, windows, outcome and exact moments of inst and avg."""
-    mean_pre, var_pre = uf.family_moments(fam.family, fam.params, shifted=False)
-    mean_post, var_post = uf.family_moments(fam.family, fam.params, shifted=True)
-    safe_n = np.maximum(n_windows, 1)
-    w_post = np.where(shifts, (n_windows - shift_window) / safe_n, 0.0)
-    inst_mean, inst_std = uf.mixture_mean_std(w_post, mean_pre, var_pre, mean_post, var_post)
-    a2 = fam.avg_weight**2
-    avg_mean, avg_std = uf.mixture_mean_std(
-        w_post, mean_pre, a2 * var_pre, mean_post, a2 * var_post
-    )
-    idle = fam.family == uf.IDLE
-    inst_mean[idle] = 0.0
-    inst_std[idle] = 0.0
-    avg_mean[idle] = uf.IDLE_AVG_MEAN
-    avg_std[idle] = uf.IDLE_AVG_MEAN
+    """Per-task truth: family, windows, outcome, exact moments of inst and avg, CPU request."""
     names = np.array([*uf.FAMILIES, "idle"])
     return pl.DataFrame(
         [
@@ -914,10 +989,12 @@ def _task_truth(
             pl.Series("all_zero_inst", all_zero),
             pl.Series("shifts", shifts),
             nullable(shift_window.astype(np.int64), ~shifts).alias("shift_window"),
-            pl.Series("true_inst_mean", inst_mean),
-            pl.Series("true_inst_std", inst_std),
-            pl.Series("true_avg_mean", avg_mean),
-            pl.Series("true_avg_std", avg_std),
+            pl.Series("true_inst_mean", moments.inst_mean),
+            pl.Series("true_inst_std", moments.inst_std),
+            pl.Series("true_avg_mean", moments.avg_mean),
+            pl.Series("true_avg_std", moments.avg_std),
+            pl.Series("cpu_overcommit", overcommit),
+            pl.Series("cpu_request", cpu_request),
         ]
     )
 
@@ -928,6 +1005,7 @@ def _task_truth(
 def _accumulate(totals: _Totals, batch: BatchTables) -> None:
     for key, value in batch.special.items():
         totals.add(key, value)
+    totals.request_sums += batch.request_sums
     totals.task_types += np.bincount(
         batch.frames["task_events"]["event_type"].to_numpy(), minlength=9
     )[:9]
@@ -1051,6 +1129,7 @@ def _truth_document(
                 totals.tasks.get("shifted_long_nonfailed", 0) / long_nf if long_nf else 0.0
             ),
         },
+        "cpu_request": _cpu_request_truth(totals.request_sums),
         "tasks": {**totals.tasks, "per_family": dict(sorted(totals.per_family.items()))},
         "regression": {
             "population": "long (>= 24 windows), no EVICT/FAIL/KILL/LOST, inst not all zero",
@@ -1058,6 +1137,43 @@ def _truth_document(
             "avg": _slope_intercept(totals.regression[1]),
         },
         "tasks_file": "TRUTH_tasks.parquet",
+    }
+
+
+def _cpu_request_truth(sums: FloatArray) -> dict[str, Any]:
+    """The CPU request model and, per priority class, true usage over requests in usage windows."""
+    usage_windows = {}
+    for row, name in enumerate(("production", "non_production")):
+        used, requested = sums[row].tolist()
+        usage_windows[name] = {
+            "true_mean_cpu_sum": used,
+            "request_sum": requested,
+            "used_over_requested": used / requested if requested > 0 else None,
+        }
+    return {
+        "production_priority": PRODUCTION_PRIORITY,
+        "base": "the task's true mean cpu_rate = true_avg_mean in TRUTH_tasks (equal to "
+        "true_inst_mean, window-weighted over a shift; idle tasks: the idle cpu_rate mean "
+        f"{uf.IDLE_AVG_MEAN})",
+        "request": "ceil(base x factor, 6 decimals), at most 1",
+        "overcommit": {
+            name: {
+                "distribution": "log-uniform",
+                "low": bounds[0],
+                "high": bounds[1],
+                "mean": log_uniform_mean(bounds),
+            }
+            for name, bounds in (
+                ("production", OVERCOMMIT_PRODUCTION),
+                ("non_production", OVERCOMMIT_NON_PRODUCTION),
+            )
+        },
+        "factor_rule": "one factor per task (TRUTH_tasks cpu_overcommit), on the SUBMIT and "
+        "SCHEDULE of every incarnation; an UPDATE_PENDING / UPDATE_RUNNING carries base x a fresh "
+        "factor of the same class, in force until the incarnation ends",
+        "memory": "unchanged: one lognormal request per job; canonical_memory_usage about "
+        "U(0.3, 0.9) x that request per task",
+        "usage_windows": usage_windows,
     }
 
 

@@ -191,3 +191,49 @@ def mixture_mean_std(
     mean = (1 - w) * mean_pre + w * mean_post
     second = (1 - w) * (var_pre + mean_pre**2) + w * (var_post + mean_post**2)
     return mean, np.sqrt(np.maximum(second - mean**2, 0.0))
+
+
+@dataclass(frozen=True)
+class TaskMoments:
+    """Exact per-task moments of inst and avg over the task's windows (before/after a shift).
+
+    ``avg_mean_pre`` / ``avg_mean_post`` are the mean ``cpu_rate`` of one window before / after
+    the shift; idle tasks have inst 0 and avg Exponential(IDLE_AVG_MEAN) throughout.
+    """
+
+    inst_mean: FloatArray
+    inst_std: FloatArray
+    avg_mean: FloatArray
+    avg_std: FloatArray
+    avg_mean_pre: FloatArray
+    avg_mean_post: FloatArray
+
+
+def task_moments(
+    fam: TaskFamilies,
+    n_windows: IntArray,
+    shifts: npt.NDArray[np.bool_],
+    shift_window: IntArray,
+) -> TaskMoments:
+    """Moments of each task's inst and avg, weighted by its windows before/after the shift."""
+    mean_pre, var_pre = family_moments(fam.family, fam.params, shifted=False)
+    mean_post, var_post = family_moments(fam.family, fam.params, shifted=True)
+    safe_n = np.maximum(n_windows, 1)
+    w_post = np.where(shifts, (n_windows - shift_window) / safe_n, 0.0)
+    inst_mean, inst_std = mixture_mean_std(w_post, mean_pre, var_pre, mean_post, var_post)
+    a2 = fam.avg_weight**2
+    avg_mean, avg_std = mixture_mean_std(w_post, mean_pre, a2 * var_pre, mean_post, a2 * var_post)
+    idle = fam.family == IDLE
+    inst_mean[idle] = 0.0
+    inst_std[idle] = 0.0
+    # an Exponential's std equals its mean
+    avg_mean[idle] = IDLE_AVG_MEAN
+    avg_std[idle] = IDLE_AVG_MEAN
+    return TaskMoments(
+        inst_mean=inst_mean,
+        inst_std=inst_std,
+        avg_mean=avg_mean,
+        avg_std=avg_std,
+        avg_mean_pre=np.where(idle, IDLE_AVG_MEAN, mean_pre),
+        avg_mean_post=np.where(idle, IDLE_AVG_MEAN, mean_post),
+    )
