@@ -19,7 +19,7 @@ computed for a whole block at once (same formula and critical value as ``scipy.s
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -91,6 +91,9 @@ class GaussianSums:
     #: rel_error_p95, rel_error_p99, rel_error_p999
     sets: pl.DataFrame
     skipped_sizes: tuple[int, ...]
+    #: Figure 5: the R totals of the first set of each N with that set's fitted normal:
+    #: n_tasks_per_set, realization, total_cores, mu_cores, sigma_cores
+    examples: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def table(self) -> pl.DataFrame:
         return pl.DataFrame([vars(r) for r in self.rows])
@@ -230,6 +233,7 @@ def ad_rejection_table(
     block = max(1, min(sets, block_values // max(r, 1)))
     rows: list[ADRow] = []
     frames: list[pl.DataFrame] = []
+    examples: list[pl.DataFrame] = []
     skipped: list[int] = []
     for n_per_set in sizes:
         if n_per_set > pool.size or sets == 0:
@@ -250,6 +254,18 @@ def ad_rejection_table(
                 totals += pool.realizations[members[:, j]]
             mu = pool.mean[members].sum(axis=1)
             sigma = np.sqrt((pool.std[members] ** 2).sum(axis=1))
+            if first == 0:
+                examples.append(
+                    pl.DataFrame(
+                        {
+                            "n_tasks_per_set": np.full(r, n_per_set, np.int64),
+                            "realization": np.arange(r, dtype=np.int64),
+                            "total_cores": totals[0],
+                            "mu_cores": np.full(r, mu[0]),
+                            "sigma_cores": np.full(r, sigma[0]),
+                        }
+                    )
+                )
             ad.append(ad_statistics(totals))
             empirical = np.percentile(totals, percentiles, axis=1).T
             fitted = mu[:, None] + sigma[:, None] * z[None, :]
@@ -302,6 +318,7 @@ def ad_rejection_table(
         rows=tuple(rows),
         sets=pl.concat(frames) if frames else pl.DataFrame(),
         skipped_sizes=tuple(skipped),
+        examples=pl.concat(examples) if examples else pl.DataFrame(),
     )
 
 

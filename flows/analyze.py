@@ -326,7 +326,7 @@ def gaussian_sums_stage(
     batch_rows: int,
     show_progress: bool,
 ) -> dict[str, Any]:
-    """Table 1 and Figure 6 → ``gaussian_sums/table.parquet``, ``sets.parquet``, ``params.json``."""
+    """Table 1, Figures 5 and 6 → ``gaussian_sums/{table,sets,examples}.parquet``, ``params.json``."""
     started = time.perf_counter()
     paths = _paths(settings, trace)
     n_long = _long_stats(paths[USAGE_STATS], ("job_id",)).height
@@ -386,7 +386,12 @@ def gaussian_sums_stage(
             "mean_mu": [0.27, 0.55, 0.82, 1.37, 2.74, 6.85, 13.69],
         },
     }
-    return _finish(stage_dir, {"table": table, "sets": result.sets}, summary, started)
+    return _finish(
+        stage_dir,
+        {"table": table, "sets": result.sets, "examples": result.examples},
+        summary,
+        started,
+    )
 
 
 @task(cache_policy=NO_CACHE)

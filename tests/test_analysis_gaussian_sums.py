@@ -109,3 +109,24 @@ def test_pool_when_stream_is_shorter_than_announced() -> None:
     pool = realization_pool([batch], n_tasks_total=1000, pool_size=500, realizations=3, seed=1)
     assert pool.realizations.shape[0] == pool.size == pool.mean.size
     assert pool.size <= 10
+
+
+def test_figure5_examples_are_one_sets_totals_with_its_fitted_normal() -> None:
+    r = 2000
+    _, pool = _pool("normal", 200, 500, r, seed=9)
+    result = ad_rejection_table(pool, sizes=(10, 100), sets=3, seed=1)
+    ex = result.examples
+    assert ex.height == 2 * r
+    for n in (10, 100):
+        one = ex.filter(ex["n_tasks_per_set"] == n)
+        assert one["realization"].to_list() == list(range(r))
+        mu, sigma = one["mu_cores"][0], one["sigma_cores"][0]
+        # the set is the first of that N in sets.parquet: same fitted normal
+        first = result.sets.filter(
+            (result.sets["n_tasks_per_set"] == n) & (result.sets["set"] == 0)
+        )
+        assert (first["mu_cores"][0], first["sigma_cores"][0]) == (mu, sigma)
+        # totals of resampled tasks have mean mu (4 standard errors) and std sigma (~10%)
+        totals = one["total_cores"].to_numpy()
+        assert totals.mean() == pytest.approx(mu, abs=4 * sigma / np.sqrt(r))
+        assert totals.std() == pytest.approx(sigma, rel=0.1)
