@@ -1,4 +1,10 @@
-"""`tracelab report`: the static HTML site in DATA/site (one folder per run, an index of runs)."""
+"""`tracelab report`: the static HTML site in DATA/site (one folder per run, an index of runs).
+
+By hand it always builds the pages (a user asking for a report gets a fresh one); with
+``--if-changed``, like ``tracelab run`` and the nightly flow, it builds them only when the
+checksums of their inputs changed since the latest run, and otherwise records a run that links
+the latest pages (``reports/site.py``).
+"""
 
 from __future__ import annotations
 
@@ -20,8 +26,10 @@ def site_task(
     run_id: str | None,
     timings: Sequence[StageTiming],
     run_parameters: Sequence[Parameter],
+    reuse_unchanged: bool,
 ) -> SiteBuild:
-    """Every page of one run, the run index and the site index; logs each page as it is done."""
+    """Every page of one run (or, when their inputs are unchanged and ``reuse_unchanged``, a
+    link to the latest run's pages), the run index and the site index; logs each page."""
     logger = get_run_logger()
 
     def log_page(page: Page) -> None:
@@ -33,9 +41,18 @@ def site_task(
         logger.info("page %s: %s", page.slug, state)
         print(f"[report] {page.slug}: {state}", flush=True)
 
-    return build_site(
-        data_dir, run_id=run_id, timings=timings, run_parameters=run_parameters, on_page=log_page
+    build = build_site(
+        data_dir,
+        run_id=run_id,
+        timings=timings,
+        run_parameters=run_parameters,
+        on_page=log_page,
+        reuse_unchanged=reuse_unchanged,
     )
+    if build.reused:
+        logger.info("run %s: %s", build.run_id, build.timing.note)
+        print(f"[report] {build.timing.note}", flush=True)
+    return build
 
 
 @flow(name="report")
@@ -44,9 +61,14 @@ def report_flow(
     run_id: str | None = None,
     timings: tuple[StageTiming, ...] = (),
     run_parameters: tuple[Parameter, ...] = (),
+    reuse_unchanged: bool = False,
 ) -> SiteBuild:
-    """Build the report site for the outputs now in ``data_dir``."""
-    return site_task(data_dir, run_id, timings, run_parameters)
+    """Build the report site for the outputs now in ``data_dir``.
+
+    With ``reuse_unchanged`` the pages are rebuilt only when their inputs' checksums changed
+    since the latest run; the run is recorded in the history either way.
+    """
+    return site_task(data_dir, run_id, timings, run_parameters, reuse_unchanged)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -55,12 +77,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="id of this report run (default: the UTC time, e.g. 20261122T163000Z)",
     )
+    parser.add_argument(
+        "--if-changed",
+        action="store_true",
+        help=(
+            "build the pages only if the checksums of their inputs changed since the latest run; "
+            "otherwise record this run with links to the latest pages (what `tracelab run` does)"
+        ),
+    )
 
 
 def print_summary(build: SiteBuild) -> None:
     """Where the site is and which pages could not be built."""
     ok = [p for p in build.pages if not p.unavailable]
-    print(f"report: {len(ok)}/{len(build.pages)} pages with results, run {build.run_id}")
+    reused = f" (pages reused from run {build.pages_from})" if build.reused else ""
+    print(f"report: {len(ok)}/{len(build.pages)} pages with results, run {build.run_id}{reused}")
     for page in build.pages:
         if page.unavailable:
             print(f"  {page.slug}: not available in this run: {page.unavailable}")
@@ -68,6 +99,6 @@ def print_summary(build: SiteBuild) -> None:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    build = report_flow(settings.data_dir, run_id=args.run_id)
+    build = report_flow(settings.data_dir, run_id=args.run_id, reuse_unchanged=args.if_changed)
     print_summary(build)
     return 0

@@ -91,17 +91,28 @@ class Page:
 
 @dataclass(frozen=True)
 class PageContext:
-    """Where a page builder reads from and writes its figures to."""
+    """Where a page builder reads from and writes its figures to.
+
+    Builders reach their inputs only through :meth:`derived` and :meth:`results`, which note each
+    path they hand out in ``reads`` (relative to ``data_dir``). The site stores that list with the
+    run, so a later run can tell from the checksums of exactly those files whether the pages would
+    come out the same (``reports/fingerprint.py``).
+    """
 
     data_dir: Path
     out_dir: Path
     trace: str
+    reads: list[str] = field(default_factory=list)
 
     def derived(self, table: str) -> Path:
-        return self.data_dir / "derived" / self.trace / f"{table}.parquet"
+        return self._read(Path("derived") / self.trace / f"{table}.parquet")
 
     def results(self, stage: str) -> Path:
-        return self.data_dir / "results" / self.trace / stage
+        return self._read(Path("results") / self.trace / stage)
+
+    def _read(self, relative: Path) -> Path:
+        self.reads.append(relative.as_posix())
+        return self.data_dir / relative
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,21 @@ Layout (``DATA/site``)::
 
 A run folder is written under a temporary name and renamed when complete, so a crashed build
 never leaves a half run in the history.
+
+Unchanged pages are not rebuilt when asked (``reuse_unchanged``, what ``tracelab run`` and the
+nightly flow do): ``run.json`` records a fingerprint of the pages' inputs (checksums of every file
+the page builders read, the reports code, package versions; ``reports/fingerprint.py``). When the
+fingerprint now equals the latest run's, the new run folder gets only its own ``run.json`` (with
+``pages_from: <run that built the pages>``), ``index.html`` and ``params.json``; its index links
+the pages of the run that built them. Every run is in the history either way, marked "built" or
+"reused from <run>".
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -27,6 +36,7 @@ from typing import Any
 import jinja2
 
 from analysis.errors import TracelabError
+from reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from reports.metadata import (
     Parameter,
     StageTiming,
@@ -41,6 +51,8 @@ from reports.model import InputsMissing, Number, Page, PageContext, PageSpec
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 RUN_FILE = "run.json"
 TRACES = ("google-2011", "azure-2017")
+#: how a page that raised says so (such a run's pages are never reused: the next run retries)
+_BUILD_ERROR = "the page could not be built"
 
 
 @dataclass(frozen=True)
@@ -65,6 +77,12 @@ class RunInfo:
     versions: dict[str, str]
     inputs: dict[str, TraceInputs] = field(default_factory=dict)
     params_file: str = ""
+    #: the run whose page files this run shows (itself when it built them)
+    pages_from: str = ""
+    #: fingerprint of everything the pages are built from; "" when a page failed to build
+    pages_fingerprint: str = ""
+    #: the paths (relative to DATA) whose checksums the fingerprint covers
+    page_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -75,6 +93,25 @@ class SiteBuild:
     run_dir: Path
     index: Path
     pages: tuple[Page, ...]
+    #: the run whose page files this run shows (``run_id`` itself when it built them)
+    pages_from: str
+    #: the report step of this run: ``ok`` (pages built) or ``unchanged`` (pages reused)
+    timing: StageTiming
+
+    @property
+    def reused(self) -> bool:
+        """True when this run did not build pages but links those of ``pages_from``."""
+        return bool(self.pages_from) and self.pages_from != self.run_id
+
+
+@dataclass(frozen=True)
+class _BuiltPages:
+    """Pages an earlier run built, as its ``run.json`` describes them."""
+
+    run_id: str
+    fingerprint: str
+    inputs: tuple[str, ...]
+    links: tuple[PageLink, ...]
 
 
 def new_run_id(site_dir: Path, now: datetime) -> str:
@@ -97,18 +134,23 @@ def build_site(
     now: datetime | None = None,
     strict: bool = False,
     on_page: Callable[[Page], None] | None = None,
+    reuse_unchanged: bool = False,
 ) -> SiteBuild:
     """Build one run's pages under ``DATA/site/runs/<run_id>`` and refresh ``DATA/site/index.html``.
 
     A page whose inputs are absent is still written, with a visible "not available in this run"
     note naming the missing files and the command that makes them. With ``strict`` a page
     builder's unexpected error propagates (tests); otherwise the page shows the error.
+
+    With ``reuse_unchanged``, when the fingerprint of the pages' inputs equals the latest run's,
+    no page is built: the run records ``pages_from`` and its index links the existing pages.
     """
     if specs is None:
         from reports.pages import ALL_PAGES
 
         specs = ALL_PAGES
     now = now or datetime.now(UTC)
+    started = time.perf_counter()
     site_dir = data_dir / "site"
     runs_dir = site_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -116,16 +158,55 @@ def build_site(
     final_dir = runs_dir / run_id
     if final_dir.exists():
         raise TracelabError(f"report run {final_dir} exists already: pick another --run-id")
+    code = reports_code_fingerprint()
+    package_versions = versions()
+    prior = (
+        _unchanged_pages(runs_dir, data_dir, specs, code, package_versions)
+        if reuse_unchanged
+        else None
+    )
     tmp_dir = runs_dir / f".{run_id}.tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
     tmp_dir.mkdir(parents=True)
 
-    pages: list[Page] = []
-    for spec in specs:
-        page = _page(spec, data_dir, tmp_dir, strict=strict)
-        pages.append(page)
-        if on_page is not None:
-            on_page(page)
+    if prior is None:
+        built: list[Page] = []
+        reads: list[str] = []
+        for spec in specs:
+            page, page_reads = _page(spec, data_dir, tmp_dir, strict=strict)
+            built.append(page)
+            reads.extend(page_reads)
+            if on_page is not None:
+                on_page(page)
+        pages = tuple(built)
+        links = tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages)
+        inputs_used = page_inputs(specs, reads)
+        failed = any(p.unavailable.startswith(_BUILD_ERROR) for p in pages)
+        fingerprint = (
+            ""
+            if failed
+            else pages_fingerprint(data_dir, specs, inputs_used, code, package_versions)
+        )
+        pages_from = run_id
+        note = f"{sum(1 for p in pages if not p.unavailable)}/{len(pages)} pages built"
+    else:
+        links, inputs_used, fingerprint, pages_from = (
+            prior.links,
+            prior.inputs,
+            prior.fingerprint,
+            prior.run_id,
+        )
+        pages = tuple(
+            Page(s.slug, s.title, s.trace, s.stage, sources=s.inputs, unavailable=link.unavailable)
+            for s, link in zip(specs, links, strict=True)
+        )
+        note = (
+            f"pages reused from run {pages_from}: the checksums of their {len(inputs_used)} "
+            "inputs, the reports code and package versions are unchanged"
+        )
+    report = StageTiming(
+        "report", "all", "unchanged" if prior else "ok", time.perf_counter() - started, note
+    )
 
     params_file = ""
     export = data_dir / "exports" / "params.json"
@@ -147,25 +228,30 @@ def build_site(
         run_id=run_id,
         created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
         traces=traces,
-        pages=tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages),
-        timings=tuple(timings) or recorded_timings(data_dir),
+        pages=links,
+        timings=(*(tuple(timings) or recorded_timings(data_dir)), report),
         parameters=tuple(run_parameters) + stage_parameters(data_dir / "results"),
-        versions=versions(),
+        versions=package_versions,
         inputs=inputs,
         params_file=params_file,
+        pages_from=pages_from,
+        pages_fingerprint=fingerprint,
+        page_inputs=inputs_used,
     )
     env = _environment()
     (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
-    for page in pages:
-        html = env.get_template("page.html").render(page=page, run=run, root="../../")
-        (tmp_dir / page.file).write_text(html, encoding="utf-8")
+    if prior is None:
+        for page in pages:
+            html = env.get_template("page.html").render(page=page, run=run, root="../../")
+            (tmp_dir / page.file).write_text(html, encoding="utf-8")
     history = _history(runs_dir, extra=run)
     (tmp_dir / "index.html").write_text(
         env.get_template("index.html").render(
             run=run,
             root="../../",
             prefix="",
-            history=[h | {"href": f"../{h['run_id']}/index.html"} for h in history],
+            pages_prefix="" if prior is None else f"../{pages_from}/",
+            history=_with_hrefs(history, "../"),
         ),
         encoding="utf-8",
     )
@@ -181,33 +267,115 @@ def build_site(
             run=run,
             root="",
             prefix=f"runs/{run_id}/",
-            history=[h | {"href": f"runs/{h['run_id']}/index.html"} for h in history],
+            pages_prefix=f"runs/{pages_from}/",
+            history=_with_hrefs(history, "runs/"),
         ),
     )
-    return SiteBuild(run_id=run_id, run_dir=final_dir, index=index, pages=tuple(pages))
+    return SiteBuild(
+        run_id=run_id,
+        run_dir=final_dir,
+        index=index,
+        pages=pages,
+        pages_from=pages_from,
+        timing=report,
+    )
 
 
-def _page(spec: PageSpec, data_dir: Path, run_dir: Path, *, strict: bool) -> Page:
+def _unchanged_pages(
+    runs_dir: Path,
+    data_dir: Path,
+    specs: Sequence[PageSpec],
+    code: str,
+    package_versions: dict[str, str],
+) -> _BuiltPages | None:
+    """The latest run's pages when they are still on disk and their inputs are unchanged.
+
+    Only the latest run is compared (inputs that went A → B → A rebuild), and a run whose page
+    files were deleted, or that had a page fail, is never reused.
+    """
+    latest = _latest_run(runs_dir)
+    if latest is None or not latest.fingerprint:
+        return None
+    if [link.slug for link in latest.links] != [s.slug for s in specs]:
+        return None
+    origin = runs_dir / latest.run_id
+    if not all((origin / link.file).is_file() for link in latest.links):
+        return None
+    now = pages_fingerprint(data_dir, specs, latest.inputs, code, package_versions)
+    return latest if now == latest.fingerprint else None
+
+
+def _latest_run(runs_dir: Path) -> _BuiltPages | None:
+    """The pages the newest finished run shows (built by it or reused by it)."""
+    docs: list[dict[str, Any]] = []
+    for path in runs_dir.glob(f"*/{RUN_FILE}"):
+        if path.parent.name.startswith("."):
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("run_id"), str):
+            docs.append(doc)
+    if not docs:
+        return None
+    doc = max(docs, key=lambda d: (str(d.get("created_at", "")), d["run_id"]))
+    try:
+        return _BuiltPages(
+            run_id=str(doc.get("pages_from") or doc["run_id"]),
+            fingerprint=str(doc.get("pages_fingerprint", "")),
+            inputs=tuple(str(p) for p in doc.get("page_inputs", [])),
+            links=tuple(
+                PageLink(
+                    slug=str(p["slug"]),
+                    title=str(p["title"]),
+                    trace=str(p["trace"]),
+                    file=str(p["file"]),
+                    unavailable=str(p.get("unavailable", "")),
+                )
+                for p in doc.get("pages", [])
+            ),
+        )
+    except (KeyError, TypeError, AttributeError):
+        return None
+
+
+def _with_hrefs(history: list[dict[str, Any]], runs: str) -> list[dict[str, Any]]:
+    """History rows with links to each run's index and to the run whose pages it shows."""
+    return [
+        h
+        | {
+            "href": f"{runs}{h['run_id']}/index.html",
+            "from_href": f"{runs}{h['pages_from']}/index.html",
+        }
+        for h in history
+    ]
+
+
+def _page(
+    spec: PageSpec, data_dir: Path, run_dir: Path, *, strict: bool
+) -> tuple[Page, tuple[str, ...]]:
+    """The page and the paths (relative to ``data_dir``) its builder read."""
     base = Page(
         slug=spec.slug, title=spec.title, trace=spec.trace, stage=spec.stage, sources=spec.inputs
     )
     missing = [p for p in spec.inputs if not (data_dir / p).exists()]
     if missing:
         reason = f"missing {', '.join(missing)} — run `{spec.command}` to produce it."
-        return replace(base, unavailable=reason)
+        return replace(base, unavailable=reason), ()
     ctx = PageContext(data_dir=data_dir, out_dir=run_dir / spec.slug, trace=spec.trace)
     try:
         sections = tuple(spec.build(ctx))
     except InputsMissing as exc:
-        return replace(base, unavailable=f"{exc} — run `{spec.command}`.")
+        return replace(base, unavailable=f"{exc} — run `{spec.command}`."), tuple(ctx.reads)
     except Exception as exc:
         if strict:
             raise
         shutil.rmtree(ctx.out_dir, ignore_errors=True)
         last = traceback.format_exception_only(exc)[-1].strip()
-        return replace(base, unavailable=f"the page could not be built ({last}).")
+        return replace(base, unavailable=f"{_BUILD_ERROR} ({last})."), tuple(ctx.reads)
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
-    return replace(base, sections=sections, numbers=numbers)
+    return replace(base, sections=sections, numbers=numbers), tuple(ctx.reads)
 
 
 def _history(runs_dir: Path, extra: RunInfo) -> list[dict[str, Any]]:
@@ -225,6 +393,7 @@ def _history(runs_dir: Path, extra: RunInfo) -> list[dict[str, Any]]:
                 "traces": list(doc.get("traces", [])),
                 "pages": len(pages),
                 "available": sum(1 for p in pages if not p.get("unavailable")),
+                "pages_from": doc.get("pages_from") or doc["run_id"],
             }
         except (OSError, ValueError, KeyError, TypeError):
             continue
@@ -234,6 +403,7 @@ def _history(runs_dir: Path, extra: RunInfo) -> list[dict[str, Any]]:
         "traces": list(extra.traces),
         "pages": len(extra.pages),
         "available": sum(1 for p in extra.pages if not p.unavailable),
+        "pages_from": extra.pages_from or extra.run_id,
     }
     return sorted(rows.values(), key=lambda r: (r["created_at"], r["run_id"]), reverse=True)
 

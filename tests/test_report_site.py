@@ -195,3 +195,17 @@ def test_report_command_builds_the_site_through_its_flow(
     assert "<td>ingest</td><td>google-2011</td><td>recorded</td><td>1.75</td>" in index
     # the same run id twice is refused rather than overwritten
     assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-1"]) == 1
+    capsys.readouterr()
+    # nothing changed: --if-changed records a run that links nightly-1's pages ...
+    assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-2", "--if-changed"]) == 0
+    assert "pages reused from run nightly-1" in capsys.readouterr().out
+    assert sorted(p.name for p in (tmp_path / "site" / "runs" / "nightly-2").iterdir()) == [
+        "index.html",
+        "run.json",
+    ]
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert 'href="runs/nightly-1/google-transitions.html"' in index
+    # ... while a report asked for by hand is built afresh
+    assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-3"]) == 0
+    assert "reused" not in capsys.readouterr().out
+    assert (tmp_path / "site" / "runs" / "nightly-3" / "google-transitions.html").is_file()

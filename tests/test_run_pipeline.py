@@ -1,15 +1,18 @@
 """`tracelab run` on a fresh data directory: generates the tiny sample of both traces, runs every
 stage, builds the site; then the numbers on its pages are checked against the results files, and
-a real headless chromium opens every page (``browser`` tests)."""
+a real headless chromium opens every page (``browser`` tests). The run is repeated with no new
+input: the second run rebuilds nothing, reuses the first run's pages and is in the history."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin
 
@@ -27,31 +30,58 @@ REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"
 
 
+@dataclass(frozen=True)
+class TinyRuns:
+    data: Path
+    #: stdout of the first and of the second `tracelab run`
+    first: str
+    second: str
+    #: every file of the first run's folder before the second run: (sha256, mtime ns)
+    first_files: dict[str, tuple[str, int]]
+
+
+def _files(folder: Path) -> dict[str, tuple[str, int]]:
+    return {
+        p.relative_to(folder).as_posix(): (
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+            p.stat().st_mtime_ns,
+        )
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
 @pytest.fixture(scope="module")
-def tiny_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    """(data dir, stdout) of `tracelab run --scale tiny` on an empty data directory."""
+def tiny_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
+    """`tracelab run --scale tiny` on an empty data directory, then once more with no new input."""
     import contextlib
     import io
 
     data = tmp_path_factory.mktemp("tiny-run")
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        rc = main(["run", "--data", str(data), "--scale", "tiny", "--seed", "3"])
-    text = out.getvalue()
-    assert rc == 0, text
-    return data, text
+    texts = []
+    files: dict[str, tuple[str, int]] = {}
+    for _ in range(2):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            rc = main(["run", "--data", str(data), "--scale", "tiny", "--seed", "3"])
+        texts.append(out.getvalue())
+        assert rc == 0, texts[-1]
+        files = files or _files(_run_dir(data))
+    return TinyRuns(data, texts[0], texts[1], files)
+
+
+def _runs(data: Path) -> list[Path]:
+    return sorted((data / "site" / "runs").iterdir())
 
 
 def _run_dir(data: Path) -> Path:
-    (run,) = sorted((data / "site" / "runs").iterdir())
-    return run
+    """The first run: the one that built the pages."""
+    return _runs(data)[0]
 
 
 @pytest.mark.slow
-def test_run_generates_runs_every_stage_and_says_where_the_site_is(
-    tiny_run: tuple[Path, str],
-) -> None:
-    data, text = tiny_run
+def test_run_generates_runs_every_stage_and_says_where_the_site_is(tiny_run: TinyRuns) -> None:
+    data, text = tiny_run.data, tiny_run.first
     for trace in ("google-2011", "azure-2017"):
         assert (data / "raw" / trace / "TRUTH.json").is_file()
         assert (data / "lake" / trace / "_manifest.parquet").is_file()
@@ -70,6 +100,8 @@ def test_run_generates_runs_every_stage_and_says_where_the_site_is(
     missing = {p["slug"]: p["unavailable"] for p in doc["pages"] if p["unavailable"]}
     assert not missing, missing
     assert len(doc["pages"]) == len(ALL_PAGES)
+    assert stages[("report", "all")] == "ok"
+    assert doc["pages_from"] == run.name
     # the index lists the lake's inputs with their checksums
     manifest = pl.read_parquet(data / "lake" / "google-2011" / "_manifest.parquet")
     index = (data / "site" / "index.html").read_text(encoding="utf-8")
@@ -78,10 +110,36 @@ def test_run_generates_runs_every_stage_and_says_where_the_site_is(
 
 
 @pytest.mark.slow
-def test_generated_run_pages_state_the_numbers_in_the_results_files(
-    tiny_run: tuple[Path, str],
+def test_a_second_run_with_no_new_input_reuses_the_pages_and_is_in_the_history(
+    tiny_run: TinyRuns,
 ) -> None:
-    data, _ = tiny_run
+    data = tiny_run.data
+    first, second = _runs(data)
+    doc = json.loads((second / "run.json").read_text(encoding="utf-8"))
+    stages = {(t["stage"], t["trace"]): t["status"] for t in doc["timings"]}
+    for key in (
+        ("derive", "google-2011"),
+        ("analyze", "google-2011"),
+        ("fit", "azure-2017"),
+        ("export", "all"),
+        ("report", "all"),
+    ):
+        assert stages[key] == "unchanged", (key, stages)
+    assert doc["run_id"] == second.name
+    assert doc["pages_from"] == first.name
+    assert f"pages reused from run {first.name}" in tiny_run.second
+    # no page or figure was written for the second run; the first run's files are untouched
+    assert sorted(p.name for p in second.iterdir()) == ["index.html", "params.json", "run.json"]
+    assert _files(first) == tiny_run.first_files
+    index = read_refs(data / "site" / "index.html")
+    assert f"runs/{first.name}/index.html" in index.links
+    assert f"runs/{second.name}/index.html" in index.links
+    assert f"runs/{first.name}/google-clustering.html" in index.links
+
+
+@pytest.mark.slow
+def test_generated_run_pages_state_the_numbers_in_the_results_files(tiny_run: TinyRuns) -> None:
+    data = tiny_run.data
     run = _run_dir(data)
     res = data / "results" / "google-2011"
 
@@ -151,10 +209,10 @@ def test_generated_run_pages_state_the_numbers_in_the_results_files(
 
 
 @pytest.fixture(scope="module")
-def served(tiny_run: tuple[Path, str]) -> Iterator[str]:
+def served(tiny_run: TinyRuns) -> Iterator[str]:
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} not installed (make browser; CI installs Debian's chromium)")
-    srv = site_server(tiny_run[0] / "site", 0, quiet=True)
+    srv = site_server(tiny_run.data / "site", 0, quiet=True)
     thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
@@ -176,13 +234,15 @@ def _status(url: str) -> int:
 @pytest.mark.slow
 @pytest.mark.browser
 def test_chromium_opens_every_page_without_errors_or_broken_links(
-    tiny_run: tuple[Path, str], served: str
+    tiny_run: TinyRuns, served: str
 ) -> None:
-    data, _ = tiny_run
-    run = _run_dir(data)
+    data = tiny_run.data
+    run, reused = _runs(data)
+    # the site index is the second run's: its page links point into the first run's folder
     paths = [
         "index.html",
         f"runs/{run.name}/index.html",
+        f"runs/{reused.name}/index.html",
         *(f"runs/{run.name}/{p.slug}.html" for p in ALL_PAGES),
     ]
     urls = [urljoin(served, p) for p in paths]
@@ -258,6 +318,7 @@ def test_a_failing_stage_stops_its_trace_but_the_site_shows_it(
     (run,) = sorted((data / "site" / "runs").iterdir())
     doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
     status = {t["stage"]: t["status"] for t in doc["timings"]}
-    assert status == {"ingest": "failed", "export": "skipped"}
+    # the report step records itself: a first run has no earlier pages, so it builds them
+    assert status == {"ingest": "failed", "export": "skipped", "report": "ok"}
     assert not (data / "derived").exists()
     assert (data / "site" / "index.html").is_file()

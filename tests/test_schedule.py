@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gzip
+import json
 from pathlib import Path
 
 import polars as pl
 import pytest
+from browser.html import read_refs
 
 from analysis.synthetic import generate_trace
 from flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
@@ -77,3 +79,41 @@ def test_second_night_does_no_work_and_a_new_part_is_ingested_alone(
     transitions = pl.read_parquet(derived).filter(pl.col("job_id") == _NEW_JOB)
     # (NULL→SUBMIT, SUBMIT→SCHEDULE, SCHEDULE→FINISH), computed by hand from the three rows
     assert transitions.sort("time", "event_type")["event_type"].to_list() == [0, 1, 4]
+
+
+@pytest.mark.slow
+def test_an_unchanged_night_reuses_the_report_pages_and_a_changed_input_rebuilds_them(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    generate_trace("google-2011", data / "raw/google-2011", seed=5, scale="tiny")
+    first = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    second = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    assert first["report/all"] == "ok"
+    assert second["report/all"] == "unchanged"
+    built, reused = sorted((data / "site/runs").iterdir())
+    doc = json.loads((reused / "run.json").read_text(encoding="utf-8"))
+    assert doc["pages_from"] == built.name
+    assert {(t["stage"], t["status"]) for t in doc["timings"]} >= {
+        ("analyze", "unchanged"),
+        ("report", "unchanged"),
+    }
+    assert [p.name for p in reused.glob("*.html")] == ["index.html"]  # no page of its own
+    assert not list(reused.glob("*/*.png"))
+    assert (built / "google-transitions.html").is_file()
+    index = read_refs(data / "site/index.html")
+    assert {f"runs/{built.name}/index.html", f"runs/{reused.name}/index.html"} <= set(index.links)
+
+    # a derived table changes behind the stage records' back (e.g. a `tracelab derive` by hand):
+    # derive stays `unchanged`, but the report compares checksums and rebuilds its pages
+    path = data / "derived/google-2011/agg_transition_counts.parquet"
+    counts = pl.read_parquet(path)
+    total = int(counts.filter(pl.col("prev_event_type").is_not_null())["n"].sum())
+    counts.with_columns(pl.col("n") * 2).write_parquet(path)
+    third = nightly_flow(data_dir=str(data), traces=("google-2011",))
+    assert third["derive/google-2011"] == "unchanged"
+    assert third["report/all"] == "ok"
+    newest = max((data / "site/runs").iterdir(), key=lambda p: p.name)
+    assert newest.name not in (built.name, reused.name)
+    refs = read_refs(newest / "google-transitions.html")
+    assert refs.numbers["transitions_total"] == 2 * total
