@@ -2,8 +2,9 @@
 
 The manifest is the ledger that makes ingest incremental: a raw file whose size and checksum
 match its last ``ok`` row (and whose typed Parquet still exists) is skipped. It is rewritten
-whole, atomically (temp file + ``os.replace``), after every file, so a killed run loses at most
-the row of the file it was converting, and that file is simply converted again.
+whole, atomically (temp file + ``os.replace``), at most about once a second while files finish
+and once at the end, so a killed run loses at most the rows of the files that finished in its last
+second, and those files are simply converted again (their outputs are replaced atomically).
 """
 
 from __future__ import annotations
@@ -107,6 +108,40 @@ def write_manifest(lake_trace_dir: Path, manifest: pl.DataFrame) -> Path:
     return path
 
 
+def files_to_checksum_first(
+    files: tuple[RawFile, ...],
+    previous: dict[tuple[str, str], ManifestRow],
+    lake_trace_dir: Path,
+) -> tuple[RawFile, ...]:
+    """The files whose checksum decides what happens to them, so it is needed before converting.
+
+    A file can be skipped only when its last row is ok with the same size and its typed Parquet
+    exists, and it can duplicate only a file of exactly the same size. Every other file is
+    converted whatever its checksum is, so its checksum is computed by the conversion task itself,
+    overlapping the other worker's conversion instead of a separate pass before it.
+    """
+    size_count: dict[int, int] = {}
+    for raw in files:
+        size_count[raw.size_bytes] = size_count.get(raw.size_bytes, 0) + 1
+    return tuple(
+        raw
+        for raw in files
+        if size_count[raw.size_bytes] > 1 or _may_be_unchanged(raw, previous, lake_trace_dir)
+    )
+
+
+def _may_be_unchanged(
+    raw: RawFile, previous: dict[tuple[str, str], ManifestRow], lake_trace_dir: Path
+) -> bool:
+    before = previous.get((raw.table, raw.rel))
+    return (
+        before is not None
+        and before.status in ("ok", "skipped-unchanged")
+        and before.bytes == raw.size_bytes
+        and lake_paths(lake_trace_dir, raw).parquet.is_file()
+    )
+
+
 def plan_files(
     files: tuple[RawFile, ...],
     checksums: dict[str, str],
@@ -116,12 +151,20 @@ def plan_files(
     """Decide per file: convert, skip (unchanged since its last ok ingest) or duplicate.
 
     A file with the same bytes as an earlier file of this run (files sorted by table, path) is a
-    duplicate of the first: it is not converted, so its rows are never counted twice.
+    duplicate of the first: it is not converted, so its rows are never counted twice. A file
+    missing from ``checksums`` (see :func:`files_to_checksum_first`) is converted, with an empty
+    checksum that the conversion fills in.
     """
     first_by_checksum: dict[str, str] = {}
     plans: list[FilePlan] = []
+    needed = {raw.rel for raw in files_to_checksum_first(files, previous, lake_trace_dir)}
     for raw in files:
-        checksum = checksums[raw.rel]
+        checksum = checksums.get(raw.rel, "")
+        if not checksum:
+            if raw.rel in needed:
+                raise ValueError(f"{raw.rel}: its checksum is needed to plan it")
+            plans.append(FilePlan(raw, "", "convert", previous.get((raw.table, raw.rel)), ""))
+            continue
         if checksum in first_by_checksum:
             plans.append(FilePlan(raw, checksum, "duplicate", None, first_by_checksum[checksum]))
             continue
@@ -136,3 +179,32 @@ def plan_files(
         )
         plans.append(FilePlan(raw, checksum, "skip" if unchanged else "convert", before, ""))
     return plans
+
+
+def conversion_batches(
+    plans: list[FilePlan], batch_bytes: int, workers: int
+) -> list[tuple[FilePlan, ...]]:
+    """The files to convert grouped into batches, one task each, largest batch first.
+
+    Every task costs the orchestrator a fixed bookkeeping price (Prefect's API server records
+    each task run's states: ~20 ms of CPU per task here, competing with the conversion for the
+    same cores), so small files share a task. A batch collects files, largest first, until it
+    holds ``batch_bytes`` stored bytes; the bound is lowered to an eighth of each worker's share
+    so that small runs still spread over ``workers``, and the smallest files, last, keep the
+    workers finishing close together.
+    """
+    todo = sorted((p for p in plans if p.action == "convert"), key=lambda p: -p.raw.size_bytes)
+    total = sum(p.raw.size_bytes for p in todo)
+    bound = max(1, min(batch_bytes, total // (8 * max(1, workers))))
+    batches: list[tuple[FilePlan, ...]] = []
+    current: list[FilePlan] = []
+    size = 0
+    for plan in todo:
+        current.append(plan)
+        size += plan.raw.size_bytes
+        if size >= bound:
+            batches.append(tuple(current))
+            current, size = [], 0
+    if current:
+        batches.append(tuple(current))
+    return sorted(batches, key=lambda b: -sum(p.raw.size_bytes for p in b))

@@ -1,10 +1,13 @@
 """`tracelab ingest`: raw CSV(.gz) part files → typed Parquet lake, lossless, atomic, incremental.
 
-A Prefect flow: one checksum pass, then one task per raw file run on a two-worker thread pool
-(Polars releases the GIL, so both cores convert). The flow's main thread records each finished
-file in the manifest (atomic rewrite) and advances a rich progress bar over raw bytes. The work
-itself is in :mod:`analysis.ingest` and :mod:`analysis.ingest_manifest`.
-"""
+A Prefect flow: a checksum pass over only the files whose checksum decides what happens to them
+(possibly unchanged since the last run, or the same size as another file), then conversion tasks
+on a two-worker thread pool (Polars releases the GIL, so both cores convert). Small files share a
+task, because each Prefect task costs the API server CPU time that the conversion needs; a task
+checksums its own files when the plan did not need their checksums. The flow's main thread
+records finished files in the manifest (atomic rewrite, at most about once a second and at the
+end) and advances a rich progress bar over raw bytes. The work itself is in
+:mod:`analysis.ingest` and :mod:`analysis.ingest_manifest`."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
@@ -50,6 +54,8 @@ from analysis.ingest import (
 from analysis.ingest_manifest import (
     FilePlan,
     ManifestRow,
+    conversion_batches,
+    files_to_checksum_first,
     manifest_rows,
     manifest_with,
     plan_files,
@@ -134,26 +140,76 @@ def checksums_of(files: tuple[RawFile, ...], workers: int) -> dict[str, str]:
         return {f.rel: d for f, d in zip(files, digests, strict=True)}
 
 
-@task(name="convert-raw-file", cache_policy=NO_CACHE, task_run_name="convert {raw.rel}")
+@dataclass(frozen=True)
+class Converted:
+    """One file's result: the conversion and the checksum of the file it read."""
+
+    conversion: Conversion
+    checksum: str
+
+
+@task(name="convert-raw-files", cache_policy=NO_CACHE, task_run_name="convert {label}")
 def convert(
-    trace: str, raw: RawFile, lake_trace_dir: Path, chunk_mb: int, wrong_format_share: float
-) -> Conversion:
-    """Convert one raw file to its typed Parquet and rejects (atomic rename when complete)."""
-    return convert_file(
-        table(trace, raw.table),
-        raw,
-        lake_paths(lake_trace_dir, raw),
-        chunk_bytes=chunk_mb << 20,
-        wrong_format_share=wrong_format_share,
+    trace: str,
+    batch: tuple[FilePlan, ...],
+    lake_trace_dir: Path,
+    chunk_mb: int,
+    wrong_format_share: float,
+    label: str,
+) -> list[Converted]:
+    """Convert a batch of raw files to typed Parquet and rejects (atomic rename per file).
+
+    A file whose plan has no checksum (it did not decide anything) is checksummed here, before
+    converting, so the hashing overlaps the other worker's conversion and the conversion then
+    reads the file from the page cache. A failure of one file (e.g. disk full) is that file's
+    error; the rest of the batch is still converted.
+    """
+    out: list[Converted] = []
+    for plan in batch:
+        digest = plan.checksum
+        try:
+            if not digest:
+                try:
+                    digest = file_checksum(plan.raw.path)
+                except OSError:
+                    digest = ""  # unreadable: convert_file reports it with what to do
+            result = convert_file(
+                table(trace, plan.raw.table),
+                plan.raw,
+                lake_paths(lake_trace_dir, plan.raw),
+                chunk_bytes=chunk_mb << 20,
+                wrong_format_share=wrong_format_share,
+            )
+        except Exception as exc:
+            result = _failed(exc)
+        out.append(Converted(result, digest))
+    return out
+
+
+def _failed(exc: BaseException) -> Conversion:
+    return Conversion(
+        status="error",
+        method="none",
+        rows_read=0,
+        rows_written=0,
+        rows_rejected=0,
+        error=f"unexpected failure: {exc}; fix the cause and run ingest again",
+        seconds=0.0,
+        started_at=datetime.now(UTC),
     )
 
 
-def _row(plan: FilePlan, result: Conversion) -> ManifestRow:
+def _batch_label(batch: tuple[FilePlan, ...]) -> str:
+    first = batch[0].raw.rel
+    return first if len(batch) == 1 else f"{first} and {len(batch) - 1} more"
+
+
+def _row(plan: FilePlan, result: Conversion, checksum: str) -> ManifestRow:
     return ManifestRow(
         table=plan.raw.table,
         path=plan.raw.rel,
         bytes=plan.raw.size_bytes,
-        checksum=plan.checksum,
+        checksum=checksum,
         rows_read=result.rows_read,
         rows_written=result.rows_written,
         rows_rejected=result.rows_rejected,
@@ -209,8 +265,36 @@ def _progress(total_bytes: int, show: bool) -> Iterator[tuple[Progress, TaskID]]
         yield progress, progress.add_task("raw files", total=total_bytes)
 
 
+class _ManifestLedger:
+    """The manifest in memory, rewritten atomically at most every ``interval_s`` and on flush.
+
+    Rewriting the whole manifest after each of thousands of files would cost O(files²); a file
+    whose row is lost to a kill is converted again by the next run (its outputs are complete or
+    absent, never partial), so ingest stays idempotent.
+    """
+
+    def __init__(self, lake_trace_dir: Path, manifest: pl.DataFrame, interval_s: float) -> None:
+        self._dir = lake_trace_dir
+        self._manifest = manifest
+        self._interval_s = interval_s
+        self._pending: list[ManifestRow] = []
+        self._last_write = -float("inf")
+
+    def record(self, rows: list[ManifestRow]) -> None:
+        self._pending.extend(rows)
+        if time.monotonic() - self._last_write >= self._interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self._manifest = manifest_with(self._manifest, self._pending)
+        self._pending = []
+        write_manifest(self._dir, self._manifest)
+        self._last_write = time.monotonic()
+
+
 # both cores: Polars releases the GIL, so two files convert at once
-_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=2)
+_WORKERS = 2
+_RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=_WORKERS)
 
 
 @flow(name="ingest", task_runner=_RUNNER, validate_parameters=False)  # type: ignore[arg-type]
@@ -221,11 +305,17 @@ def ingest_flow(
     chunk_mb: int = 32,
     wrong_format_share: float = 0.5,
     show_progress: bool = False,
+    manifest_write_s: float = 1.0,
+    batch_mb: int = 32,
 ) -> IngestSummary:
     """Ingest every raw file of ``trace`` under ``raw_dir`` into ``lake_dir/<trace>``.
 
     ``chunk_mb`` bounds the memory of the line-validating path; ``wrong_format_share`` is the
-    share of wrong-field-count lines from which a file is declared the wrong format.
+    share of wrong-field-count lines from which a file is declared the wrong format;
+    ``manifest_write_s`` is the least time between two manifest rewrites while files finish (a
+    killed run re-converts the files that finished since the last rewrite; 0 rewrites after
+    every file); files smaller than ``batch_mb`` stored MB share a conversion task (see
+    :func:`analysis.ingest_manifest.conversion_batches`).
     """
     logger = get_run_logger()
     started = time.perf_counter()
@@ -239,9 +329,11 @@ def ingest_flow(
         (logger.error if problem.is_error else logger.warning)(
             "%s: %s", problem.path, problem.reason
         )
-    checksums = checksums_of(found.files, 2)
     manifest = read_manifest(lake_trace_dir)
-    plans = plan_files(found.files, checksums, manifest_rows(manifest), lake_trace_dir)
+    previous = manifest_rows(manifest)
+    first = files_to_checksum_first(found.files, previous, lake_trace_dir)
+    checksums = checksums_of(first, 2) if first else {}
+    plans = plan_files(found.files, checksums, previous, lake_trace_dir)
     now = datetime.now(UTC)
     rows: list[ManifestRow] = []
     for plan in plans:
@@ -249,39 +341,38 @@ def ingest_flow(
             if plan.action == "duplicate":
                 remove_outputs(lake_paths(lake_trace_dir, plan.raw))
             rows.append(_not_converted_row(plan, now))
-    manifest = manifest_with(manifest, rows)
-    write_manifest(lake_trace_dir, manifest)
+    ledger = _ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
+    ledger.record(rows)
     to_convert = [p for p in plans if p.action == "convert"]
-    with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
-        futures = []
-        pending: dict[object, FilePlan] = {}
-        # largest first: the two workers finish close together
-        for plan in sorted(to_convert, key=lambda p: -p.raw.size_bytes):
-            future = convert.submit(trace, plan.raw, lake_trace_dir, chunk_mb, wrong_format_share)
-            futures.append(future)
-            pending[future.task_run_id] = plan
-        for future in as_completed(futures):
-            plan = pending[future.task_run_id]
-            try:
-                result = future.result()
-            except Exception as exc:  # e.g. disk full: record it, keep converting the rest
-                result = Conversion(
-                    status="error",
-                    method="none",
-                    rows_read=0,
-                    rows_written=0,
-                    rows_rejected=0,
-                    error=f"unexpected failure: {exc}; fix the cause and run ingest again",
-                    seconds=0.0,
-                    started_at=datetime.now(UTC),
+    try:
+        with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
+            futures = []
+            pending: dict[object, tuple[FilePlan, ...]] = {}
+            for batch in conversion_batches(plans, batch_mb << 20, _WORKERS):
+                future = convert.submit(
+                    trace, batch, lake_trace_dir, chunk_mb, wrong_format_share, _batch_label(batch)
                 )
-            row = _row(plan, result)
-            rows.append(row)
-            manifest = manifest_with(manifest, [row])
-            write_manifest(lake_trace_dir, manifest)
-            progress.advance(bar, plan.raw.size_bytes)
-            if result.status == "error":
-                logger.error("%s: %s", plan.raw.rel, result.error)
+                futures.append(future)
+                pending[future.task_run_id] = batch
+            for future in as_completed(futures):
+                batch = pending[future.task_run_id]
+                try:
+                    done: list[Converted] = future.result()
+                except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
+                    done = [Converted(_failed(exc), plan.checksum) for plan in batch]
+                batch_rows = [
+                    _row(plan, d.conversion, d.checksum)
+                    for plan, d in zip(batch, done, strict=True)
+                ]
+                rows.extend(batch_rows)
+                ledger.record(batch_rows)
+                progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
+                for plan, d in zip(batch, done, strict=True):
+                    if d.conversion.status == "error":
+                        logger.error("%s: %s", plan.raw.rel, d.conversion.error)
+    finally:
+        # also when interrupted: what finished stays recorded
+        ledger.flush()
     order = {p.raw.rel: i for i, p in enumerate(plans)}
     rows.sort(key=lambda r: order[r.path])
     return IngestSummary(
