@@ -4,8 +4,7 @@ Per trace: generate the built-in default sample when ``DATA/raw/<trace>`` holds 
 ``--raw`` was given), then ingest, then the trace's stages (google-2011: derive, analyze;
 azure-2017: fit); then export and report once. Each stage is run through its own sub-command
 module (``flows/<stage>.py``: the same parser and ``run_command`` as the CLI), so a stage's flow
-runs as a subflow of this one with exactly the options a user would give it. A stage whose module
-is still a placeholder is skipped with a note.
+runs as a subflow of this one with exactly the options a user would give it.
 """
 
 from __future__ import annotations
@@ -43,8 +42,6 @@ TRACE_STAGES: dict[str, tuple[str, ...]] = {
     "azure-2017": ("fit",),
 }
 SCALES = ("tiny", "small", "medium", "large")
-#: placeholders raise TracelabError with this text until their issue lands
-_PLACEHOLDER = "not built yet"
 
 
 class _CommandModule(Protocol):
@@ -129,28 +126,19 @@ def has_raw_files(raw_dir: Path) -> bool:
 def stage_timing(stage: str, trace: str, argv: Sequence[str], settings: Settings) -> StageTiming:
     """Run one sub-command in-process and report how it went.
 
-    Status ``ok``; ``skipped`` when the module is still a placeholder; ``failed`` (with the
-    reason in ``note``) when it raises or exits non-zero, so the run can still build a site that
+    Status ``ok``, or ``failed`` (with the reason in ``note``) when it raises or exits non-zero, so the run can still build a site that
     shows what failed.
     """
     from flows.cli import build_parser
 
-    args, unknown = build_parser().parse_known_args([stage, *argv])
+    args = build_parser().parse_args([stage, *argv])
     module = cast(_CommandModule, args._module)
     started = time.perf_counter()
     print(f"[{stage}] {trace} ...", flush=True)
     try:
-        if unknown:
-            # a placeholder accepts no options; let it say so itself before blaming the flags
-            module.run_command(args, settings)
-            raise TracelabError(f"`tracelab {stage}` does not accept {' '.join(unknown)}")
         rc = module.run_command(args, settings)
     except TracelabError as exc:
-        status, note = (
-            ("skipped", f"flows/{stage}.py is a placeholder ({exc})")
-            if _PLACEHOLDER in str(exc)
-            else ("failed", str(exc))
-        )
+        status, note = "failed", str(exc)
     except Exception as exc:  # a stage's bug must not lose the other stages' report
         status, note = "failed", f"{type(exc).__name__}: {exc}"
     else:
