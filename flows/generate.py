@@ -18,12 +18,24 @@ from flows.settings import Settings
 
 @task(name="write-synthetic-trace")
 def write_synthetic_trace(
-    trace: str, out: str, seed: int, scale: str, target_mb: float | None, progress: bool
+    trace: str,
+    out: str,
+    seed: int,
+    scale: str,
+    target_mb: float | None,
+    part_mb: float | None,
+    progress: bool,
 ) -> str:
     """Write every table of ``trace`` under ``out``; returns the path of ``out/TRUTH.json``."""
     return str(
         generate_trace(
-            trace, Path(out), seed=seed, scale=scale, target_mb=target_mb, progress=progress
+            trace,
+            Path(out),
+            seed=seed,
+            scale=scale,
+            target_mb=target_mb,
+            part_mb=part_mb,
+            progress=progress,
         )
     )
 
@@ -35,10 +47,11 @@ def generate_flow(
     seed: int = 0,
     scale: str = "tiny",
     target_mb: float | None = None,
+    part_mb: float | None = None,
     progress: bool = False,
 ) -> str:
     """Generate a synthetic trace; returns the path of its TRUTH.json."""
-    return write_synthetic_trace(trace, out, seed, scale, target_mb, progress)
+    return write_synthetic_trace(trace, out, seed, scale, target_mb, part_mb, progress)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -65,12 +78,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="keep generating job batches until the uncompressed CSV reaches about N MB (10^6 B)",
     )
+    parser.add_argument(
+        "--part-mb",
+        type=float,
+        default=None,
+        help="google-2011: close each part file once its task_usage part holds about N raw MB "
+        "(the published parts hold ~350); default: one part per job batch",
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     # fail on a bad argument before a Prefect flow run is started
-    check_request(args.trace, args.scale, args.target_mb)
+    check_request(args.trace, args.scale, args.target_mb, args.part_mb)
     out: Path = args.out if args.out is not None else settings.raw_dir / args.trace
     truth = generate_flow(
         trace=args.trace,
@@ -78,6 +98,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         scale=args.scale,
         target_mb=args.target_mb,
+        part_mb=args.part_mb,
         progress=not args.quiet,
     )
     print(f"wrote {args.trace} (seed {args.seed}, scale {args.scale}) to {out}: {_rows(truth)}")

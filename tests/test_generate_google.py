@@ -560,3 +560,44 @@ def test_target_mb_keeps_adding_batches(tmp_path: Path) -> None:
     assert actual == raw
     # no temporary or pending part is left behind
     assert not [p for p in (tmp_path / "t").rglob("_*")]
+
+
+def _decompressed_parts(folder: Path) -> list[bytes]:
+    return [gzip.decompress(p.read_bytes()) for p in sorted(folder.glob("part-*.csv.gz"))]
+
+
+def test_part_mb_groups_consecutive_batches_into_bigger_parts(tmp_path: Path) -> None:
+    per_batch = tmp_path / "per_batch"
+    generate_trace("google-2011", per_batch, seed=3, scale="tiny")
+    batches = _decompressed_parts(per_batch / "task_usage")
+    assert len(batches) == 4  # the tiny scale's four job batches, one part each
+    # a limit just above the first batch: the first part closes after its second batch
+    limit = len(batches[0]) + 1
+    grouped = tmp_path / "grouped"
+    truth = json.loads(
+        generate_trace(
+            "google-2011", grouped, seed=3, scale="tiny", part_mb=limit / 1e6
+        ).read_text()
+    )
+    expected: list[list[int]] = [[]]
+    for i in range(len(batches)):
+        if sum(len(batches[j]) for j in expected[-1]) >= limit:
+            expected.append([])
+        expected[-1].append(i)
+    assert len(expected) < 4
+    assert expected[0] == [0, 1]
+    assert truth["batches"] == 4
+    assert truth["parts"] == len(expected)
+    assert truth["part_mb"] == limit / 1e6
+    for name in ("task_usage", "task_events", "job_events", "task_constraints"):
+        singles = _decompressed_parts(per_batch / name)
+        parts = _decompressed_parts(grouped / name)
+        # the same rows in the same order, each part the concatenation of its batches' rows
+        assert parts == [b"".join(singles[i] for i in group) for group in expected], name
+        n = len(expected)
+        assert truth["tables"][name]["files"][-1].endswith(f"-of-{n:05d}.csv.gz")
+    assert not [p for p in grouped.rglob("_*")]
+    with pytest.raises(TracelabError, match="--part-mb must be positive"):
+        generate_trace("google-2011", tmp_path / "x", part_mb=0)
+    with pytest.raises(TracelabError, match="--part-mb applies to google-2011"):
+        generate_trace("azure-2017", tmp_path / "x", part_mb=10)

@@ -18,7 +18,9 @@ GENERATED_TRACES = ("google-2011", "azure-2017")
 SCALES = ("tiny", "small", "medium", "large")
 
 
-def check_request(trace: str, scale: str, target_mb: float | None) -> None:
+def check_request(
+    trace: str, scale: str, target_mb: float | None, part_mb: float | None = None
+) -> None:
     """Raise a TracelabError naming the bad argument before any work starts."""
     if trace not in GENERATED_TRACES:
         known = ", ".join(GENERATED_TRACES)
@@ -27,6 +29,12 @@ def check_request(trace: str, scale: str, target_mb: float | None) -> None:
         raise TracelabError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
     if target_mb is not None and not target_mb > 0:
         raise TracelabError(f"--target-mb must be positive, got {target_mb}")
+    if part_mb is not None and not part_mb > 0:
+        raise TracelabError(f"--part-mb must be positive, got {part_mb}")
+    if part_mb is not None and trace != "google-2011":
+        raise TracelabError(
+            f"--part-mb applies to google-2011's part files; {trace} is published as one file"
+        )
 
 
 def generate_trace(
@@ -36,15 +44,25 @@ def generate_trace(
     seed: int = 0,
     scale: str = "tiny",
     target_mb: float | None = None,
+    part_mb: float | None = None,
     progress: bool = False,
 ) -> Path:
-    """Writes the trace under `out` and returns the path of out/TRUTH.json."""
-    check_request(trace, scale, target_mb)
+    """Writes the trace under `out` and returns the path of out/TRUTH.json.
+
+    ``part_mb`` (google-2011 only): raw MB of task_usage per part file instead of one part per
+    job batch.
+    """
+    check_request(trace, scale, target_mb, part_mb)
     if trace == "google-2011":
         from analysis.synthetic.google2011 import generate_google_2011
 
         return generate_google_2011(
-            Path(out), seed=seed, scale=scale, target_mb=target_mb, progress=progress
+            Path(out),
+            seed=seed,
+            scale=scale,
+            target_mb=target_mb,
+            part_mb=part_mb,
+            progress=progress,
         )
     if trace == "azure-2017":
         # imported lazily: the Azure generator is a separate module with its own owner

@@ -64,3 +64,35 @@ def write_gzip_bytes(path: Path, raw: bytes) -> None:
     with tmp.open("wb") as fh:
         fh.write(gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0))
     tmp.replace(path)
+
+
+class GzipPartStream:
+    """A part file written in pieces: CSV chunks appended to one gzip member.
+
+    Published parts are single-member gzip files; appending batches keeps memory at one batch
+    whatever the part size. The file appears under ``path`` only when closed; the gzip header has
+    no file name and mtime 0, and deflate's output does not depend on how the input was split,
+    so the same rows give byte-identical parts. Calls must not overlap.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
+        self._tmp = path.with_name(f"_{path.name}.tmp")
+        self._fh = self._tmp.open("wb")
+        self._gz = gzip.GzipFile(
+            filename="", mode="wb", fileobj=self._fh, compresslevel=GZIP_LEVEL, mtime=0
+        )
+
+    def write(self, raw: bytes) -> None:
+        self._gz.write(raw)
+
+    def close(self) -> None:
+        self._gz.close()
+        self._fh.close()
+        self._tmp.replace(self._path)
+
+    def discard(self) -> None:
+        """Give up on the part (the generator failed): no file, no temporary left."""
+        self._fh.close()
+        self._tmp.unlink(missing_ok=True)

@@ -48,7 +48,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
 ``TRUTH.json`` keys:
 
 * ``trace`` ("google-2011"), ``generator`` (module), ``generator_version``, ``seed``, ``scale``,
-  ``target_mb`` (null unless given), ``batches`` (job batches = part files per batched table);
+  ``target_mb`` and ``part_mb`` (null unless given), ``batches`` (job batches), ``parts`` (part
+  files per batched table: one per batch unless ``part_mb`` groups consecutive batches);
 * ``window_start_us``, ``horizon_us`` (synthetic window length), ``window_end_us``,
   ``usage_window_us``, ``time_after_window_us``;
 * ``tables``: per table ``rows``, ``uncompressed_bytes`` and ``files`` (paths relative to out);
@@ -107,11 +108,11 @@ from analysis.schemas import (
 )
 from analysis.synthetic import usage_families as uf
 from analysis.synthetic.csvparts import (
+    GzipPartStream,
     csv_bytes,
     nullable,
     part_name,
     pending_part_name,
-    write_gzip_bytes,
     write_gzip_part,
 )
 
@@ -248,26 +249,39 @@ def generate_google_2011(
     seed: int = 0,
     scale: str = "tiny",
     target_mb: float | None = None,
+    part_mb: float | None = None,
     progress: bool = False,
 ) -> Path:
-    """Write a synthetic google-2011 trace under ``out``; returns ``out/TRUTH.json``."""
+    """Write a synthetic google-2011 trace under ``out``; returns ``out/TRUTH.json``.
+
+    ``part_mb`` None writes one part per job batch (tens of MB of task_usage at the large
+    scale); a number closes every table's part once its task_usage part holds that many raw MB,
+    so benchmarks can use the published part sizes (~350 MB of raw task_usage per part).
+    """
     if scale not in SCALES:
         known = ", ".join(SCALES)
         raise TracelabError(f"unknown scale {scale!r} for google-2011; choose one of: {known}")
     if target_mb is not None and target_mb <= 0:
         raise TracelabError(f"--target-mb must be positive, got {target_mb}")
+    if part_mb is not None and part_mb <= 0:
+        raise TracelabError(f"--part-mb must be positive, got {part_mb}")
     cfg = SCALES[scale]
     out = Path(out)
     _clear_previous_output(out)
     fleet = fleet_tables(seed, cfg)
     totals = _Totals()
     target_bytes = None if target_mb is None else int(target_mb * 1_000_000)
+    part_bytes = 0 if part_mb is None else int(part_mb * 1_000_000)
     truth_path = out / "TRUTH_tasks.parquet"
     writer: pq.ParquetWriter | None = None
     n_batches = 0
+    n_parts = 0
+    streams: dict[str, GzipPartStream] = {}
+    usage_in_part = 0
     pending: list[Future[None]] = []
     # gzip (which releases the GIL) runs in threads while the next batch is generated; waiting
-    # for the previous batch before queueing the next keeps at most two batches in memory
+    # for the previous batch before queueing the next keeps at most two batches in memory and
+    # keeps each part's chunks in order
     pool = ThreadPoolExecutor(max_workers=COMPRESS_THREADS, thread_name_prefix="gzip")
     try:
         with _progress(progress, cfg.batches if target_bytes is None else target_bytes) as step:
@@ -276,14 +290,20 @@ def generate_google_2011(
                 for done in pending:
                     done.result()
                 pending = []
+                if streams and usage_in_part >= part_bytes:
+                    pending.extend(pool.submit(s.close) for s in streams.values())
+                    streams, usage_in_part, n_parts = {}, 0, n_parts + 1
                 written = 0
                 for name, frame in batch.frames.items():
-                    path = out / name / pending_part_name(n_batches)
+                    if name not in streams:
+                        streams[name] = GzipPartStream(out / name / pending_part_name(n_parts))
                     raw = csv_bytes(frame)
-                    pending.append(pool.submit(write_gzip_bytes, path, raw))
+                    pending.append(pool.submit(streams[name].write, raw))
                     totals.rows[name] += frame.height
                     totals.raw_bytes[name] += len(raw)
                     written += len(raw)
+                    if name == "task_usage":
+                        usage_in_part += len(raw)
                 _accumulate(totals, batch)
                 table = batch.truth.to_arrow()
                 if writer is None:
@@ -298,11 +318,16 @@ def generate_google_2011(
                     break
         for done in pending:
             done.result()
+        for stream in streams.values():
+            stream.close()
+        streams, n_parts = {}, n_parts + 1
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+        for stream in streams.values():
+            stream.discard()
         if writer is not None:
             writer.close()
-    files = _finalise_parts(out, n_batches)
+    files = _finalise_parts(out, n_parts)
     for name, frame in (
         ("machine_events", fleet.machine_events),
         ("machine_attributes", fleet.machine_attributes),
@@ -311,7 +336,7 @@ def generate_google_2011(
         totals.raw_bytes[name] = write_gzip_part(path, frame)
         totals.rows[name] = frame.height
         files[name] = [f"{name}/{path.name}"]
-    doc = _truth_document(seed, cfg, target_mb, n_batches, totals, files, fleet)
+    doc = _truth_document(seed, cfg, target_mb, part_mb, n_batches, n_parts, totals, files, fleet)
     truth = out / "TRUTH.json"
     truth.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
     return truth
@@ -1050,7 +1075,7 @@ def _clear_previous_output(out: Path) -> None:
     for name in GOOGLE_2011:
         folder = out / name
         if folder.is_dir():
-            for pattern in ("part-*.csv.gz", "_pending-*", "_part-*.tmp"):
+            for pattern in ("part-*.csv.gz", "_pending-*", "__pending-*.tmp", "_part-*.tmp"):
                 for part in folder.glob(pattern):
                     part.unlink()
     for name in ("TRUTH.json", "TRUTH_tasks.parquet"):
@@ -1058,13 +1083,13 @@ def _clear_previous_output(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
 
 
-def _finalise_parts(out: Path, n_batches: int) -> dict[str, list[str]]:
+def _finalise_parts(out: Path, n_parts: int) -> dict[str, list[str]]:
     """Rename the pending parts to ``part-NNNNN-of-MMMMM.csv.gz`` now that M is known."""
     files: dict[str, list[str]] = {}
     for name in BATCHED_TABLES:
         files[name] = []
-        for i in range(n_batches):
-            final = out / name / part_name(i, n_batches)
+        for i in range(n_parts):
+            final = out / name / part_name(i, n_parts)
             shutil.move(out / name / pending_part_name(i), final)
             files[name].append(f"{name}/{final.name}")
     return files
@@ -1074,7 +1099,9 @@ def _truth_document(
     seed: int,
     cfg: Scale,
     target_mb: float | None,
+    part_mb: float | None,
     n_batches: int,
+    n_parts: int,
     totals: _Totals,
     files: dict[str, list[str]],
     fleet: Fleet,
@@ -1088,7 +1115,9 @@ def _truth_document(
         "seed": seed,
         "scale": cfg.name,
         "target_mb": target_mb,
+        "part_mb": part_mb,
         "batches": n_batches,
+        "parts": n_parts,
         "window_start_us": WINDOW_START_US,
         "horizon_us": cfg.horizon_us,
         "window_end_us": WINDOW_START_US + cfg.horizon_us,
