@@ -134,7 +134,7 @@ def clean_temp_files(lake_trace_dir: Path) -> int:
 
 @task(name="checksum-raw-files", cache_policy=NO_CACHE)
 def checksums_of(files: tuple[RawFile, ...], workers: int) -> dict[str, str]:
-    """SHA-256 of each raw file's stored bytes, keyed by its path relative to the raw root."""
+    """Checksum of each raw file's stored bytes, keyed by its path relative to the raw root."""
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         digests = pool.map(lambda f: file_checksum(f.path), files)
         return {f.rel: d for f, d in zip(files, digests, strict=True)}
