@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -49,16 +50,23 @@ def _quiet_prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser (every sub-command has --help)."""
+def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser; every sub-command has --help.
+
+    Only the sub-commands in ``configure`` (default: all) import their module and get their
+    options; the others are listed by name and help text. Importing every module (Prefect,
+    scikit-learn, matplotlib, ...) costs seconds, so ``main`` configures only the one it runs.
+    """
     parser = argparse.ArgumentParser(
         prog="tracelab",
         description="Cluster traces -> derived tables, statistics, fitted parameters, reports.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, module_name, help_text in COMMANDS:
-        module = cast(_CommandModule, importlib.import_module(module_name))
         p = sub.add_parser(name, help=help_text, description=help_text)
+        if configure is not None and name not in configure:
+            continue
+        module = cast(_CommandModule, importlib.import_module(module_name))
         p.add_argument(
             "--data",
             type=Path,
@@ -78,10 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _requested_command(argv: Sequence[str]) -> str | None:
+    # the top-level parser has no option that takes a value, so the first word is the command
+    words = [a for a in argv if not a.startswith("-")]
+    return words[0] if words else None
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse, run one sub-command, turn known failures into a one-line reason."""
     _quiet_prefect_defaults()
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    requested = _requested_command(argv)
+    parser = build_parser(configure=() if requested is None else (requested,))
     args = parser.parse_args(argv)
     settings = settings_from_env().with_overrides(data_dir=args.data)
     module = cast(_CommandModule, args._module)

@@ -131,7 +131,7 @@ def stage_timing(stage: str, trace: str, argv: Sequence[str], settings: Settings
     """
     from flows.cli import build_parser
 
-    args = build_parser().parse_args([stage, *argv])
+    args = build_parser(configure=(stage,)).parse_args([stage, *argv])
     module = cast(_CommandModule, args._module)
     started = time.perf_counter()
     print(f"[{stage}] {trace} ...", flush=True)
