@@ -7,7 +7,7 @@ task, because each Prefect task costs the API server CPU time that the conversio
 checksums its own files when the plan did not need their checksums. The flow's main thread
 records finished files in the manifest (atomic rewrite, at most about once a second and at the
 end) and advances a rich progress bar over raw bytes. The work itself is in
-:mod:`analysis.ingest` and :mod:`analysis.ingest_manifest`."""
+:mod:`analysis.ingest`, :mod:`analysis.ingest_manifest` and :mod:`analysis.ingest_run`."""
 
 from __future__ import annotations
 
@@ -17,12 +17,10 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.futures import as_completed
@@ -41,10 +39,8 @@ from rich.table import Table as RichTable
 
 from analysis.errors import TracelabError
 from analysis.ingest import (
-    Conversion,
     RawDiscovery,
     RawFile,
-    convert_file,
     discover_raw_files,
     file_checksum,
     lake_paths,
@@ -57,67 +53,21 @@ from analysis.ingest_manifest import (
     conversion_batches,
     files_to_checksum_first,
     manifest_rows,
-    manifest_with,
     plan_files,
     read_manifest,
-    write_manifest,
 )
-from analysis.schemas import table, trace_tables
+from analysis.ingest_run import (
+    Converted,
+    IngestSummary,
+    ManifestLedger,
+    converted_plan,
+    converted_row,
+    failed_conversion,
+    not_converted_row,
+)
+from analysis.schemas import trace_tables
 from flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from flows.settings import Settings
-
-
-@dataclass(frozen=True)
-class TableSummary:
-    """Per-table totals of one ingest run."""
-
-    table: str
-    files: int
-    converted: int
-    skipped: int
-    duplicates: int
-    errors: int
-    rows_read: int
-    rows_written: int
-    rows_rejected: int
-
-
-@dataclass(frozen=True)
-class IngestSummary:
-    """What one ingest run did: every file's manifest row and what could not be ingested."""
-
-    trace: str
-    raw_dir: Path
-    lake_dir: Path
-    rows: tuple[ManifestRow, ...]
-    #: (path relative to raw root, reason): unknown table folders, clashing names; these fail the run
-    discovery_errors: tuple[tuple[str, str], ...]
-    #: (path, reason) of files left out on purpose (not matching the table glob)
-    ignored: tuple[tuple[str, str], ...]
-    seconds: float
-
-    @property
-    def failed(self) -> bool:
-        return bool(self.discovery_errors) or any(r.status == "error" for r in self.rows)
-
-    def tables(self) -> list[TableSummary]:
-        out: list[TableSummary] = []
-        for name in sorted({r.table for r in self.rows}):
-            rows = [r for r in self.rows if r.table == name]
-            out.append(
-                TableSummary(
-                    table=name,
-                    files=len(rows),
-                    converted=sum(r.status == "ok" for r in rows),
-                    skipped=sum(r.status == "skipped-unchanged" for r in rows),
-                    duplicates=sum(r.status == "duplicate" for r in rows),
-                    errors=sum(r.status == "error" for r in rows),
-                    rows_read=sum(r.rows_read for r in rows),
-                    rows_written=sum(r.rows_written for r in rows),
-                    rows_rejected=sum(r.rows_rejected for r in rows),
-                )
-            )
-        return out
 
 
 @task(name="discover-raw-files", cache_policy=NO_CACHE)
@@ -140,14 +90,6 @@ def checksums_of(files: tuple[RawFile, ...], workers: int) -> dict[str, str]:
         return {f.rel: d for f, d in zip(files, digests, strict=True)}
 
 
-@dataclass(frozen=True)
-class Converted:
-    """One file's result: the conversion and the checksum of the file it read."""
-
-    conversion: Conversion
-    checksum: str
-
-
 @task(name="convert-raw-files", cache_policy=NO_CACHE, task_run_name="convert {label}")
 def convert(
     trace: str,
@@ -159,95 +101,24 @@ def convert(
 ) -> list[Converted]:
     """Convert a batch of raw files to typed Parquet and rejects (atomic rename per file).
 
-    A file whose plan has no checksum (it did not decide anything) is checksummed here, before
-    converting, so the hashing overlaps the other worker's conversion and the conversion then
-    reads the file from the page cache. A failure of one file (e.g. disk full) is that file's
-    error; the rest of the batch is still converted.
+    Files that need a checksum are hashed here, so the hashing overlaps the other worker's
+    conversion; a failure of one file is that file's error and the rest of the batch goes on.
     """
-    out: list[Converted] = []
-    for plan in batch:
-        digest = plan.checksum
-        try:
-            if not digest:
-                try:
-                    digest = file_checksum(plan.raw.path)
-                except OSError:
-                    digest = ""  # unreadable: convert_file reports it with what to do
-            result = convert_file(
-                table(trace, plan.raw.table),
-                plan.raw,
-                lake_paths(lake_trace_dir, plan.raw),
-                chunk_bytes=chunk_mb << 20,
-                wrong_format_share=wrong_format_share,
-            )
-        except Exception as exc:
-            result = _failed(exc)
-        out.append(Converted(result, digest))
-    return out
-
-
-def _failed(exc: BaseException) -> Conversion:
-    return Conversion(
-        status="error",
-        method="none",
-        rows_read=0,
-        rows_written=0,
-        rows_rejected=0,
-        error=f"unexpected failure: {exc}; fix the cause and run ingest again",
-        seconds=0.0,
-        started_at=datetime.now(UTC),
-    )
+    return [
+        converted_plan(
+            trace,
+            plan,
+            lake_trace_dir,
+            chunk_bytes=chunk_mb << 20,
+            wrong_format_share=wrong_format_share,
+        )
+        for plan in batch
+    ]
 
 
 def _batch_label(batch: tuple[FilePlan, ...]) -> str:
     first = batch[0].raw.rel
     return first if len(batch) == 1 else f"{first} and {len(batch) - 1} more"
-
-
-def _row(plan: FilePlan, result: Conversion, checksum: str) -> ManifestRow:
-    return ManifestRow(
-        table=plan.raw.table,
-        path=plan.raw.rel,
-        bytes=plan.raw.size_bytes,
-        checksum=checksum,
-        rows_read=result.rows_read,
-        rows_written=result.rows_written,
-        rows_rejected=result.rows_rejected,
-        started_at=result.started_at,
-        seconds=result.seconds,
-        status=result.status,
-        error=result.error,
-        method=result.method,
-    )
-
-
-def _not_converted_row(plan: FilePlan, started_at: datetime) -> ManifestRow:
-    if plan.action == "skip" and plan.previous is not None:
-        before = plan.previous
-        return ManifestRow(
-            **{
-                **before.__dict__,
-                "started_at": started_at,
-                "seconds": 0.0,
-                "status": "skipped-unchanged",
-                "error": "",
-            }
-        )
-    return ManifestRow(
-        table=plan.raw.table,
-        path=plan.raw.rel,
-        bytes=plan.raw.size_bytes,
-        checksum=plan.checksum,
-        rows_read=0,
-        rows_written=0,
-        rows_rejected=0,
-        started_at=started_at,
-        seconds=0.0,
-        status="duplicate",
-        error=f"same bytes as {plan.duplicate_of}; not ingested so its rows are not counted "
-        "twice (delete one of the two copies)",
-        method="none",
-    )
 
 
 @contextmanager
@@ -263,33 +134,6 @@ def _progress(total_bytes: int, show: bool) -> Iterator[tuple[Progress, TaskID]]
     )
     with progress:
         yield progress, progress.add_task("raw files", total=total_bytes)
-
-
-class _ManifestLedger:
-    """The manifest in memory, rewritten atomically at most every ``interval_s`` and on flush.
-
-    Rewriting the whole manifest after each of thousands of files would cost O(files²); a file
-    whose row is lost to a kill is converted again by the next run (its outputs are complete or
-    absent, never partial), so ingest stays idempotent.
-    """
-
-    def __init__(self, lake_trace_dir: Path, manifest: pl.DataFrame, interval_s: float) -> None:
-        self._dir = lake_trace_dir
-        self._manifest = manifest
-        self._interval_s = interval_s
-        self._pending: list[ManifestRow] = []
-        self._last_write = -float("inf")
-
-    def record(self, rows: list[ManifestRow]) -> None:
-        self._pending.extend(rows)
-        if time.monotonic() - self._last_write >= self._interval_s:
-            self.flush()
-
-    def flush(self) -> None:
-        self._manifest = manifest_with(self._manifest, self._pending)
-        self._pending = []
-        write_manifest(self._dir, self._manifest)
-        self._last_write = time.monotonic()
 
 
 # both cores: Polars releases the GIL, so two files convert at once
@@ -340,8 +184,8 @@ def ingest_flow(
         if plan.action != "convert":
             if plan.action == "duplicate":
                 remove_outputs(lake_paths(lake_trace_dir, plan.raw))
-            rows.append(_not_converted_row(plan, now))
-    ledger = _ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
+            rows.append(not_converted_row(plan, now))
+    ledger = ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
     ledger.record(rows)
     to_convert = [p for p in plans if p.action == "convert"]
     try:
@@ -359,11 +203,8 @@ def ingest_flow(
                 try:
                     done: list[Converted] = future.result()
                 except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
-                    done = [Converted(_failed(exc), plan.checksum) for plan in batch]
-                batch_rows = [
-                    _row(plan, d.conversion, d.checksum)
-                    for plan, d in zip(batch, done, strict=True)
-                ]
+                    done = [Converted(failed_conversion(exc), plan.checksum) for plan in batch]
+                batch_rows = [converted_row(p, d) for p, d in zip(batch, done, strict=True)]
                 rows.extend(batch_rows)
                 ledger.record(batch_rows)
                 progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))

@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 
 from analysis.ingest_manifest import read_manifest
-from flows.ingest import IngestSummary, ingest_flow
+from analysis.ingest_run import IngestSummary
+from flows.ingest import ingest_flow
 
 pytestmark = pytest.mark.real_data
 
