@@ -242,6 +242,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="decompressed MB per batch when a file needs line-by-line validation (memory bound)",
     )
     parser.add_argument(
+        "--batch-mb",
+        type=int,
+        default=32,
+        help="files smaller than this many stored MB share a conversion task, since each Prefect "
+        "task costs bookkeeping CPU (default 32; 0: one task per file)",
+    )
+    parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (logs and summary only)"
     )
     add_scaleout_arguments(parser)
@@ -266,6 +273,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         raw_dir=raw_dir,
         lake_dir=settings.lake_dir,
         chunk_mb=args.chunk_mb,
+        batch_mb=args.batch_mb,
         show_progress=not args.no_progress and sys.stderr.isatty(),
     )
     # a wide console when piped, so table rows and reasons stay on one line in logs

@@ -107,6 +107,15 @@ def test_small_files_share_a_task_and_big_ones_stay_alone() -> None:
     ]
 
 
+def test_batch_bytes_zero_gives_one_task_per_file() -> None:
+    plans = [
+        FilePlan(_raw(f"part-{i:05d}-of-00004", size), "", "convert", None, "")
+        for i, size in enumerate((5, 3, 9, 1))
+    ]
+    batches = conversion_batches(plans, batch_bytes=0, workers=2)
+    assert [[p.raw.size_bytes for p in b] for b in batches] == [[9], [5], [3], [1]]
+
+
 def test_flow_records_the_checksum_of_files_converted_without_a_first_pass(
     tmp_path: Path, prefect_harness: None
 ) -> None:
