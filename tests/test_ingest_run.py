@@ -11,6 +11,7 @@ import xxhash
 from analysis.ingest import RawFile
 from analysis.ingest_manifest import FilePlan, ManifestRow, read_manifest
 from analysis.ingest_run import (
+    Converted,
     IngestSummary,
     ManifestLedger,
     converted_plan,
@@ -48,17 +49,21 @@ def _row(table: str, path: str, status: str, read: int, written: int) -> Manifes
     )
 
 
+def _convert(raw: RawFile, lake: Path) -> Converted:
+    return converted_plan(
+        TRACE,
+        FilePlan(raw, "", "convert", None, ""),
+        lake,
+        chunk_bytes=1 << 20,
+        wrong_format_share=0.9,
+    )
+
+
 def test_converted_plan_checksums_converts_and_reports_failures_per_file(tmp_path: Path) -> None:
     # job_events has 8 fields; the second line has 7, so it is rejected with its line number
     data = b"1,,7000001,0,u,1,j,l\n2,,7000002,0,u,1,j\n"
     good = _raw(tmp_path / "raw", "part-00000-of-00002", data)
-    done = converted_plan(
-        TRACE,
-        FilePlan(good, "", "convert", None, ""),
-        tmp_path / "lake",
-        chunk_bytes=1 << 20,
-        wrong_format_share=0.9,
-    )
+    done = _convert(good, tmp_path / "lake")
     assert done.checksum == "xxh3-128:" + xxhash.xxh3_128(data).hexdigest()
     assert (done.conversion.status, done.conversion.rows_read) == ("ok", 2)
     assert (done.conversion.rows_written, done.conversion.rows_rejected) == (1, 1)
@@ -67,13 +72,7 @@ def test_converted_plan_checksums_converts_and_reports_failures_per_file(tmp_pat
     assert row.rows_read == row.rows_written + row.rows_rejected
     # a file that vanished after discovery: an error row naming what to do, no exception
     gone = replace(good, path=tmp_path / "raw/job_events/missing.csv", rel="job_events/missing.csv")
-    lost = converted_plan(
-        TRACE,
-        FilePlan(gone, "", "convert", None, ""),
-        tmp_path / "lake",
-        chunk_bytes=1 << 20,
-        wrong_format_share=0.9,
-    )
+    lost = _convert(gone, tmp_path / "lake")
     assert lost.conversion.status == "error"
     assert lost.checksum == ""
     assert lost.conversion.error
