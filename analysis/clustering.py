@@ -41,6 +41,11 @@ DEFAULT_MINIBATCH_SIZE = 8_192
 DEFAULT_SILHOUETTE_SAMPLE = 5_000
 DEFAULT_SCAN_SAMPLE = 100_000
 DEFAULT_THREADS = 1
+#: seed 000 §3.5, Figure 4: the shares of tasks in the largest (c) and smallest (a) of 16 clusters
+PAPER_LARGEST_CLUSTER_SHARE = 0.1762
+PAPER_SMALLEST_CLUSTER_SHARE = 0.0142
+#: bins of a task histogram h_i (0.01-core bins of fct_task_usage_histograms)
+HISTOGRAM_BINS = 100
 
 
 @dataclass(frozen=True)
@@ -223,3 +228,80 @@ def k_scan(
         silhouette_sample=sample,
         n_tasks=int(h.shape[0]),
     )
+
+
+def histogram_matrix(column: pl.Series) -> npt.NDArray[np.float32]:
+    """The ``h`` column (DOUBLE[100], or a list column) as an n × 100 float32 matrix, no Python lists."""
+    if isinstance(column.dtype, pl.List):
+        column = column.list.to_array(HISTOGRAM_BINS)
+    # float32: 800,000 × 100 histograms take 320 MB
+    return np.asarray(column.to_numpy(), dtype=np.float32).reshape(-1, HISTOGRAM_BINS)
+
+
+def kmeans_thread_limit(threads: int) -> int | None:
+    """The ``threads`` argument of the fits for a ``--kmeans-threads`` value (0 = library default)."""
+    return threads if threads > 0 else None
+
+
+def too_few_histograms(n_histograms: int, k: int) -> str | None:
+    """Why k-means cannot run on ``n_histograms`` tasks with ``k`` clusters, or None if it can."""
+    if n_histograms <= k:
+        return f"only {n_histograms} long-task histograms for k={k} clusters"
+    return None
+
+
+def clustering_skipped_summary(*, k: int, n_histograms: int, reason: str) -> dict[str, Any]:
+    """The ``summary.json`` of a run that clustered nothing, saying why."""
+    return {
+        "parameters": {"k": k},
+        "inputs": {"long_task_histograms": n_histograms},
+        "skipped": reason,
+    }
+
+
+def clustering_summary(
+    chosen: HistogramClusters,
+    scan: KScan,
+    *,
+    k_range: tuple[int, ...],
+    n_init: int,
+    minibatch_threshold: int,
+    silhouette_sample: int,
+    scan_sample: int,
+    kmeans_threads: int,
+) -> dict[str, Any]:
+    """The stage's ``summary.json``: run parameters, the chosen fit, its extreme shares, the paper's."""
+    return {
+        "parameters": {
+            "k": chosen.k,
+            "k_range": list(k_range),
+            "silhouette_sample": silhouette_sample,
+            "scan_sample": scan_sample,
+            "seed": chosen.seed,
+            "n_init": n_init,
+            "minibatch_threshold": minibatch_threshold,
+            "kmeans_threads": kmeans_threads,
+        },
+        "inputs": {"long_task_histograms": chosen.n_tasks, "k_scan_tasks": scan.n_tasks},
+        "algorithm": chosen.algorithm,
+        "inertia": chosen.inertia,
+        "largest_cluster_share": float(chosen.shares.max()),
+        "smallest_cluster_share": float(chosen.shares.min()),
+        "paper": {
+            "largest_cluster_share": PAPER_LARGEST_CLUSTER_SHARE,
+            "smallest_cluster_share": PAPER_SMALLEST_CLUSTER_SHARE,
+        },
+    }
+
+
+def clustering_tables(
+    tasks: pl.DataFrame, chosen: HistogramClusters, scan: KScan
+) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem; ``tasks`` holds job_id, task_index in fit order."""
+    labels = tasks.select("job_id", "task_index").with_columns(cluster=pl.Series(chosen.labels))
+    return {
+        "centroids": chosen.centroid_table(),
+        "shares": chosen.share_table(),
+        "labels": labels,
+        "k_scan": scan.table(),
+    }

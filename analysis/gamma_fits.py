@@ -11,9 +11,11 @@ and rate. The Gamma has support x > 0: zeros (a constant task has std 0; an exec
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import polars as pl
 from scipy import stats
 
 from analysis.params import FittedParameter, Interval, Quantity
@@ -21,6 +23,10 @@ from analysis.params import FittedParameter, Interval, Quantity
 DEFAULT_BOOTSTRAP = 200
 GAMMA_STAGE = "gamma_fits"
 METHOD = "maximum likelihood, scipy.stats.gamma.fit with floc=0; percentile bootstrap CI"
+
+#: task_events event type of a normal end (METHODS §0.1); only finished incarnations have a
+#: complete execution time
+FINISH_EVENT_TYPE = 4
 
 FloatArray = npt.NDArray[np.float64]
 
@@ -115,3 +121,97 @@ def gamma_fit(
         n_bootstrap=n_bootstrap,
         seed=seed,
     )
+
+
+@dataclass(frozen=True)
+class GoogleGammaFits:
+    """The stage's fits (inst mean, inst std, execution time) and the samples it could not fit."""
+
+    fits: tuple[GammaFit, ...]
+    #: (sample name, reason) of each sample with too few distinct positive values
+    skipped: tuple[tuple[str, str], ...]
+    seed: int
+    n_bootstrap: int
+    n_long_tasks: int
+    n_finished_incarnations: int
+
+
+def finished_execution_times(task_times: pl.LazyFrame) -> FloatArray:
+    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds)."""
+    frame = (
+        task_times.filter(pl.col("terminal_event_type") == FINISH_EVENT_TYPE)
+        .select("execution_time_s")
+        .collect()
+    )
+    return np.asarray(frame["execution_time_s"].to_numpy(), dtype=np.float64)
+
+
+def google_gamma_fits(
+    inst_mean: npt.ArrayLike,
+    inst_std: npt.ArrayLike,
+    execution_time_s: npt.ArrayLike,
+    *,
+    seed: int,
+    n_bootstrap: int,
+) -> GoogleGammaFits:
+    """Gamma fits of the long tasks' inst mean and std (cores) and finished execution times (s).
+
+    Fit i (in that order) bootstraps with seed ``seed + i``; a sample that cannot be fitted is
+    listed in ``skipped`` with the reason instead of failing the stage.
+    """
+    mean = np.asarray(inst_mean, dtype=np.float64)
+    execution = np.asarray(execution_time_s, dtype=np.float64)
+    samples = (
+        ("google_task_inst_mean", mean, "cores"),
+        ("google_task_inst_std", np.asarray(inst_std, dtype=np.float64), "cores"),
+        ("google_task_execution_time", execution, "s"),
+    )
+    fits: list[GammaFit] = []
+    skipped: list[tuple[str, str]] = []
+    for i, (name, sample, unit) in enumerate(samples):
+        try:
+            fits.append(gamma_fit(name, sample, unit=unit, seed=seed + i, n_bootstrap=n_bootstrap))
+        except ValueError as exc:
+            skipped.append((name, str(exc)))
+    return GoogleGammaFits(
+        fits=tuple(fits),
+        skipped=tuple(skipped),
+        seed=seed,
+        n_bootstrap=n_bootstrap,
+        n_long_tasks=int(mean.size),
+        n_finished_incarnations=int(execution.size),
+    )
+
+
+def gamma_fits_table(fits: tuple[GammaFit, ...]) -> pl.DataFrame:
+    """One row per fit: every :class:`GammaFit` field, the CIs as ``*_low`` / ``*_high`` columns."""
+    return pl.DataFrame(
+        [
+            {k: v for k, v in vars(f).items() if k not in ("shape_ci", "rate_ci")}
+            | {
+                "shape_low": f.shape_ci[0],
+                "shape_high": f.shape_ci[1],
+                "rate_low": f.rate_ci[0],
+                "rate_high": f.rate_ci[1],
+            }
+            for f in fits
+        ]
+    )
+
+
+def gamma_fits_summary(result: GoogleGammaFits) -> dict[str, Any]:
+    """The stage's ``summary.json``: run parameters, sample sizes, shape/rate/n per fit, skips."""
+    return {
+        "parameters": {"seed": result.seed, "n_bootstrap": result.n_bootstrap, "location": 0.0},
+        "inputs": {
+            "long_tasks": result.n_long_tasks,
+            "finished_incarnations": result.n_finished_incarnations,
+        },
+        "fits": {f.name: {"shape": f.shape, "rate": f.rate, "n": f.n} for f in result.fits},
+        "skipped": dict(result.skipped),
+    }
+
+
+def gamma_fits_tables(result: GoogleGammaFits) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``fits``."""
+    return {"fits": gamma_fits_table(result.fits)}

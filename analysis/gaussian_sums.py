@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,10 @@ DEFAULT_SETS = 200
 DEFAULT_POOL_SIZE = 2_000
 PAPER_REALIZATIONS = 10_000
 PAPER_SETS = 10_000
+#: seed 000 Table 1: tasks per set N, share of sets the A–D test rejects at 5%, mean of Σμ_i (cores)
+PAPER_TABLE1_N: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
+PAPER_TABLE1_REJECTION_RATE: tuple[float, ...] = (0.991, 0.965, 0.923, 0.784, 0.493, 0.183, 0.087)
+PAPER_TABLE1_MEAN_MU: tuple[float, ...] = (0.27, 0.55, 0.82, 1.37, 2.74, 6.85, 13.69)
 #: floats per block of set totals (64 MB of float64)
 DEFAULT_BLOCK_VALUES = 8_000_000
 #: scipy.stats.anderson's 5% critical value of the "norm" case before the small-sample correction
@@ -325,3 +330,41 @@ def ad_rejection_table(
 def _nanmedian(x: FloatArray) -> float:
     finite = x[np.isfinite(x)]
     return float(np.median(finite)) if finite.size else float("nan")
+
+
+def gaussian_sums_summary(
+    result: GaussianSums,
+    *,
+    sizes: tuple[int, ...],
+    realizations: int,
+    pool_size: int,
+    n_long: int,
+    pool_tasks: int,
+) -> dict[str, Any]:
+    """The stage's ``summary.json``: run parameters, task counts, rejection rate per N, Table 1.
+
+    ``realizations`` and ``pool_size`` are the requested values; ``pool_tasks`` the pool's size.
+    """
+    return {
+        "parameters": {
+            "seed": result.seed,
+            "sizes": list(sizes),
+            "realizations": realizations,
+            "sets": result.sets_per_size,
+            "pool_size": pool_size,
+            "level": result.level,
+        },
+        "inputs": {"long_tasks": n_long, "pool_tasks": pool_tasks},
+        "skipped_sizes": list(result.skipped_sizes),
+        "rejection_rate_by_n": {str(r.n_tasks_per_set): r.rejection_rate for r in result.rows},
+        "paper": {
+            "n": list(PAPER_TABLE1_N),
+            "rejection_rate": list(PAPER_TABLE1_REJECTION_RATE),
+            "mean_mu": list(PAPER_TABLE1_MEAN_MU),
+        },
+    }
+
+
+def gaussian_sums_tables(result: GaussianSums) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``table`` (Table 1), ``sets``, ``examples``."""
+    return {"table": result.table(), "sets": result.sets, "examples": result.examples}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -139,3 +140,25 @@ def inst_avg_convergence(
     return InstAvgConvergence(
         ks=tuple(ks), boxes=boxes, n_tasks=n_tasks, n_zero_avg=n_zero, seed=seed
     )
+
+
+def inst_vs_avg_summary(result: InstAvgConvergence, *, batch_rows: int) -> dict[str, Any]:
+    """The stage's ``summary.json``: run parameters, task counts, median and IQR per k (by str(k))."""
+    keys = [str(k) for k in result.ks]
+    return {
+        "parameters": {
+            "seed": result.seed,
+            "ks": list(result.ks),
+            "batch_rows": batch_rows,
+            "long_only": True,
+        },
+        "inputs": {"long_tasks_with_samples": result.n_tasks},
+        "n_zero_avg_tasks": result.n_zero_avg,
+        "median_by_k": dict(zip(keys, [b.median for b in result.boxes], strict=True)),
+        "iqr_by_k": dict(zip(keys, [b.q3 - b.q1 for b in result.boxes], strict=True)),
+    }
+
+
+def inst_vs_avg_tables(result: InstAvgConvergence) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``convergence`` (one row per k)."""
+    return {"convergence": result.table()}

@@ -948,3 +948,8 @@ def priors_table(p: AzurePriors) -> pl.DataFrame:
                 }
             )
     return pl.DataFrame(rows)
+
+
+def priors_tables(p: AzurePriors) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: per-deployment ``deployment_mles`` and ``priors``."""
+    return {"deployment_mles": p.mles.to_polars(), "priors": priors_table(p)}

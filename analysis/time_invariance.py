@@ -19,6 +19,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -29,6 +30,8 @@ from analysis.task_samples import TaskSampleBatch
 
 DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)
 DEFAULT_ALPHA = 0.05
+#: seed 000 §3.4: "for roughly 30% of tasks the test rejects" at Δ = 12 (24 and 36 similar)
+PAPER_SHARE_REJECTED = 0.30
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -184,3 +187,29 @@ def _empty_tests() -> pl.DataFrame:
             "rejected": pl.Boolean,
         }
     )
+
+
+def time_invariance_summary(
+    result: TimeInvariance, *, deltas: tuple[int, ...], batch_rows: int
+) -> dict[str, Any]:
+    """The stage's ``summary.json``: run parameters, tasks seen, one share per Δ, the paper's share."""
+    first = result.shares[0] if result.shares else None
+    return {
+        "parameters": {
+            "seed": result.seed,
+            "deltas": list(deltas),
+            "alpha": result.alpha,
+            "batch_rows": batch_rows,
+        },
+        # every long task with samples is either tested or too short at the first Δ
+        "inputs": {
+            "long_tasks_with_samples": int(first.n_tested + first.n_too_short) if first else 0
+        },
+        "shares": [vars(s) for s in result.shares],
+        "paper": {"share_rejected": PAPER_SHARE_REJECTED},
+    }
+
+
+def time_invariance_tables(result: TimeInvariance) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``shares`` (one row per Δ) and per-task ``tests``."""
+    return {"shares": result.share_table(), "tests": result.tests}

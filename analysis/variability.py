@@ -8,7 +8,9 @@ avg 0.31 / 0.010). Units: CPU cores normalised to the largest machine.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -20,6 +22,11 @@ FloatArray = npt.NDArray[np.float64]
 #: quantile levels at which the std CDFs are stored (0.1% steps)
 CDF_LEVELS: FloatArray = np.linspace(0.0, 1.0, 1001)
 DEFAULT_HEATMAP_BINS = 50
+#: seed 000 §3.3, Figure 3: the paper's trend lines std = slope·mean + intercept (cores)
+PAPER_INST_SLOPE = 0.36
+PAPER_INST_INTERCEPT = 0.015
+PAPER_AVG_SLOPE = 0.31
+PAPER_AVG_INTERCEPT = 0.010
 
 
 @dataclass(frozen=True)
@@ -142,3 +149,32 @@ def _upper_edge(values: FloatArray) -> float:
         return 1.0
     hi = float(np.quantile(finite, 0.999))
     return hi if hi > 0 else max(float(finite.max()), 1e-9)
+
+
+def long_task_stats(usage_stats: pl.LazyFrame, columns: Sequence[str]) -> pl.DataFrame:
+    """The long tasks' (``is_long``) rows of ``fct_task_usage_stats``, only ``columns``."""
+    # the table holds every task (16M in the full trace); read only the long ones' needed columns
+    return usage_stats.filter(pl.col("is_long")).select(columns).collect()
+
+
+def variability_summary(result: Variability, *, n_long: int) -> dict[str, Any]:
+    """The stage's ``summary.json``: both regressions, the inst>avg share and the paper's lines."""
+    return {
+        "parameters": {"long_only": True, "std": "population"},
+        "inputs": {"long_tasks": n_long},
+        "regressions": {"inst": vars(result.inst), "avg": vars(result.avg)},
+        "share_inst_std_above_avg_std": result.share_inst_std_above_avg,
+        "paper": {
+            "inst": {"slope": PAPER_INST_SLOPE, "intercept": PAPER_INST_INTERCEPT},
+            "avg": {"slope": PAPER_AVG_SLOPE, "intercept": PAPER_AVG_INTERCEPT},
+        },
+    }
+
+
+def variability_tables(result: Variability) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``regression``, ``std_cdf``, ``heatmap``."""
+    return {
+        "regression": result.regression_table(),
+        "std_cdf": result.cdf,
+        "heatmap": result.heatmap,
+    }

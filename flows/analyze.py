@@ -16,18 +16,23 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from analysis import clustering, gamma_fits, gaussian_sums, inst_vs_avg, time_invariance
+from analysis import (
+    clustering,
+    gamma_fits,
+    gaussian_sums,
+    inst_vs_avg,
+    time_invariance,
+    variability,
+)
 from analysis.errors import TracelabError
 from analysis.params import write_stage_params
 from analysis.stage_outputs import write_stage_outputs
 from analysis.task_samples import DEFAULT_BATCH_ROWS, TaskSampleBatch, task_sample_batches
-from analysis.variability import variability
+from analysis.variability import long_task_stats
 from flows.settings import Settings, duckdb_connection
 
 STAGES: tuple[str, ...] = (
@@ -98,11 +103,6 @@ def _settings(data_dir: str, memory_limit: str, threads: int) -> Settings:
     )
 
 
-def _long_stats(path: Path, columns: tuple[str, ...]) -> pl.DataFrame:
-    # the table holds every task (16M in the full trace); read only the long ones' needed columns
-    return pl.scan_parquet(path).filter(pl.col("is_long")).select(columns).collect()
-
-
 def _samples(settings: Settings, trace: str, batch_rows: int) -> Iterator[TaskSampleBatch]:
     paths = _paths(settings, trace)
     con = duckdb_connection(settings)
@@ -118,12 +118,8 @@ def _samples(settings: Settings, trace: str, batch_rows: int) -> Iterator[TaskSa
         con.close()
 
 
-def _histogram_matrix(column: pl.Series) -> npt.NDArray[np.float32]:
-    """The ``h`` column (DOUBLE[100], or a list column) as an n × 100 float32 matrix, no Python lists."""
-    if isinstance(column.dtype, pl.List):
-        column = column.list.to_array(100)
-    # float32: 800,000 × 100 histograms take 320 MB
-    return np.asarray(column.to_numpy(), dtype=np.float32).reshape(-1, 100)
+def _long_stats(settings: Settings, trace: str, columns: tuple[str, ...]) -> pl.DataFrame:
+    return long_task_stats(pl.scan_parquet(_paths(settings, trace)[USAGE_STATS]), columns)
 
 
 def _finish(
@@ -149,16 +145,11 @@ def inst_vs_avg_stage(
     result = inst_vs_avg.inst_avg_convergence(
         _samples(settings, trace, batch_rows), ks=ks, seed=seed
     )
-    table = result.table()
-    summary = {
-        "parameters": {"seed": seed, "ks": list(ks), "batch_rows": batch_rows, "long_only": True},
-        "inputs": {"long_tasks_with_samples": result.n_tasks},
-        "n_zero_avg_tasks": result.n_zero_avg,
-        "median_by_k": dict(zip(map(str, ks), table["median"].to_list(), strict=True)),
-        "iqr_by_k": dict(zip(map(str, ks), (table["q3"] - table["q1"]).to_list(), strict=True)),
-    }
     return _finish(
-        _paths(settings, trace)["results"] / "inst_vs_avg", {"convergence": table}, summary, started
+        _paths(settings, trace)["results"] / "inst_vs_avg",
+        inst_vs_avg.inst_vs_avg_tables(result),
+        inst_vs_avg.inst_vs_avg_summary(result, batch_rows=batch_rows),
+        started,
     )
 
 
@@ -166,33 +157,17 @@ def inst_vs_avg_stage(
 def variability_stage(settings: Settings, trace: str) -> dict[str, Any]:
     """Figures 2–3: std CDFs, heatmaps, std~mean regressions → ``variability/``."""
     started = time.perf_counter()
-    stats = _long_stats(
-        _paths(settings, trace)[USAGE_STATS], ("inst_mean", "inst_std", "avg_mean", "avg_std")
-    )
-    result = variability(
+    stats = _long_stats(settings, trace, ("inst_mean", "inst_std", "avg_mean", "avg_std"))
+    result = variability.variability(
         stats["inst_mean"].to_numpy(),
         stats["inst_std"].to_numpy(),
         stats["avg_mean"].to_numpy(),
         stats["avg_std"].to_numpy(),
     )
-    summary = {
-        "parameters": {"long_only": True, "std": "population"},
-        "inputs": {"long_tasks": stats.height},
-        "regressions": {"inst": vars(result.inst), "avg": vars(result.avg)},
-        "share_inst_std_above_avg_std": result.share_inst_std_above_avg,
-        "paper": {
-            "inst": {"slope": 0.36, "intercept": 0.015},
-            "avg": {"slope": 0.31, "intercept": 0.010},
-        },
-    }
     return _finish(
         _paths(settings, trace)["results"] / "variability",
-        {
-            "regression": result.regression_table(),
-            "std_cdf": result.cdf,
-            "heatmap": result.heatmap,
-        },
-        summary,
+        variability.variability_tables(result),
+        variability.variability_summary(result, n_long=stats.height),
         started,
     )
 
@@ -211,26 +186,10 @@ def time_invariance_stage(
     result = time_invariance.time_invariance(
         _samples(settings, trace, batch_rows), deltas=deltas, alpha=alpha, seed=seed
     )
-    shares = result.share_table()
-    summary = {
-        "parameters": {
-            "seed": seed,
-            "deltas": list(deltas),
-            "alpha": alpha,
-            "batch_rows": batch_rows,
-        },
-        "inputs": {
-            "long_tasks_with_samples": int(result.shares[0].n_tested + result.shares[0].n_too_short)
-            if result.shares
-            else 0
-        },
-        "shares": [vars(s) for s in result.shares],
-        "paper": {"share_rejected": 0.30},
-    }
     return _finish(
         _paths(settings, trace)["results"] / "time_invariance",
-        {"shares": shares, "tests": result.tests},
-        summary,
+        time_invariance.time_invariance_tables(result),
+        time_invariance.time_invariance_summary(result, deltas=deltas, batch_rows=batch_rows),
         started,
     )
 
@@ -252,22 +211,20 @@ def clustering_stage(
     started = time.perf_counter()
     paths = _paths(settings, trace)
     frame = pl.read_parquet(paths[HISTOGRAMS], columns=["job_id", "task_index", "h"])
-    h = _histogram_matrix(frame["h"])
+    h = clustering.histogram_matrix(frame["h"])
     logger = get_run_logger()
     logger.info("clustering %d histograms (k=%d, scan %s)", h.shape[0], k, list(k_range))
     stage_dir = paths["results"] / "clustering"
-    if h.shape[0] <= k:
-        reason = f"only {h.shape[0]} long-task histograms for k={k} clusters"
+    reason = clustering.too_few_histograms(h.shape[0], k)
+    if reason is not None:
         logger.warning("clustering skipped: %s", reason)
-        skipped: dict[str, Any] = {
-            "parameters": {"k": k},
-            "inputs": {"long_task_histograms": int(h.shape[0])},
-            "skipped": reason,
-        }
         # no centroids this run: the params export must not keep an earlier run's
         write_stage_params(stage_dir, [])
+        skipped = clustering.clustering_skipped_summary(
+            k=k, n_histograms=int(h.shape[0]), reason=reason
+        )
         return _finish(stage_dir, {}, skipped, started)
-    limit = threads if threads > 0 else None
+    limit = clustering.kmeans_thread_limit(threads)
     chosen = clustering.histogram_clusters(
         h, k=k, seed=seed, n_init=n_init, minibatch_threshold=minibatch_threshold, threads=limit
     )
@@ -282,36 +239,17 @@ def clustering_stage(
         threads=limit,
     )
     write_stage_params(stage_dir, [chosen.to_parameter(trace)])
-    labels = frame.select("job_id", "task_index").with_columns(cluster=pl.Series(chosen.labels))
-    summary = {
-        "parameters": {
-            "k": k,
-            "k_range": list(k_range),
-            "silhouette_sample": silhouette_sample,
-            "scan_sample": scan_sample,
-            "seed": seed,
-            "n_init": n_init,
-            "minibatch_threshold": minibatch_threshold,
-            "kmeans_threads": threads,
-        },
-        "inputs": {"long_task_histograms": int(h.shape[0]), "k_scan_tasks": scan.n_tasks},
-        "algorithm": chosen.algorithm,
-        "inertia": chosen.inertia,
-        "largest_cluster_share": float(chosen.shares.max()),
-        "smallest_cluster_share": float(chosen.shares.min()),
-        "paper": {"largest_cluster_share": 0.1762, "smallest_cluster_share": 0.0142},
-    }
-    return _finish(
-        stage_dir,
-        {
-            "centroids": chosen.centroid_table(),
-            "shares": chosen.share_table(),
-            "labels": labels,
-            "k_scan": scan.table(),
-        },
-        summary,
-        started,
+    summary = clustering.clustering_summary(
+        chosen,
+        scan,
+        k_range=k_range,
+        n_init=n_init,
+        minibatch_threshold=minibatch_threshold,
+        silhouette_sample=silhouette_sample,
+        scan_sample=scan_sample,
+        kmeans_threads=threads,
     )
+    return _finish(stage_dir, clustering.clustering_tables(frame, chosen, scan), summary, started)
 
 
 @task(cache_policy=NO_CACHE)
@@ -328,8 +266,7 @@ def gaussian_sums_stage(
 ) -> dict[str, Any]:
     """Table 1, Figures 5 and 6 → ``gaussian_sums/{table,sets,examples}.parquet``, ``params.json``."""
     started = time.perf_counter()
-    paths = _paths(settings, trace)
-    n_long = _long_stats(paths[USAGE_STATS], ("job_id",)).height
+    n_long = _long_stats(settings, trace, ("job_id",)).height
     pool = gaussian_sums.realization_pool(
         _samples(settings, trace, batch_rows),
         n_tasks_total=n_long,
@@ -337,13 +274,13 @@ def gaussian_sums_stage(
         realizations=realizations,
         seed=seed,
     )
-    get_run_logger().info(
+    logger = get_run_logger()
+    logger.info(
         "gaussian sums: pool of %d tasks x %d realizations; %d sets per N",
         pool.size,
         realizations,
         sets,
     )
-    logger = get_run_logger()
 
     def _report(row: gaussian_sums.ADRow) -> None:
         message = (
@@ -357,41 +294,17 @@ def gaussian_sums_stage(
     result = gaussian_sums.ad_rejection_table(
         pool, sizes=sizes, sets=sets, seed=seed, on_size_done=_report
     )
-    stage_dir = paths["results"] / "gaussian_sums"
+    stage_dir = _paths(settings, trace)["results"] / "gaussian_sums"
     write_stage_params(stage_dir, [result.to_parameter(trace)])
-    table = result.table()
-    summary = {
-        "parameters": {
-            "seed": seed,
-            "sizes": list(sizes),
-            "realizations": realizations,
-            "sets": sets,
-            "pool_size": pool_size,
-            "level": result.level,
-        },
-        "inputs": {"long_tasks": n_long, "pool_tasks": pool.size},
-        "skipped_sizes": list(result.skipped_sizes),
-        "rejection_rate_by_n": dict(
-            zip(
-                map(str, table["n_tasks_per_set"].to_list()),
-                table["rejection_rate"].to_list(),
-                strict=True,
-            )
-        )
-        if table.height
-        else {},
-        "paper": {
-            "n": [10, 20, 30, 50, 100, 250, 500],
-            "rejection_rate": [0.991, 0.965, 0.923, 0.784, 0.493, 0.183, 0.087],
-            "mean_mu": [0.27, 0.55, 0.82, 1.37, 2.74, 6.85, 13.69],
-        },
-    }
-    return _finish(
-        stage_dir,
-        {"table": table, "sets": result.sets, "examples": result.examples},
-        summary,
-        started,
+    summary = gaussian_sums.gaussian_sums_summary(
+        result,
+        sizes=sizes,
+        realizations=realizations,
+        pool_size=pool_size,
+        n_long=n_long,
+        pool_tasks=pool.size,
     )
+    return _finish(stage_dir, gaussian_sums.gaussian_sums_tables(result), summary, started)
 
 
 @task(cache_policy=NO_CACHE)
@@ -399,53 +312,25 @@ def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int
     """§2.7: Gamma fits of inst mean, inst std (long tasks) and execution time (finished tasks)."""
     started = time.perf_counter()
     paths = _paths(settings, trace)
-    stats = _long_stats(paths[USAGE_STATS], ("inst_mean", "inst_std"))
-    # FINISH = 4 (METHODS §0.1)
-    execution = (
-        pl.scan_parquet(paths[TASK_TIMES])
-        .filter(pl.col("terminal_event_type") == 4)
-        .select("execution_time_s")
-        .collect()["execution_time_s"]
-        .to_numpy()
+    stats = _long_stats(settings, trace, ("inst_mean", "inst_std"))
+    execution = gamma_fits.finished_execution_times(pl.scan_parquet(paths[TASK_TIMES]))
+    result = gamma_fits.google_gamma_fits(
+        stats["inst_mean"].to_numpy(),
+        stats["inst_std"].to_numpy(),
+        execution,
+        seed=seed,
+        n_bootstrap=n_bootstrap,
     )
-    samples = (
-        ("google_task_inst_mean", stats["inst_mean"].to_numpy(), "cores"),
-        ("google_task_inst_std", stats["inst_std"].to_numpy(), "cores"),
-        ("google_task_execution_time", execution, "s"),
-    )
-    fits: list[gamma_fits.GammaFit] = []
-    skipped: dict[str, str] = {}
-    for i, (name, sample, unit) in enumerate(samples):
-        try:
-            fits.append(
-                gamma_fits.gamma_fit(
-                    name, sample, unit=unit, seed=seed + i, n_bootstrap=n_bootstrap
-                )
-            )
-        except ValueError as exc:
-            skipped[name] = str(exc)
-            get_run_logger().warning("gamma fit skipped: %s", exc)
+    for _, reason in result.skipped:
+        get_run_logger().warning("gamma fit skipped: %s", reason)
     stage_dir = paths["results"] / "gamma_fits"
-    write_stage_params(stage_dir, [f.to_parameter(trace) for f in fits])
-    table = pl.DataFrame(
-        [
-            {k: v for k, v in vars(f).items() if k not in ("shape_ci", "rate_ci")}
-            | {
-                "shape_low": f.shape_ci[0],
-                "shape_high": f.shape_ci[1],
-                "rate_low": f.rate_ci[0],
-                "rate_high": f.rate_ci[1],
-            }
-            for f in fits
-        ]
+    write_stage_params(stage_dir, [f.to_parameter(trace) for f in result.fits])
+    return _finish(
+        stage_dir,
+        gamma_fits.gamma_fits_tables(result),
+        gamma_fits.gamma_fits_summary(result),
+        started,
     )
-    summary = {
-        "parameters": {"seed": seed, "n_bootstrap": n_bootstrap, "location": 0.0},
-        "inputs": {"long_tasks": stats.height, "finished_incarnations": int(execution.size)},
-        "fits": {f.name: {"shape": f.shape, "rate": f.rate, "n": f.n} for f in fits},
-        "skipped": skipped,
-    }
-    return _finish(stage_dir, {"fits": table}, summary, started)
 
 
 @flow(name="analyze")

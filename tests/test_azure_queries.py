@@ -12,9 +12,9 @@ import polars as pl
 import pytest
 
 from analysis import derive
+from analysis.azure_vmtable import derive_azure_tables
 from analysis.errors import TracelabError
 from analysis.schemas import AZURE_2017
-from flows.fit import derive_azure_tables
 
 
 def _vmtable_from(frame: pl.DataFrame) -> pl.DataFrame:

@@ -10,13 +10,14 @@ import polars as pl
 import pytest
 
 from analysis import derive
+from analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
 from analysis.errors import TracelabError
 from analysis.export import load_params
 from analysis.params import read_stage_params
 from analysis.synthetic.azure2017 import generate_azure_2017
 from flows.cli import main
 from flows.export import export_flow
-from flows.fit import derive_azure_tables, fit_azure_flow, register_vmtable_csv
+from flows.fit import fit_azure_flow
 
 REAL_VMTABLE = "azure-public-dataset-v1/filtered_vmtables_50.csv"
 

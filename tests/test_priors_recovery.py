@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 
 from analysis import derive
+from analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
 from analysis.priors import (
     JointFit,
     deployment_mles,
@@ -29,7 +30,6 @@ from analysis.priors import (
     marginal_gamma_fit,
 )
 from analysis.synthetic.azure2017 import generate_azure_2017
-from flows.fit import derive_azure_tables, register_vmtable_csv
 
 pytestmark = pytest.mark.slow
 TOLERANCE_SE = 3.5
