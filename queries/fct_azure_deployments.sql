@@ -1,6 +1,8 @@
 -- one row per deployment: arrival, scale-out counts and sizes, observed time, core exposure and
 -- the shutdown flag; the sufficient statistics of every per-deployment MLE (seed 004 App. B.1).
--- integer sums are cast back to bigint: DuckDB widens sum(bigint) to int128 (a decimal in Parquet)
+-- integer sums are cast back to bigint: DuckDB widens sum(bigint) to int128 (a decimal in Parquet).
+-- exposures are summed in integer seconds and divided once: a sum of doubles depends on the order
+-- DuckDB's threads add them in, which made the last bits differ from run to run.
 with
 
 vms as (
@@ -9,7 +11,7 @@ vms as (
         vmcreated,
         vmdeleted,
         vmcorecount as cores,
-        greatest(vmdeleted - vmcreated, $grid_s) / 3600.0 as lifetime_hours,
+        greatest(vmdeleted - vmcreated, $grid_s) as lifetime_s,
         vmdeleted >= $censored_s as censored,
     from vmtable
 ),
@@ -61,7 +63,7 @@ lifetimes as (
     select
         vms.deploymentid,
         vms.cores,
-        vms.lifetime_hours,
+        vms.lifetime_s,
         vms.censored or (s.shut_down and vms.vmdeleted = d.last_deleted_s) as censored,
     from vms
     inner join per_deployment_vms as d on vms.deploymentid = d.deploymentid
@@ -73,9 +75,9 @@ exposure as (
         deploymentid,
         coalesce(sum(cores) filter (where not censored), 0)::bigint as core_deaths,
         coalesce(sum(cores) filter (where censored), 0)::bigint as censored_cores,
-        sum(cores * lifetime_hours) as core_exposure_hours,
+        sum(cores * lifetime_s)::bigint / 3600.0 as core_exposure_hours,
         count(*) filter (where not censored) as vm_deaths,
-        sum(lifetime_hours) as vm_exposure_hours,
+        sum(lifetime_s)::bigint / 3600.0 as vm_exposure_hours,
     from lifetimes
     group by deploymentid
 ),
@@ -118,3 +120,4 @@ final as (
 )
 
 select * from final
+order by deploymentid
