@@ -117,7 +117,8 @@ final as (
     inner join last_endings as l on d.deploymentid = l.deploymentid
     inner join shutdowns as sd on d.deploymentid = sd.deploymentid
     inner join exposure as e on d.deploymentid = e.deploymentid
+    -- a stable row order: repeated runs write identical files
+    order by d.deploymentid
 )
 
 select * from final
-order by deploymentid

@@ -29,6 +29,8 @@ final as (
         row_number() over (partition by deploymentid order by created_s) - 1 as event_index,
         created_s = min(created_s) over (partition by deploymentid) as is_arrival,
     from events
+    -- a stable row order: repeated runs write identical files
+    order by deploymentid, created_s
 )
 
 select * from final

@@ -23,6 +23,8 @@ final as (
         greatest(vmdeleted - vmcreated, $grid_s) / 3600.0 as lifetime_hours,
         vmdeleted >= $censored_s as censored,
     from vms
+    -- a stable row order: repeated runs write identical files
+    order by deploymentid, vmid
 )
 
 select * from final

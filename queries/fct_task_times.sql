@@ -79,6 +79,8 @@ final as (
         end as execution_time_s,
         n_events,
     from phased
+    -- a stable row order: repeated and partitioned runs write identical files
+    order by job_id, task_index, incarnation
 )
 
 select * from final

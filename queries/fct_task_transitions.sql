@@ -70,6 +70,8 @@ final as (
             else false
         end as allowed_by_documented_graph,
     from ordered
+    -- a stable row order: repeated and partitioned runs write identical files
+    order by job_id, task_index, event_seq
 )
 
 select * from final

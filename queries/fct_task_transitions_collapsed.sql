@@ -48,6 +48,8 @@ final as (
         source_file,
         source_row,
     from relinked
+    -- a stable row order: repeated and partitioned runs write identical files
+    order by job_id, task_index, event_seq
 )
 
 select * from final

@@ -62,6 +62,8 @@ final as (
         ) as h,
     from long_tasks
     inner join bin_counts using (job_id, task_index)
+    -- a stable row order: repeated and partitioned runs write identical files
+    order by job_id, task_index
 )
 
 select * from final

@@ -75,6 +75,8 @@ final as (
         n_windows >= $long_task_windows as is_long,
     from per_task
     where inst_max > 0
+    -- a stable row order: repeated and partitioned runs write identical files
+    order by job_id, task_index
 )
 
 select * from final

@@ -67,7 +67,9 @@ def test_dask_run_equals_single_process_run(
         a = pl.read_parquet(single.derived_dir / TRACE / f"{name}.parquet")
         b = pl.read_parquet(dask.derived_dir / TRACE / f"{name}.parquet")
         assert a.height > 0, name
-        assert_frame_equal(_sorted(a), _sorted(b), check_exact=False, rel_tol=1e-12)
+        # the same rows in the same order (every table sorts its output; partitions merge in
+        # that order); floats to the last bits DuckDB's parallel sums may differ in
+        assert_frame_equal(a, b, check_exact=False, rel_tol=1e-12)
     # the partitions are gone once merged
     assert not list((dask.derived_dir / TRACE).glob(".partitions-*"))
 
