@@ -106,6 +106,7 @@ from analysis.schemas import (
     USAGE_WINDOW_US,
     WINDOW_START_US,
 )
+from analysis.synthetic import check_request
 from analysis.synthetic import usage_families as uf
 from analysis.synthetic.csvparts import (
     GzipPartStream,
@@ -258,13 +259,7 @@ def generate_google_2011(
     scale); a number closes every table's part once its task_usage part holds that many raw MB,
     so benchmarks can use the published part sizes (~350 MB of raw task_usage per part).
     """
-    if scale not in SCALES:
-        known = ", ".join(SCALES)
-        raise TracelabError(f"unknown scale {scale!r} for google-2011; choose one of: {known}")
-    if target_mb is not None and target_mb <= 0:
-        raise TracelabError(f"--target-mb must be positive, got {target_mb}")
-    if part_mb is not None and part_mb <= 0:
-        raise TracelabError(f"--part-mb must be positive, got {part_mb}")
+    check_request(TRACE, scale, target_mb, part_mb)
     cfg = SCALES[scale]
     out = Path(out)
     _clear_previous_output(out)
