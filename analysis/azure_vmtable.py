@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-
-from analysis import derive
-from analysis.errors import TracelabError
-from analysis.schemas import AZURE_2017
+from tracelab.analysis import derive
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import AZURE_2017
 
 TRACE = "azure-2017"
 #: invariants of the vmtable input itself (derive's check_names only picks checks on derived tables)

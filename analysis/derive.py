@@ -23,9 +23,8 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from analysis.errors import TracelabError
-from analysis.schemas import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import (
     AZURE_CENSORED_VMDELETED_S,
     TIME_AFTER_WINDOW_US,
     TRACES,
@@ -33,7 +32,7 @@ from analysis.schemas import (
     WINDOW_START_US,
     trace_tables,
 )
-from analysis.sql import QUERIES_DIR, load_sql
+from tracelab.analysis.sql import QUERIES_DIR, load_sql
 
 #: the trace window lasts 29 days (METHODS §0.1)
 WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000

@@ -23,9 +23,8 @@ from typing import Any
 
 import jsonschema
 import pyarrow.parquet as pq
-
-from analysis.errors import TracelabError
-from analysis.params import STAGE_PARAMS_FILE, FittedParameter
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.params import STAGE_PARAMS_FILE, FittedParameter
 
 SCHEMA_VERSION = "1.0.0"
 SUPPORTED_MAJOR = 1

@@ -17,8 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import stats
-
-from analysis.params import FittedParameter, Interval, Quantity
+from tracelab.analysis.params import FittedParameter, Interval, Quantity
 
 DEFAULT_BOOTSTRAP = 200
 GAMMA_STAGE = "gamma_fits"

@@ -26,9 +26,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import special, stats
-
-from analysis.params import FittedParameter, Quantity
-from analysis.task_samples import TaskSampleBatch
+from tracelab.analysis.params import FittedParameter, Quantity
+from tracelab.analysis.task_samples import TaskSampleBatch
 
 DEFAULT_SIZES: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 DEFAULT_PERCENTILES: tuple[float, ...] = (95.0, 99.0, 99.9)

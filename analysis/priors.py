@@ -57,9 +57,8 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import optimize, special, stats
-
-from analysis.errors import TracelabError
-from analysis.params import FittedParameter, Interval, Quantity
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.params import FittedParameter, Interval, Quantity
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]

@@ -136,7 +136,9 @@ GOOGLE_2011: dict[str, Table] = {
             _c("maximum_cpu_rate", "float", False, "maximum CPU rate"),
             _c("maximum_disk_io_time", "float", False, "maximum disk IO time"),
             _c("cycles_per_instruction", "float", False, "cycles per instruction"),
-            _c("memory_accesses_per_instruction", "float", False, "memory accesses per instruction"),
+            _c(
+                "memory_accesses_per_instruction", "float", False, "memory accesses per instruction"
+            ),
             _c("sample_portion", "float", False, "sample portion"),
             _c("aggregation_type", "bool", False, "aggregation type"),
             _c("sampled_cpu_usage", "float", False, "sampled CPU usage"),
@@ -212,4 +214,6 @@ def table(trace: str, name: str) -> Table:
         return tables[name]
     except KeyError:
         known = ", ".join(sorted(tables))
-        raise ValueError(f"unknown table {name!r} for trace {trace}; expected one of: {known}") from None
+        raise ValueError(
+            f"unknown table {name!r} for trace {trace}; expected one of: {known}"
+        ) from None

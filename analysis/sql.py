@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-#: ``queries/`` at the top of the repository (installed editable, so it is found beside the code)
-QUERIES_DIR = Path(__file__).resolve().parent.parent / "queries"
+#: ``queries/`` as installed: the package resource ``tracelab.queries`` (the repo folder when
+#: installed editable, ``site-packages/tracelab/queries`` from the wheel)
+QUERIES_DIR = Path(str(files("tracelab.queries")))
 
 
 def load_sql(name: str) -> str:

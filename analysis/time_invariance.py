@@ -25,8 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import stats
-
-from analysis.task_samples import TaskSampleBatch
+from tracelab.analysis.task_samples import TaskSampleBatch
 
 DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)
 DEFAULT_ALPHA = 0.05

@@ -32,7 +32,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from flows.analyze import STAGES, analyze_flow  # noqa: E402
+from tracelab.flows.analyze import STAGES, analyze_flow  # noqa: E402
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000

@@ -30,10 +30,9 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-
-from analysis import derive  # noqa: E402
-from analysis.synthetic import generate_trace  # noqa: E402
-from flows.settings import Settings, duckdb_connection  # noqa: E402
+from tracelab.analysis import derive  # noqa: E402
+from tracelab.analysis.synthetic import generate_trace  # noqa: E402
+from tracelab.flows.settings import Settings, duckdb_connection  # noqa: E402
 
 TRACE = "google-2011"
 KEYS = ["job_id", "task_index"]
@@ -83,7 +82,7 @@ def _prepare(args: argparse.Namespace) -> Path:
         [
             sys.executable,
             "-m",
-            "flows.cli",
+            "tracelab.flows.cli",
             "ingest",
             "--data",
             str(data),

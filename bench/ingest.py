@@ -116,15 +116,14 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _raw_files(raw: Path) -> dict[str, list[Path]]:
-    from analysis.schemas import table
+    from tracelab.analysis.schemas import table
 
     return {t: sorted(raw.glob(table(TRACE, t).raw_glob)) for t in TABLES}
 
 
 def _child_polars(raw: Path, dest: Path) -> None:
     import polars as pl
-
-    from analysis.schemas import table
+    from tracelab.analysis.schemas import table
 
     for name, files in _raw_files(raw).items():
         tbl = table(TRACE, name)
@@ -146,8 +145,7 @@ def _child_polars(raw: Path, dest: Path) -> None:
 
 def _child_duckdb(raw: Path, dest: Path) -> None:
     import duckdb
-
-    from analysis.schemas import table
+    from tracelab.analysis.schemas import table
 
     sql_type = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
     con = duckdb.connect()
@@ -196,7 +194,7 @@ def _generate(out: Path, target_mb: int, seed: int, part_mb: float) -> tuple[Pat
     folder = out / f"{TRACE}-seed{seed}-{target_mb}mb{parts}"
     truth = folder / "TRUTH.json"
     if not truth.is_file():
-        from analysis.synthetic import generate_trace
+        from tracelab.analysis.synthetic import generate_trace
 
         print(f"generating {target_mb} MB of raw {TRACE} into {folder} ...", flush=True)
         generate_trace(

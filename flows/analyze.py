@@ -19,8 +19,7 @@ from typing import Any
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-
-from analysis import (
+from tracelab.analysis import (
     clustering,
     gamma_fits,
     gaussian_sums,
@@ -28,12 +27,12 @@ from analysis import (
     time_invariance,
     variability,
 )
-from analysis.errors import TracelabError
-from analysis.params import write_stage_params
-from analysis.stage_outputs import write_stage_outputs
-from analysis.task_samples import DEFAULT_BATCH_ROWS, TaskSampleBatch, task_sample_batches
-from analysis.variability import long_task_stats
-from flows.settings import Settings, duckdb_connection
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.params import write_stage_params
+from tracelab.analysis.stage_outputs import write_stage_outputs
+from tracelab.analysis.task_samples import DEFAULT_BATCH_ROWS, TaskSampleBatch, task_sample_batches
+from tracelab.analysis.variability import long_task_stats
+from tracelab.flows.settings import Settings, duckdb_connection
 
 STAGES: tuple[str, ...] = (
     "inst_vs_avg",

@@ -14,22 +14,34 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
-from analysis.errors import TracelabError
-from flows.lock import data_dir_lock
-from flows.settings import Settings, settings_from_env
+from tracelab.analysis.errors import TracelabError
+from tracelab.flows.lock import data_dir_lock
+from tracelab.flows.settings import Settings, settings_from_env
 
 #: (sub-command, module under flows/, one-line help)
 COMMANDS: tuple[tuple[str, str, str], ...] = (
-    ("generate", "flows.generate", "write a seeded synthetic trace in the exact published format"),
-    ("ingest", "flows.ingest", "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)"),
-    ("derive", "flows.derive", "DuckDB SQL derived tables (queries/)"),
-    ("analyze", "flows.analyze", "statistics stages on the derived tables"),
-    ("fit", "flows.fit", "Gamma priors and other fits"),
-    ("export", "flows.export", "write the versioned params document"),
-    ("report", "flows.report", "build the static HTML report site"),
-    ("run", "flows.pipeline", "every stage in order (generates the default sample if no raw data)"),
-    ("serve", "flows.serve", "serve the report site on 127.0.0.1"),
-    ("schedule", "flows.schedule", "register and serve the nightly Prefect deployment"),
+    (
+        "generate",
+        "tracelab.flows.generate",
+        "write a seeded synthetic trace in the exact published format",
+    ),
+    (
+        "ingest",
+        "tracelab.flows.ingest",
+        "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)",
+    ),
+    ("derive", "tracelab.flows.derive", "DuckDB SQL derived tables (queries/)"),
+    ("analyze", "tracelab.flows.analyze", "statistics stages on the derived tables"),
+    ("fit", "tracelab.flows.fit", "Gamma priors and other fits"),
+    ("export", "tracelab.flows.export", "write the versioned params document"),
+    ("report", "tracelab.flows.report", "build the static HTML report site"),
+    (
+        "run",
+        "tracelab.flows.pipeline",
+        "every stage in order (generates the default sample if no raw data)",
+    ),
+    ("serve", "tracelab.flows.serve", "serve the report site on 127.0.0.1"),
+    ("schedule", "tracelab.flows.schedule", "register and serve the nightly Prefect deployment"),
 )
 
 #: sub-commands that only read the data directory, so they take no write lock

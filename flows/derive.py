@@ -17,12 +17,11 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 from rich.console import Console
 from rich.table import Table
-
-from analysis import derive
-from analysis.errors import TracelabError
-from analysis.sql import QUERIES_DIR, load_sql
-from flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
-from flows.settings import Settings, duckdb_connection
+from tracelab.analysis import derive
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.sql import QUERIES_DIR, load_sql
+from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
+from tracelab.flows.settings import Settings, duckdb_connection
 
 _DEFAULTS = derive.DeriveParams()
 

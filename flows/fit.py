@@ -15,18 +15,17 @@ from pathlib import Path
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
-
-from analysis import derive
-from analysis.azure_vmtable import (
+from tracelab.analysis import derive
+from tracelab.analysis.azure_vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
     register_vmtable_lake,
 )
-from analysis.params import write_stage_params
-from analysis.priors import azure_priors, priors_summary, priors_tables
-from analysis.schemas import AZURE_CENSORED_VMDELETED_S
-from flows.settings import Settings, duckdb_connection
+from tracelab.analysis.params import write_stage_params
+from tracelab.analysis.priors import azure_priors, priors_summary, priors_tables
+from tracelab.analysis.schemas import AZURE_CENSORED_VMDELETED_S
+from tracelab.flows.settings import Settings, duckdb_connection
 
 
 @task(cache_policy=NONE)

@@ -11,9 +11,8 @@ import json
 from pathlib import Path
 
 from prefect import flow, task
-
-from analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
-from flows.settings import Settings
+from tracelab.analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
+from tracelab.flows.settings import Settings
 
 
 @task(name="write-synthetic-trace")

@@ -36,9 +36,8 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table as RichTable
-
-from analysis.errors import TracelabError
-from analysis.ingest import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.ingest import (
     RawDiscovery,
     RawFile,
     discover_raw_files,
@@ -47,7 +46,7 @@ from analysis.ingest import (
     remove_leftover_temp_files,
     remove_outputs,
 )
-from analysis.ingest_manifest import (
+from tracelab.analysis.ingest_manifest import (
     FilePlan,
     ManifestRow,
     conversion_batches,
@@ -56,7 +55,7 @@ from analysis.ingest_manifest import (
     plan_files,
     read_manifest,
 )
-from analysis.ingest_run import (
+from tracelab.analysis.ingest_run import (
     Converted,
     IngestSummary,
     ManifestLedger,
@@ -65,9 +64,9 @@ from analysis.ingest_run import (
     failed_conversion,
     not_converted_row,
 )
-from analysis.schemas import trace_tables
-from flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
-from flows.settings import Settings
+from tracelab.analysis.schemas import trace_tables
+from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
+from tracelab.flows.settings import Settings
 
 
 @task(name="discover-raw-files", cache_policy=NO_CACHE)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from analysis.errors import TracelabError
+from tracelab.analysis.errors import TracelabError
 
 LOCK_NAME = ".tracelab.lock"
 
@@ -49,7 +49,9 @@ class LockHolder:
 def _read_holder(path: Path) -> LockHolder | None:
     try:
         doc = json.loads(path.read_text(encoding="utf-8") or "{}")
-        return LockHolder(int(doc["pid"]), str(doc["host"]), str(doc["command"]), str(doc["started_at"]))
+        return LockHolder(
+            int(doc["pid"]), str(doc["host"]), str(doc["command"]), str(doc["started_at"])
+        )
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -14,13 +14,13 @@ import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Protocol, cast
 
 from prefect import flow, get_run_logger
-
-from analysis.errors import TracelabError
-from analysis.fingerprints import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.fingerprints import (
     StageState,
     combined_fingerprint,
     files_fingerprint,
@@ -28,12 +28,12 @@ from analysis.fingerprints import (
     read_stage_state,
     write_stage_state,
 )
-from analysis.ingest_manifest import read_manifest
-from flows.report import print_summary, report_flow
-from flows.scaleout import add_scaleout_arguments, settings_with_scaleout
-from flows.settings import Settings
-from reports.metadata import Parameter, StageTiming
-from reports.site import SiteBuild
+from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.flows.report import print_summary, report_flow
+from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
+from tracelab.flows.settings import Settings
+from tracelab.reports.metadata import Parameter, StageTiming
+from tracelab.reports.site import SiteBuild
 
 TRACES = ("google-2011", "azure-2017")
 #: the stages after ingest, per trace (METHODS §1–2)
@@ -57,18 +57,15 @@ class PipelineResult:
     params_export: Path | None
 
 
-REPO = Path(__file__).resolve().parent.parent
-
-
 def code_fingerprint() -> str:
-    """Fingerprint of the code that computes results: every SQL file and Python module."""
-    files = [
+    """Fingerprint of the installed code that computes results: every SQL file and module."""
+    code = [
         p
-        for folder in ("queries", "analysis", "flows")
-        for p in (REPO / folder).rglob("*")
+        for package in ("tracelab.queries", "tracelab.analysis", "tracelab.flows")
+        for p in Path(str(files(package))).rglob("*")
         if p.suffix in {".sql", ".py", ".json"}
     ]
-    return files_fingerprint(files)
+    return files_fingerprint(code)
 
 
 def _stage_outputs(stage: str, trace: str, settings: Settings) -> Path:
@@ -129,7 +126,7 @@ def stage_timing(stage: str, trace: str, argv: Sequence[str], settings: Settings
     Status ``ok``, or ``failed`` (with the reason in ``note``) when it raises or exits non-zero, so the run can still build a site that
     shows what failed.
     """
-    from flows.cli import build_parser
+    from tracelab.flows.cli import build_parser
 
     args = build_parser(configure=(stage,)).parse_args([stage, *argv])
     module = cast(_CommandModule, args._module)

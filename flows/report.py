@@ -13,11 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
-
-from flows.settings import Settings
-from reports.metadata import Parameter, StageTiming
-from reports.model import Page
-from reports.site import SiteBuild, build_site
+from tracelab.flows.settings import Settings
+from tracelab.reports.metadata import Parameter, StageTiming
+from tracelab.reports.model import Page
+from tracelab.reports.site import SiteBuild, build_site
 
 
 @task(name="build-site")

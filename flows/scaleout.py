@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from flows.settings import Settings
+from tracelab.flows.settings import Settings
 
 
 def add_scaleout_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
-
-from flows.lock import data_dir_lock
-from flows.pipeline import TRACES, pipeline_flow
-from flows.scaleout import add_scaleout_arguments, settings_with_scaleout
-from flows.settings import Settings, settings_from_env
+from tracelab.flows.lock import data_dir_lock
+from tracelab.flows.pipeline import TRACES, pipeline_flow
+from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
+from tracelab.flows.settings import Settings, settings_from_env
 
 DEPLOYMENT_NAME = "nightly"
 DEFAULT_CRON = "0 2 * * *"

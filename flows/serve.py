@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from analysis.errors import TracelabError
-from flows.settings import Settings
-from reports.server import site_server
+from tracelab.analysis.errors import TracelabError
+from tracelab.flows.settings import Settings
+from tracelab.reports.server import site_server
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:

@@ -14,8 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import numpy.typing as npt
-
-from reports.model import Figure
+from tracelab.reports.model import Figure
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -13,15 +13,19 @@ from __future__ import annotations
 import ast
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
+from importlib.resources import files
 from pathlib import Path
 
-from analysis.fingerprints import combined_fingerprint, files_fingerprint
-from reports.model import PageSpec
+from tracelab.analysis.fingerprints import combined_fingerprint, files_fingerprint
+from tracelab.reports.model import PageSpec
 
-REPO = Path(__file__).resolve().parent.parent
+#: the folder holding the installed ``analysis/`` and ``reports/`` (the repo when installed
+#: editable, ``site-packages/tracelab`` from the wheel): fingerprints hash what actually runs
+REPO = Path(str(files("tracelab.reports"))).parent
 _CODE_SUFFIXES = frozenset({".py", ".html", ".css"})
-#: top-level packages of this project whose modules the reports may import
+#: sub-packages of ``tracelab`` whose modules the reports may import
 _PROJECT_PACKAGES = ("analysis", "reports")
+_NAMESPACE = "tracelab."
 
 
 def reports_code_fingerprint(repo: Path = REPO) -> str:
@@ -40,6 +44,9 @@ def imported_project_modules(sources: Iterable[Path], repo: Path = REPO) -> set[
     while todo:
         source = todo.pop()
         for name in _imported_names(source):
+            if not name.startswith(_NAMESPACE):
+                continue
+            name = name.removeprefix(_NAMESPACE)
             if name.split(".")[0] not in _PROJECT_PACKAGES:
                 continue
             for module in _module_files(name, repo):

@@ -8,9 +8,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-from reports.figures import FloatArray
-from reports.model import InputsMissing
+from tracelab.reports.figures import FloatArray
+from tracelab.reports.model import InputsMissing
 
 #: at most this many points of a time series reach a figure
 SERIES_POINTS = 2000

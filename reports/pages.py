@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from reports import pages_analysis as a
-from reports import pages_google as g
-from reports import pages_priors as pr
-from reports.model import PageSpec
+from tracelab.reports import pages_analysis as a
+from tracelab.reports import pages_google as g
+from tracelab.reports import pages_priors as pr
+from tracelab.reports.model import PageSpec
 
 _G = "google-2011"
 _DERIVE = "tracelab derive --trace google-2011"

@@ -8,10 +8,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy.special import gammainc
-
-from reports.figures import ecdf, new_axes
-from reports.frames import collect, floats, fmt_int, fmt_num, scan
-from reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.figures import ecdf, new_axes
+from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
+from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 
 #: seed 000 Table 1 (METHODS §2.5): AD rejection rate at 5% per number of tasks N
 #: at most this many values of one sample are drawn in a figure

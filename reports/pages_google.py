@@ -8,11 +8,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 from matplotlib.patches import Rectangle
-
-from analysis.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
-from reports.figures import ecdf, new_axes
-from reports.frames import collect, floats, fmt_int, fmt_num, scan, series_on_grid
-from reports.model import Figure, HtmlTable, Number, PageContext, Section
+from tracelab.analysis.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
+from tracelab.reports.figures import ecdf, new_axes
+from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan, series_on_grid
+from tracelab.reports.model import Figure, HtmlTable, Number, PageContext, Section
 
 TRACE = "google-2011"
 EVENT_NAMES = (

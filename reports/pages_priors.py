@@ -6,11 +6,10 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import gammainc
-
-from analysis.params import FittedParameter, read_stage_params
-from reports.figures import new_axes
-from reports.frames import collect, floats, fmt_int, fmt_num, scan
-from reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.analysis.params import FittedParameter, read_stage_params
+from tracelab.reports.figures import new_axes
+from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
+from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 
 #: (record name, figure number, per-deployment value, what it is)
 _PRIORS = (

@@ -34,10 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
-
-from analysis.errors import TracelabError
-from reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
-from reports.metadata import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
+from tracelab.reports.metadata import (
     Parameter,
     StageTiming,
     TraceInputs,
@@ -46,7 +45,7 @@ from reports.metadata import (
     trace_inputs,
     versions,
 )
-from reports.model import InputsMissing, Number, Page, PageContext, PageSpec
+from tracelab.reports.model import InputsMissing, Number, Page, PageContext, PageSpec
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 RUN_FILE = "run.json"
@@ -146,7 +145,7 @@ def build_site(
     no page is built: the run records ``pages_from`` and its index links the existing pages.
     """
     if specs is None:
-        from reports.pages import ALL_PAGES
+        from tracelab.reports.pages import ALL_PAGES
 
         specs = ALL_PAGES
     now = now or datetime.now(UTC)

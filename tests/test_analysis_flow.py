@@ -7,11 +7,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
-
-from analysis.params import read_stage_params
-from analysis.stage_outputs import read_summary
-from flows.analyze import STAGES, analyze_flow
-from flows.cli import main
+from tracelab.analysis.params import read_stage_params
+from tracelab.analysis.stage_outputs import read_summary
+from tracelab.flows.analyze import STAGES, analyze_flow
+from tracelab.flows.cli import main
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000

@@ -5,14 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
-
-from analysis.gaussian_sums import (
+from tracelab.analysis.gaussian_sums import (
     ad_critical_value,
     ad_rejection_table,
     ad_statistics,
     realization_pool,
 )
-from analysis.task_samples import task_sample_batch
+from tracelab.analysis.task_samples import task_sample_batch
 
 
 def test_ad_statistic_and_decision_equal_scipy() -> None:

@@ -13,10 +13,9 @@ import numpy as np
 import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score
-
-from analysis.stage_outputs import read_summary
-from analysis.time_invariance import ks_exact_pvalues
-from flows.cli import main
+from tracelab.analysis.stage_outputs import read_summary
+from tracelab.analysis.time_invariance import ks_exact_pvalues
+from tracelab.flows.cli import main
 
 TRACE = "google-2011"
 FAMILIES = 5  # mostly_zero, exponential, uniform, bimodal, gaussian (idle tasks are dropped)
@@ -171,7 +170,7 @@ def test_sums_become_gaussian_and_means_converge(analyzed: Path) -> None:
 
 
 def test_gamma_fits_exported(analyzed: Path) -> None:
-    from analysis.params import read_stage_params
+    from tracelab.analysis.params import read_stage_params
 
     stats = pl.read_parquet(analyzed / "derived" / TRACE / "fct_task_usage_stats.parquet")
     records = {r.name: r for r in read_stage_params(_results(analyzed) / "gamma_fits")}

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from analysis.inst_vs_avg import box_stats, inst_avg_convergence
-from analysis.task_samples import task_sample_batch
+from tracelab.analysis.inst_vs_avg import box_stats, inst_avg_convergence
+from tracelab.analysis.task_samples import task_sample_batch
 
 
 def test_box_stats_by_hand() -> None:

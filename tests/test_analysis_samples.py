@@ -8,8 +8,11 @@ import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
-
-from analysis.task_samples import _whole_task_batches, task_sample_batch, task_sample_batches
+from tracelab.analysis.task_samples import (
+    _whole_task_batches,
+    task_sample_batch,
+    task_sample_batches,
+)
 
 
 def _usage(rows: list[tuple[int, int, int, float | None, float | None]]) -> pl.DataFrame:

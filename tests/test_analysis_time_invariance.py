@@ -7,9 +7,8 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
-
-from analysis.task_samples import task_sample_batch
-from analysis.time_invariance import (
+from tracelab.analysis.task_samples import task_sample_batch
+from tracelab.analysis.time_invariance import (
     ks_exact_pvalues,
     ks_statistics_equal_n,
     random_window_pairs,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from analysis.variability import std_regression, variability
+from tracelab.analysis.variability import std_regression, variability
 
 SLOPE, INTERCEPT = 0.36, 0.015  # the paper's inst line, used as the generating truth
 AVG_WEIGHT = 0.6

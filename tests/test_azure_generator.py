@@ -10,10 +10,9 @@ from typing import Any
 
 import polars as pl
 import pytest
-
-from analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
-from analysis.synthetic.azure2017 import AzureModel, generate_azure_2017
-from flows.cli import main
+from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.synthetic.azure2017 import AzureModel, generate_azure_2017
+from tracelab.flows.cli import main
 
 BASE64_64 = re.compile(r"^[A-Za-z0-9+/]{64}$")
 

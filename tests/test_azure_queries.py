@@ -10,12 +10,11 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-
-from analysis import derive
-from analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
-from analysis.errors import TracelabError
-from analysis.schemas import AZURE_2017
-from analysis.synthetic import generate_trace
+from tracelab.analysis import derive
+from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import AZURE_2017
+from tracelab.analysis.synthetic import generate_trace
 
 
 def _vmtable_from(frame: pl.DataFrame) -> pl.DataFrame:

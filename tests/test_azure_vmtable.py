@@ -8,13 +8,12 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-
-from analysis.azure_vmtable import (
+from tracelab.analysis.azure_vmtable import (
     missing_vmtable_columns,
     register_vmtable_csv,
     register_vmtable_lake,
 )
-from analysis.errors import TracelabError
+from tracelab.analysis.errors import TracelabError
 
 # two VMs of the published V1 layout: vmid, subscriptionid, deploymentid, vmcreated, vmdeleted,
 # maxcpu, avgcpu, p95maxcpu, vmcategory, vmcorecount, vmmemory

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from flows.cli import COMMANDS, main
+from tracelab.flows.cli import COMMANDS, main
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -6,12 +6,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from analysis.errors import TracelabError
-from analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
-from flows.cli import main
-from flows.derive import derive_flow
-from flows.settings import Settings
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
+from tracelab.flows.cli import main
+from tracelab.flows.derive import derive_flow
+from tracelab.flows.settings import Settings
 
 REAL_GOOGLE = "google-clusterdata-2011-2"
 

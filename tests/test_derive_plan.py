@@ -8,10 +8,9 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-
-from analysis import derive
-from analysis.errors import TracelabError
-from analysis.sql import QUERIES_DIR, load_sql
+from tracelab.analysis import derive
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.sql import QUERIES_DIR, load_sql
 
 GOOGLE_TABLES = [
     "agg_event_cdf",

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from analysis import derive
-from analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
-from flows.derive import DeriveRun, derive_flow
-from flows.ingest import ingest_flow
-from flows.settings import Settings
+from tracelab.analysis import derive
+from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
+from tracelab.flows.derive import DeriveRun, derive_flow
+from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.settings import Settings
 
 PARTS = ("part-00000-of-00500", "part-00002-of-00500", "part-00003-of-00500")
 

@@ -17,12 +17,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-
-from analysis.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US
-from analysis.synthetic import generate_trace
-from flows.derive import DeriveRun, derive_flow
-from flows.ingest import ingest_flow
-from flows.settings import Settings
+from tracelab.analysis.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US
+from tracelab.analysis.synthetic import generate_trace
+from tracelab.flows.derive import DeriveRun, derive_flow
+from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.settings import Settings
 
 SEED = 20111
 TRACE = "google-2011"

@@ -10,9 +10,8 @@ from pathlib import Path
 import jsonschema
 import polars as pl
 import pytest
-
-from analysis.errors import TracelabError
-from analysis.export import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.export import (
     SCHEMA_PATH,
     load_params,
     params_document,
@@ -20,9 +19,9 @@ from analysis.export import (
     write_params_csv,
     write_params_json,
 )
-from analysis.params import FittedParameter, Interval, Quantity, write_stage_params
-from flows.cli import main
-from flows.export import export_flow
+from tracelab.analysis.params import FittedParameter, Interval, Quantity, write_stage_params
+from tracelab.flows.cli import main
+from tracelab.flows.export import export_flow
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from analysis.schemas import GOOGLE_2011
-from flows.cli import main
+from tracelab.analysis.schemas import GOOGLE_2011
+from tracelab.flows.cli import main
 
 
 def test_generate_writes_the_default_raw_folder_with_truth(

@@ -13,10 +13,14 @@ import pytest
 from scipy.stats import ks_2samp, spearmanr
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
-
-from analysis.errors import TracelabError
-from analysis.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US, USAGE_WINDOW_US, WINDOW_START_US
-from analysis.synthetic import generate_trace
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import (
+    GOOGLE_2011,
+    TIME_AFTER_WINDOW_US,
+    USAGE_WINDOW_US,
+    WINDOW_START_US,
+)
+from tracelab.analysis.synthetic import generate_trace
 
 SEED = 11
 # event codes (METHODS §0.1)

@@ -14,8 +14,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
-
-from analysis.ingest import (
+from tracelab.analysis.ingest import (
     Conversion,
     LakePaths,
     RawFile,
@@ -23,7 +22,7 @@ from analysis.ingest import (
     discover_raw_files,
     lake_paths,
 )
-from analysis.schemas import Table, table
+from tracelab.analysis.schemas import Table, table
 
 JOB = table("google-2011", "job_events")
 TASK = table("google-2011", "task_events")

@@ -14,9 +14,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from prefect.settings import get_current_settings
-
-from analysis.ingest_manifest import read_manifest
-from flows.ingest import IngestSummary, ingest_flow
+from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.flows.ingest import IngestSummary, ingest_flow
 
 REPO = Path(__file__).resolve().parent.parent
 TRACE = "google-2011"
@@ -133,7 +132,7 @@ def test_duplicate_empty_truncated_and_unknown_folder(
 
 
 def test_cli_exit_code_and_summary(tmp_path: Path, prefect_harness: None) -> None:
-    from flows.cli import main
+    from tracelab.flows.cli import main
 
     raw = tmp_path / "data/raw" / TRACE
     _write(raw / "job_events/part-00000-of-00001.csv", _job_lines(0, 5))
@@ -199,7 +198,7 @@ def test_generated_traces_round_trip_with_zero_rejects(
 ) -> None:
     import json
 
-    from analysis.synthetic import generate_trace
+    from tracelab.analysis.synthetic import generate_trace
 
     google = tmp_path / "google"
     truth = json.loads(generate_trace(TRACE, google, seed=11, scale="tiny").read_text())

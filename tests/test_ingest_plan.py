@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 import xxhash
-
-from analysis.ingest import RawFile, lake_paths
-from analysis.ingest_manifest import (
+from tracelab.analysis.ingest import RawFile, lake_paths
+from tracelab.analysis.ingest_manifest import (
     FilePlan,
     ManifestRow,
     conversion_batches,
@@ -17,7 +16,7 @@ from analysis.ingest_manifest import (
     plan_files,
     read_manifest,
 )
-from flows.ingest import ingest_flow
+from tracelab.flows.ingest import ingest_flow
 
 TRACE = "google-2011"
 

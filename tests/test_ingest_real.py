@@ -10,10 +10,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
-from analysis.ingest_manifest import read_manifest
-from analysis.ingest_run import IngestSummary
-from flows.ingest import ingest_flow
+from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.analysis.ingest_run import IngestSummary
+from tracelab.flows.ingest import ingest_flow
 
 pytestmark = pytest.mark.real_data
 

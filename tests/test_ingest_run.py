@@ -7,10 +7,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import xxhash
-
-from analysis.ingest import RawFile
-from analysis.ingest_manifest import FilePlan, ManifestRow, read_manifest
-from analysis.ingest_run import (
+from tracelab.analysis.ingest import RawFile
+from tracelab.analysis.ingest_manifest import FilePlan, ManifestRow, read_manifest
+from tracelab.analysis.ingest_run import (
     Converted,
     IngestSummary,
     ManifestLedger,

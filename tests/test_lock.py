@@ -10,14 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
-
-from analysis.errors import TracelabError
-from flows.lock import LOCK_NAME, data_dir_lock
+from tracelab.analysis.errors import TracelabError
+from tracelab.flows.lock import LOCK_NAME, data_dir_lock
 
 _HOLD = """
 import sys, time
 from pathlib import Path
-from flows.lock import data_dir_lock
+from tracelab.flows.lock import data_dir_lock
 with data_dir_lock(Path(sys.argv[1]), "test holder"):
     print("locked", flush=True)
     time.sleep(60)
@@ -75,7 +74,7 @@ def test_lock_left_by_sigkilled_run_is_recovered(
 def test_cli_reports_the_lock_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.cli import main
+    from tracelab.flows.cli import main
 
     proc = _start_holder(tmp_path)
     try:

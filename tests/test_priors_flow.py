@@ -8,16 +8,15 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
-
-from analysis import derive
-from analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
-from analysis.errors import TracelabError
-from analysis.export import load_params
-from analysis.params import read_stage_params
-from analysis.synthetic.azure2017 import generate_azure_2017
-from flows.cli import main
-from flows.export import export_flow
-from flows.fit import fit_azure_flow
+from tracelab.analysis import derive
+from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.export import load_params
+from tracelab.analysis.params import read_stage_params
+from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
+from tracelab.flows.cli import main
+from tracelab.flows.export import export_flow
+from tracelab.flows.fit import fit_azure_flow
 
 REAL_VMTABLE = "azure-public-dataset-v1/filtered_vmtables_50.csv"
 

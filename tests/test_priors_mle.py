@@ -7,9 +7,8 @@ import math
 import numpy as np
 import polars as pl
 import pytest
-
-from analysis.errors import TracelabError
-from analysis.priors import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.priors import (
     alpha_by_min_mad,
     azure_priors,
     censored_exponential_fit,

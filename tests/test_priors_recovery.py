@@ -19,17 +19,16 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
-
-from analysis import derive
-from analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
-from analysis.priors import (
+from tracelab.analysis import derive
+from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
+from tracelab.analysis.priors import (
     JointFit,
     deployment_mles,
     gamma_fit,
     joint_marginal_fit,
     marginal_gamma_fit,
 )
-from analysis.synthetic.azure2017 import generate_azure_2017
+from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 
 pytestmark = pytest.mark.slow
 TOLERANCE_SE = 3.5

@@ -22,10 +22,9 @@ import duckdb
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-
-from analysis import derive
-from analysis.schemas import SOURCE_FILE, SOURCE_ROW, TRACES, trace_tables
-from analysis.sql import load_sql
+from tracelab.analysis import derive
+from tracelab.analysis.schemas import SOURCE_FILE, SOURCE_ROW, TRACES, trace_tables
+from tracelab.analysis.sql import load_sql
 
 CASES_DIR = Path(__file__).parent / "queries"
 CASES = sorted(p for p in CASES_DIR.glob("*/*") if p.is_dir())

@@ -15,10 +15,9 @@ import polars as pl
 import pytest
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
-
-from reports.fingerprint import reports_code_fingerprint
-from reports.pages import GOOGLE_DERIVED_PAGES
-from reports.site import SiteBuild, build_site
+from tracelab.reports.fingerprint import reports_code_fingerprint
+from tracelab.reports.pages import GOOGLE_DERIVED_PAGES
+from tracelab.reports.site import SiteBuild, build_site
 
 T0 = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
 NIGHT = timedelta(days=1)
@@ -216,10 +215,10 @@ def test_without_reuse_every_run_builds_its_pages(data: Path) -> None:
 def test_the_code_fingerprint_follows_the_reports_imports_only(tmp_path: Path) -> None:
     files = {
         "reports/__init__.py": "",
-        "reports/page.py": "from analysis.constants import X\nimport numpy\n",
+        "reports/page.py": "from tracelab.analysis.constants import X\nimport numpy\n",
         "reports/templates/page.html": "<p>{{ x }}</p>\n",
         "analysis/__init__.py": "",
-        "analysis/constants.py": "from analysis import units\nX = units.Y\n",
+        "analysis/constants.py": "from tracelab.analysis import units\nX = units.Y\n",
         "analysis/units.py": "Y = 1\n",
         "analysis/ingest.py": "Z = 2\n",
     }
@@ -232,7 +231,7 @@ def test_the_code_fingerprint_follows_the_reports_imports_only(tmp_path: Path) -
     for name, text in (
         ("analysis/units.py", "Y = 2\n"),  # imported through analysis.constants
         ("reports/templates/page.html", "<p>{{ x }}!</p>\n"),
-        ("reports/page.py", "from analysis.constants import X  # why\n"),
+        ("reports/page.py", "from tracelab.analysis.constants import X  # why\n"),
     ):
         (tmp_path / name).write_text(text, encoding="utf-8")
         changed = reports_code_fingerprint(tmp_path)

@@ -12,10 +12,9 @@ import polars as pl
 import pytest
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
-
-from reports.metadata import StageTiming
-from reports.pages import ALL_PAGES, GOOGLE_DERIVED_PAGES
-from reports.site import build_site
+from tracelab.reports.metadata import StageTiming
+from tracelab.reports.pages import ALL_PAGES, GOOGLE_DERIVED_PAGES
+from tracelab.reports.site import build_site
 
 T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
 
@@ -180,7 +179,7 @@ def test_a_broken_results_file_is_reported_on_its_page(tmp_path: Path) -> None:
 def test_report_command_builds_the_site_through_its_flow(
     prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from flows.cli import main
+    from tracelab.flows.cli import main
 
     write_google_derived(tmp_path)
     write_manifest(tmp_path)

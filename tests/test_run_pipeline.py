@@ -21,10 +21,9 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render, screenshot
 from browser.html import page_refs, read_refs
-
-from flows.cli import main
-from reports.pages import ALL_PAGES
-from reports.server import site_server
+from tracelab.flows.cli import main
+from tracelab.reports.pages import ALL_PAGES
+from tracelab.reports.server import site_server
 
 REPO = Path(__file__).resolve().parent.parent
 ARTIFACTS = REPO / "test-artifacts"

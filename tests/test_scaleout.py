@@ -8,13 +8,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-
-from analysis.derive import PER_TASK_TABLES, derived_table_names
-from analysis.schemas import GOOGLE_2011
-from analysis.synthetic import generate_trace
-from flows.derive import derive_flow
-from flows.ingest import ingest_flow
-from flows.settings import Settings
+from tracelab.analysis.derive import PER_TASK_TABLES, derived_table_names
+from tracelab.analysis.schemas import GOOGLE_2011
+from tracelab.analysis.synthetic import generate_trace
+from tracelab.flows.derive import derive_flow
+from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.settings import Settings
 
 TRACE = "google-2011"
 

@@ -9,9 +9,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 from browser.html import read_refs
-
-from analysis.synthetic import generate_trace
-from flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
+from tracelab.analysis.synthetic import generate_trace
+from tracelab.flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
 
 # a job that the generator never makes (its ids start far lower): SUBMIT, SCHEDULE, FINISH
 _NEW_JOB = 9_000_000_001

@@ -10,9 +10,8 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-
-from flows.cli import main
-from reports.server import LOOPBACK, resolve_site_path, site_server
+from tracelab.flows.cli import main
+from tracelab.reports.server import LOOPBACK, resolve_site_path, site_server
 
 TRAVERSALS = (
     "/../secret.txt",

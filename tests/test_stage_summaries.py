@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-
-from analysis.clustering import (
+from tracelab.analysis.clustering import (
     HistogramClusters,
     KScan,
     clustering_skipped_summary,
@@ -16,7 +15,7 @@ from analysis.clustering import (
     kmeans_thread_limit,
     too_few_histograms,
 )
-from analysis.gamma_fits import (
+from tracelab.analysis.gamma_fits import (
     GammaFit,
     GoogleGammaFits,
     finished_execution_times,
@@ -24,10 +23,15 @@ from analysis.gamma_fits import (
     gamma_fits_table,
     google_gamma_fits,
 )
-from analysis.gaussian_sums import ADRow, GaussianSums, gaussian_sums_summary
-from analysis.inst_vs_avg import BoxStats, InstAvgConvergence, inst_vs_avg_summary
-from analysis.time_invariance import KSShare, TimeInvariance, time_invariance_summary
-from analysis.variability import StdRegression, Variability, long_task_stats, variability_summary
+from tracelab.analysis.gaussian_sums import ADRow, GaussianSums, gaussian_sums_summary
+from tracelab.analysis.inst_vs_avg import BoxStats, InstAvgConvergence, inst_vs_avg_summary
+from tracelab.analysis.time_invariance import KSShare, TimeInvariance, time_invariance_summary
+from tracelab.analysis.variability import (
+    StdRegression,
+    Variability,
+    long_task_stats,
+    variability_summary,
+)
 
 
 def _box(q1: float, median: float, q3: float) -> BoxStats:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.errors import TracelabError
+from tracelab.analysis.errors import TracelabError
 
 #: trace ids the generator knows
 GENERATED_TRACES = ("google-2011", "azure-2017")
@@ -54,7 +54,7 @@ def generate_trace(
     """
     check_request(trace, scale, target_mb, part_mb)
     if trace == "google-2011":
-        from analysis.synthetic.google2011 import generate_google_2011
+        from tracelab.analysis.synthetic.google2011 import generate_google_2011
 
         return generate_google_2011(
             Path(out),
@@ -66,7 +66,7 @@ def generate_trace(
         )
     if trace == "azure-2017":
         # imported lazily: the Azure generator is a separate module with its own owner
-        from analysis.synthetic.azure2017 import generate_azure_2017
+        from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 
         return generate_azure_2017(
             Path(out), seed=seed, scale=scale, target_mb=target_mb, progress=progress

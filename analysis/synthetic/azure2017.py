@@ -56,8 +56,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-
-from analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 
 WINDOW_S = 2_592_000
 GRID_S = 300

@@ -98,17 +98,16 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pyarrow.parquet as pq
-
-from analysis.errors import TracelabError
-from analysis.schemas import (
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.schemas import (
     GOOGLE_2011,
     TIME_AFTER_WINDOW_US,
     USAGE_WINDOW_US,
     WINDOW_START_US,
 )
-from analysis.synthetic import check_request
-from analysis.synthetic import usage_families as uf
-from analysis.synthetic.csvparts import (
+from tracelab.analysis.synthetic import check_request
+from tracelab.analysis.synthetic import usage_families as uf
+from tracelab.analysis.synthetic.csvparts import (
     GzipPartStream,
     csv_bytes,
     nullable,
