@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
 from tracelab.analysis import derive
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import AZURE_2017

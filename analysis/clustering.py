@@ -27,6 +27,7 @@ import polars as pl
 from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
 from tracelab.analysis.params import FittedParameter, Quantity
 
 FloatArray = npt.NDArray[np.float64]

@@ -23,6 +23,7 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import (
     AZURE_CENSORED_VMDELETED_S,

@@ -23,6 +23,7 @@ from typing import Any
 
 import jsonschema
 import pyarrow.parquet as pq
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import STAGE_PARAMS_FILE, FittedParameter
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import stats
+
 from tracelab.analysis.params import FittedParameter, Interval, Quantity
 
 DEFAULT_BOOTSTRAP = 200

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import special, stats
+
 from tracelab.analysis.params import FittedParameter, Quantity
 from tracelab.analysis.task_samples import TaskSampleBatch
 

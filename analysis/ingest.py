@@ -49,6 +49,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
+
 from tracelab.analysis.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
 
 Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 import polars as pl
+
 from tracelab.analysis.ingest import MANIFEST_NAME, TMP_SUFFIX, RawFile, Status, lake_paths
 
 MANIFEST_SCHEMA: dict[str, pl.DataType] = {

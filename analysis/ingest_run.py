@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
+
 from tracelab.analysis.ingest import Conversion, convert_file, file_checksum, lake_paths
 from tracelab.analysis.ingest_manifest import FilePlan, ManifestRow, manifest_with, write_manifest
 from tracelab.analysis.schemas import table

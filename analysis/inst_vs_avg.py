@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
 from tracelab.analysis.task_samples import TaskSampleBatch
 
 DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)

@@ -57,6 +57,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import optimize, special, stats
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import FittedParameter, Interval, Quantity
 

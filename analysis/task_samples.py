@@ -17,6 +17,7 @@ import duckdb
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
+
 from tracelab.analysis.sql import load_sql
 
 FloatArray = npt.NDArray[np.float64]

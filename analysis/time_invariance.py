@@ -25,6 +25,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 from scipy import stats
+
 from tracelab.analysis.task_samples import TaskSampleBatch
 
 DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)

@@ -123,6 +123,7 @@ def _raw_files(raw: Path) -> dict[str, list[Path]]:
 
 def _child_polars(raw: Path, dest: Path) -> None:
     import polars as pl
+
     from tracelab.analysis.schemas import table
 
     for name, files in _raw_files(raw).items():
@@ -145,6 +146,7 @@ def _child_polars(raw: Path, dest: Path) -> None:
 
 def _child_duckdb(raw: Path, dest: Path) -> None:
     import duckdb
+
     from tracelab.analysis.schemas import table
 
     sql_type = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}

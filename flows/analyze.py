@@ -19,6 +19,7 @@ from typing import Any
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+
 from tracelab.analysis import (
     clustering,
     gamma_fits,

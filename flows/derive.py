@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 from rich.console import Console
 from rich.table import Table
+
 from tracelab.analysis import derive
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.sql import QUERIES_DIR, load_sql

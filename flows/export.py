@@ -14,6 +14,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
+
 from tracelab.analysis.export import params_document, write_params_csv, write_params_json
 from tracelab.flows.settings import Settings
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
+
 from tracelab.analysis import derive
 from tracelab.analysis.azure_vmtable import (
     TRACE,

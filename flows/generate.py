@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from prefect import flow, task
+
 from tracelab.analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
 from tracelab.flows.settings import Settings
 

@@ -36,6 +36,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.table import Table as RichTable
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.ingest import (
     RawDiscovery,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from prefect import flow, get_run_logger
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.fingerprints import (
     StageState,

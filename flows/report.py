@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from prefect import flow, get_run_logger, task
+
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.model import Page

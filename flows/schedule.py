@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow
+
 from tracelab.flows.lock import data_dir_lock
 from tracelab.flows.pipeline import TRACES, pipeline_flow
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 import numpy.typing as npt
+
 from tracelab.reports.model import Figure
 
 FloatArray = npt.NDArray[np.float64]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
 from tracelab.reports.figures import FloatArray
 from tracelab.reports.model import InputsMissing
 

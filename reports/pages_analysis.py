@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy.special import gammainc
+
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section

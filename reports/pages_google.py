@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 from matplotlib.patches import Rectangle
+
 from tracelab.analysis.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan, series_on_grid

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy.special import gammainc
+
 from tracelab.analysis.params import FittedParameter, read_stage_params
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan

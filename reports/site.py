@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
+
 from tracelab.analysis.clustering import histogram_clusters, k_scan
 
 FAMILIES = 5

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 import pytest
+
 from tracelab.analysis.params import read_stage_params
 from tracelab.analysis.stage_outputs import read_summary
 from tracelab.flows.analyze import STAGES, analyze_flow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import special, stats
+
 from tracelab.analysis.gamma_fits import gamma_fit
 
 SHAPE, RATE, N = 2.5, 4.0, 5000

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from scipy import stats
+
 from tracelab.analysis.gaussian_sums import (
     ad_critical_value,
     ad_rejection_table,

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 import pytest
 from sklearn.metrics import adjusted_rand_score
+
 from tracelab.analysis.stage_outputs import read_summary
 from tracelab.analysis.time_invariance import ks_exact_pvalues
 from tracelab.flows.cli import main

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from tracelab.analysis.inst_vs_avg import box_stats, inst_avg_convergence
 from tracelab.analysis.task_samples import task_sample_batch
 

@@ -8,6 +8,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+
 from tracelab.analysis.task_samples import (
     _whole_task_batches,
     task_sample_batch,

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 from scipy import stats
+
 from tracelab.analysis.task_samples import task_sample_batch
 from tracelab.analysis.time_invariance import (
     ks_exact_pvalues,

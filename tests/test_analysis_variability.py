@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from tracelab.analysis.variability import std_regression, variability
 
 SLOPE, INTERCEPT = 0.36, 0.015  # the paper's inst line, used as the generating truth

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 import pytest
+
 from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.synthetic.azure2017 import AzureModel, generate_azure_2017
 from tracelab.flows.cli import main

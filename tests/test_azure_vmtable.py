@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+
 from tracelab.analysis.azure_vmtable import (
     missing_vmtable_columns,
     register_vmtable_csv,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from tracelab.flows.cli import COMMANDS, main
 
 REPO = Path(__file__).resolve().parent.parent

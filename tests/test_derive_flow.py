@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.cli import main

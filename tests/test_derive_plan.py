@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+
 from tracelab.analysis import derive
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.sql import QUERIES_DIR, load_sql

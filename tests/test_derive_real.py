@@ -12,6 +12,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from tracelab.analysis import derive
 from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.derive import DeriveRun, derive_flow

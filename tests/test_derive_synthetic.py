@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+
 from tracelab.analysis.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.derive import DeriveRun, derive_flow

@@ -10,6 +10,7 @@ from pathlib import Path
 import jsonschema
 import polars as pl
 import pytest
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import (
     SCHEMA_PATH,

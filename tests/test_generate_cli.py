@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from tracelab.analysis.schemas import GOOGLE_2011
 from tracelab.flows.cli import main
 

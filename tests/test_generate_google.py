@@ -13,6 +13,7 @@ import pytest
 from scipy.stats import ks_2samp, spearmanr
 from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import (
     GOOGLE_2011,

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pyarrow.parquet as pq
 import pytest
+
 from tracelab.analysis.ingest import (
     Conversion,
     LakePaths,

@@ -14,6 +14,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from prefect.settings import get_current_settings
+
 from tracelab.analysis.ingest_manifest import read_manifest
 from tracelab.flows.ingest import IngestSummary, ingest_flow
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 import xxhash
+
 from tracelab.analysis.ingest import RawFile, lake_paths
 from tracelab.analysis.ingest_manifest import (
     FilePlan,

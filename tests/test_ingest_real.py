@@ -10,6 +10,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from tracelab.analysis.ingest_manifest import read_manifest
 from tracelab.analysis.ingest_run import IngestSummary
 from tracelab.flows.ingest import ingest_flow

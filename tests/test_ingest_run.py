@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import xxhash
+
 from tracelab.analysis.ingest import RawFile
 from tracelab.analysis.ingest_manifest import FilePlan, ManifestRow, read_manifest
 from tracelab.analysis.ingest_run import (

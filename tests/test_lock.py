@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.flows.lock import LOCK_NAME, data_dir_lock
 

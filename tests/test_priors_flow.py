@@ -8,6 +8,7 @@ from pathlib import Path
 import duckdb
 import polars as pl
 import pytest
+
 from tracelab.analysis import derive
 from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.errors import TracelabError

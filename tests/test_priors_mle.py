@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.priors import (
     alpha_by_min_mad,

@@ -19,6 +19,7 @@ import duckdb
 import numpy as np
 import polars as pl
 import pytest
+
 from tracelab.analysis import derive
 from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.priors import (

@@ -22,6 +22,7 @@ import duckdb
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+
 from tracelab.analysis import derive
 from tracelab.analysis.schemas import SOURCE_FILE, SOURCE_ROW, TRACES, trace_tables
 from tracelab.analysis.sql import load_sql

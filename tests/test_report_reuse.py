@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
+
 from tracelab.reports.fingerprint import reports_code_fingerprint
 from tracelab.reports.pages import GOOGLE_DERIVED_PAGES
 from tracelab.reports.site import SiteBuild, build_site

@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
+
 from tracelab.reports.metadata import StageTiming
 from tracelab.reports.pages import ALL_PAGES, GOOGLE_DERIVED_PAGES
 from tracelab.reports.site import build_site

@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render, screenshot
 from browser.html import page_refs, read_refs
+
 from tracelab.flows.cli import main
 from tracelab.reports.pages import ALL_PAGES
 from tracelab.reports.server import site_server

@@ -8,6 +8,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+
 from tracelab.analysis.derive import PER_TASK_TABLES, derived_table_names
 from tracelab.analysis.schemas import GOOGLE_2011
 from tracelab.analysis.synthetic import generate_trace

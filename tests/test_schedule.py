@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 from browser.html import read_refs
+
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW, table, trace_tables
 
 _OFFICIAL_KIND = {

@@ -10,6 +10,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
 from tracelab.flows.cli import main
 from tracelab.reports.server import LOOPBACK, resolve_site_path, site_server
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+
 from tracelab.analysis.clustering import (
     HistogramClusters,
     KScan,

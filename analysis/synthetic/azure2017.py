@@ -56,6 +56,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
 from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 
 WINDOW_S = 2_592_000

@@ -98,6 +98,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 import pyarrow.parquet as pq
+
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import (
     GOOGLE_2011,
