@@ -15,6 +15,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import polars as pl
+import xxhash
+
+from tracelab.analysis.atomic import atomic_write_text
 
 #: manifest statuses whose file is in the lake (an `error` file contributes nothing)
 _IN_LAKE = ("ok", "skipped-unchanged")
@@ -51,12 +54,38 @@ def files_fingerprint(paths: Iterable[Path]) -> str:
 
 @dataclass(frozen=True)
 class StageState:
-    """What a stage last ran on: the fingerprint of its inputs when it succeeded."""
+    """What a stage last ran on: the fingerprint of its inputs when it succeeded.
+
+    ``outputs_fingerprint`` is :func:`outputs_fingerprint` of what it wrote, so a deleted or
+    changed output makes the stage run again instead of being reported unchanged.
+    """
 
     stage: str
     trace: str
     input_fingerprint: str
     finished_at: str
+    outputs_fingerprint: str = ""
+
+
+def outputs_fingerprint(paths: Iterable[Path]) -> str:
+    """Fingerprint of every file under ``paths`` (relative names and XXH3-128 of the bytes).
+
+    Streamed, so a multi-GB derived table costs a read at memory speed, not its size in RAM; a
+    missing path counts as absent, so deleting an output changes the fingerprint.
+    """
+    h = hashlib.sha256()
+    for root in sorted(paths):
+        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
+        for path in files:
+            if not path.is_file():
+                h.update(f"{path}=absent".encode())
+                continue
+            digest = xxhash.xxh3_128()
+            with path.open("rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    digest.update(chunk)
+            h.update(f"{path.relative_to(root.parent)}={digest.hexdigest()}".encode())
+    return h.hexdigest()
 
 
 def read_stage_state(path: Path) -> StageState | None:
@@ -69,7 +98,4 @@ def read_stage_state(path: Path) -> StageState | None:
 
 def write_stage_state(path: Path, state: StageState) -> None:
     """Record a stage's success atomically."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(asdict(state), indent=2), encoding="utf-8")
-    tmp.replace(path)
+    atomic_write_text(path, json.dumps(asdict(state), indent=2))

@@ -13,6 +13,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tracelab.analysis.atomic import atomic_write_text
+
 STAGE_PARAMS_FILE = "params.json"
 
 
@@ -90,15 +92,10 @@ def _finite(obj: Any) -> Any:
 
 def write_stage_params(stage_dir: Path, records: list[FittedParameter]) -> Path:
     """Atomically write a stage's records to ``stage_dir/params.json``; returns the path."""
-    stage_dir.mkdir(parents=True, exist_ok=True)
-    path = stage_dir / STAGE_PARAMS_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(
-        json.dumps({"parameters": [r.to_dict() for r in records]}, indent=2, sort_keys=True),
-        encoding="utf-8",
+    doc = {"parameters": [r.to_dict() for r in records]}
+    return atomic_write_text(
+        stage_dir / STAGE_PARAMS_FILE, json.dumps(doc, indent=2, sort_keys=True)
     )
-    tmp.replace(path)
-    return path
 
 
 def read_stage_params(stage_dir: Path) -> list[FittedParameter]:

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.atomic import atomic_write_text, atomic_write_with
+
 SUMMARY_FILE = "summary.json"
 
 
@@ -32,16 +34,9 @@ def write_stage_outputs(
             stale.unlink()
     written: list[Path] = []
     for name, frame in tables.items():
-        path = stage_dir / f"{name}.parquet"
-        tmp = path.with_suffix(".parquet.tmp")
-        frame.write_parquet(tmp)
-        tmp.replace(path)
-        written.append(path)
-    path = stage_dir / SUMMARY_FILE
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(json_ready(summary), indent=2, sort_keys=True), encoding="utf-8")
-    tmp.replace(path)
-    written.append(path)
+        written.append(atomic_write_with(stage_dir / f"{name}.parquet", frame.write_parquet))
+    text = json.dumps(json_ready(summary), indent=2, sort_keys=True)
+    written.append(atomic_write_text(stage_dir / SUMMARY_FILE, text))
     return written
 
 

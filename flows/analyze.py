@@ -9,7 +9,6 @@ Inputs: the derived tables of ``tracelab derive`` and, for the per-task sample s
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterator
@@ -31,18 +30,14 @@ from tracelab.analysis import (
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import write_stage_params
 from tracelab.analysis.stage_outputs import write_stage_outputs
-from tracelab.analysis.task_samples import DEFAULT_BATCH_ROWS, TaskSampleBatch, task_sample_batches
+from tracelab.analysis.stage_params import ANALYSES, AnalyzeOptions
+from tracelab.analysis.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.variability import long_task_stats
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
-STAGES: tuple[str, ...] = (
-    "inst_vs_avg",
-    "variability",
-    "time_invariance",
-    "clustering",
-    "gaussian_sums",
-    "gamma_fits",
-)
+STAGES = ANALYSES
 SUPPORTED_TRACES: tuple[str, ...] = ("google-2011",)
 USAGE_STATS = "fct_task_usage_stats"
 HISTOGRAMS = "fct_task_usage_histograms"
@@ -95,12 +90,6 @@ def check_inputs(settings: Settings, trace: str, stages: tuple[str, ...]) -> Non
                 f"no task_usage Parquet files in {paths['lake']} (needed by stage {stage}); "
                 f"run `tracelab ingest --trace {trace}` first"
             )
-
-
-def _settings(data_dir: str, memory_limit: str, threads: int) -> Settings:
-    return Settings(
-        data_dir=Path(data_dir), duckdb_memory_limit=memory_limit, duckdb_threads=threads
-    )
 
 
 def _samples(settings: Settings, trace: str, batch_rows: int) -> Iterator[TaskSampleBatch]:
@@ -333,200 +322,79 @@ def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int
     )
 
 
-@flow(name="analyze")
+def _stage_summary(
+    settings: Settings, trace: str, stage: str, params: AnalyzeOptions
+) -> dict[str, Any]:
+    if stage == "inst_vs_avg":
+        return inst_vs_avg_stage(settings, trace, params.seed, params.ks, params.batch_rows)
+    if stage == "variability":
+        return variability_stage(settings, trace)
+    if stage == "time_invariance":
+        return time_invariance_stage(
+            settings, trace, params.seed, params.deltas, params.alpha, params.batch_rows
+        )
+    if stage == "clustering":
+        return clustering_stage(
+            settings,
+            trace,
+            params.seed,
+            params.k,
+            params.k_range,
+            params.n_init,
+            params.minibatch_threshold,
+            clustering.DEFAULT_SILHOUETTE_SAMPLE,
+            clustering.DEFAULT_SCAN_SAMPLE,
+            params.kmeans_threads,
+        )
+    if stage == "gaussian_sums":
+        return gaussian_sums_stage(
+            settings,
+            trace,
+            params.seed,
+            params.ad_sizes,
+            params.ad_realizations,
+            params.ad_sets,
+            params.ad_pool,
+            params.batch_rows,
+            True,
+        )
+    return gamma_fits_stage(settings, trace, params.seed, params.bootstrap)
+
+
+@flow(name="tracelab-analyze", flow_run_name=flow_run_name("analyze"))
 def analyze_flow(
-    data_dir: str = "data",
-    trace: str = "google-2011",
-    seed: int = 0,
-    stages: tuple[str, ...] = STAGES,
-    ks: tuple[int, ...] = inst_vs_avg.DEFAULT_KS,
-    deltas: tuple[int, ...] = time_invariance.DEFAULT_DELTAS,
-    alpha: float = time_invariance.DEFAULT_ALPHA,
-    k: int = clustering.DEFAULT_K,
-    k_range: tuple[int, ...] = clustering.DEFAULT_K_RANGE,
-    n_init: int = clustering.DEFAULT_N_INIT,
-    minibatch_threshold: int = clustering.DEFAULT_MINIBATCH_THRESHOLD,
-    silhouette_sample: int = clustering.DEFAULT_SILHOUETTE_SAMPLE,
-    scan_sample: int = clustering.DEFAULT_SCAN_SAMPLE,
-    kmeans_threads: int = clustering.DEFAULT_THREADS,
-    ad_sizes: tuple[int, ...] = gaussian_sums.DEFAULT_SIZES,
-    ad_realizations: int = gaussian_sums.DEFAULT_REALIZATIONS,
-    ad_sets: int = gaussian_sums.DEFAULT_SETS,
-    ad_pool: int = gaussian_sums.DEFAULT_POOL_SIZE,
-    bootstrap: int = gamma_fits.DEFAULT_BOOTSTRAP,
-    batch_rows: int = DEFAULT_BATCH_ROWS,
-    duckdb_memory_limit: str = "8GB",
-    duckdb_threads: int = 0,
-    show_progress: bool = False,
+    settings: Settings, trace: str, params: AnalyzeOptions
 ) -> dict[str, dict[str, Any]]:
     """Run the selected analysis stages in order; returns each stage's summary."""
-    settings = _settings(data_dir, duckdb_memory_limit, duckdb_threads)
-    check_inputs(settings, trace, stages)
+    check_inputs(settings, trace, params.stages)
     logger = get_run_logger()
     summaries: dict[str, dict[str, Any]] = {}
+    stages = params.stages
     for n, stage in enumerate(stages, start=1):
         logger.info("analyze %s: stage %d/%d %s", trace, n, len(stages), stage)
-        if show_progress:
-            print(f"[analyze] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
-        if stage == "inst_vs_avg":
-            summaries[stage] = inst_vs_avg_stage(settings, trace, seed, ks, batch_rows)
-        elif stage == "variability":
-            summaries[stage] = variability_stage(settings, trace)
-        elif stage == "time_invariance":
-            summaries[stage] = time_invariance_stage(
-                settings, trace, seed, deltas, alpha, batch_rows
-            )
-        elif stage == "clustering":
-            summaries[stage] = clustering_stage(
-                settings,
-                trace,
-                seed,
-                k,
-                k_range,
-                n_init,
-                minibatch_threshold,
-                silhouette_sample,
-                scan_sample,
-                kmeans_threads,
-            )
-        elif stage == "gaussian_sums":
-            summaries[stage] = gaussian_sums_stage(
-                settings,
-                trace,
-                seed,
-                ad_sizes,
-                ad_realizations,
-                ad_sets,
-                ad_pool,
-                batch_rows,
-                show_progress,
-            )
-        elif stage == "gamma_fits":
-            summaries[stage] = gamma_fits_stage(settings, trace, seed, bootstrap)
-        if show_progress:
-            seconds = summaries[stage]["seconds"]
-            print(f"[analyze] {n}/{len(stages)} {stage} done in {seconds:.1f} s", file=sys.stderr)
+        print(f"[analyze] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
+        summaries[stage] = _stage_summary(settings, trace, stage, params)
+        seconds = summaries[stage]["seconds"]
+        print(f"[analyze] {n}/{len(stages)} {stage} done in {seconds:.1f} s", file=sys.stderr)
+    publish_summary("analyze", trace, _headline(summaries))
     return summaries
 
 
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(v) for v in text.split(",") if v.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
+def _headline(summaries: dict[str, dict[str, Any]]) -> tuple[tuple[str, str], ...]:
+    return tuple(
+        (stage, f"{summary.get('seconds', 0):.1f} s") for stage, summary in summaries.items()
+    )
 
 
-def _stage_list(text: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in text.split(",") if v.strip())
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011)")
-    parser.add_argument(
-        "--seed", type=int, default=0, help="seed of every random choice (default 0)"
+def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageResult:
+    """The registry's entry point: the analyze flow with typed parameters."""
+    check_inputs(settings, trace, params.stages)
+    started = time.perf_counter()
+    summaries = analyze_flow(settings, trace, params)
+    return StageResult(
+        stage="analyze",
+        trace=trace,
+        outputs=tuple(f"results/{trace}/{stage}" for stage in summaries),
+        headline=_headline(summaries),
+        seconds=time.perf_counter() - started,
     )
-    parser.add_argument(
-        "--stages",
-        type=_stage_list,
-        default=STAGES,
-        help=f"comma-separated stages to run (default all: {','.join(STAGES)})",
-    )
-    parser.add_argument(
-        "--k", type=int, default=clustering.DEFAULT_K, help="k-means clusters (default 16)"
-    )
-    parser.add_argument(
-        "--k-range",
-        type=_int_list,
-        default=clustering.DEFAULT_K_RANGE,
-        help="k values for the inertia/silhouette scan (default 4,6,...,32)",
-    )
-    parser.add_argument(
-        "--n-init", type=int, default=clustering.DEFAULT_N_INIT, help="k-means restarts (default 4)"
-    )
-    parser.add_argument(
-        "--minibatch-threshold",
-        type=int,
-        default=clustering.DEFAULT_MINIBATCH_THRESHOLD,
-        help="use MiniBatchKMeans above this many tasks (default 50000)",
-    )
-    parser.add_argument(
-        "--kmeans-threads",
-        type=int,
-        default=clustering.DEFAULT_THREADS,
-        help="threads for k-means (default 1: faster on a busy machine; 0 = library default)",
-    )
-    parser.add_argument(
-        "--deltas",
-        type=_int_list,
-        default=time_invariance.DEFAULT_DELTAS,
-        help="KS window lengths in records (default 12,24,36)",
-    )
-    parser.add_argument(
-        "--ad-sizes",
-        type=_int_list,
-        default=gaussian_sums.DEFAULT_SIZES,
-        help="tasks per set N (default 10,20,30,50,100,250,500)",
-    )
-    parser.add_argument(
-        "--ad-realizations",
-        type=int,
-        default=gaussian_sums.DEFAULT_REALIZATIONS,
-        help=f"realizations R per task (default {gaussian_sums.DEFAULT_REALIZATIONS}; paper 10000)",
-    )
-    parser.add_argument(
-        "--ad-sets",
-        type=int,
-        default=gaussian_sums.DEFAULT_SETS,
-        help=f"random sets S per N (default {gaussian_sums.DEFAULT_SETS}; paper 10000)",
-    )
-    parser.add_argument(
-        "--ad-pool",
-        type=int,
-        default=gaussian_sums.DEFAULT_POOL_SIZE,
-        help="tasks in the realization pool (memory: pool x R x 4 bytes; "
-        f"default {gaussian_sums.DEFAULT_POOL_SIZE}; paper 100000)",
-    )
-    parser.add_argument(
-        "--bootstrap",
-        type=int,
-        default=gamma_fits.DEFAULT_BOOTSTRAP,
-        help=f"bootstrap resamples per Gamma fit (default {gamma_fits.DEFAULT_BOOTSTRAP})",
-    )
-    parser.add_argument(
-        "--batch-rows",
-        type=int,
-        default=DEFAULT_BATCH_ROWS,
-        help="usage rows per streamed batch (bounds memory; default 1000000)",
-    )
-    parser.add_argument("--quiet", action="store_true", help="no per-stage progress lines")
-
-
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    check_inputs(settings, args.trace, tuple(args.stages))
-    summaries = analyze_flow(
-        data_dir=str(settings.data_dir),
-        trace=args.trace,
-        seed=args.seed,
-        stages=tuple(args.stages),
-        deltas=tuple(args.deltas),
-        k=args.k,
-        k_range=tuple(args.k_range),
-        n_init=args.n_init,
-        minibatch_threshold=args.minibatch_threshold,
-        kmeans_threads=args.kmeans_threads,
-        ad_sizes=tuple(args.ad_sizes),
-        ad_realizations=args.ad_realizations,
-        ad_sets=args.ad_sets,
-        ad_pool=args.ad_pool,
-        bootstrap=args.bootstrap,
-        batch_rows=args.batch_rows,
-        duckdb_memory_limit=settings.duckdb_memory_limit,
-        duckdb_threads=settings.duckdb_threads,
-        show_progress=not args.quiet,
-    )
-    results = settings.results_dir / args.trace
-    for stage, summary in summaries.items():
-        print(f"{stage}: {results / stage} ({summary.get('seconds', 0):.1f} s)")
-    return 0

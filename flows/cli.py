@@ -1,25 +1,32 @@
-"""``tracelab``: one entry point, one sub-command per job (INTERFACE.md).
+"""``tracelab``: one entry point, one sub-command per job.
 
-Each sub-command lives in its own module under ``flows/`` exposing
-``configure_parser(parser)`` and ``run_command(args, settings) -> int``; this file only wires them.
+Stage commands (derive, analyze, fit, export, and the consuming stages) are built from the stage
+registry (``flows/registry.py``); the others (generate, ingest, report, run, serve, schedule, sql)
+live in their own module under ``flows/`` exposing ``configure_parser(parser)`` and
+``run_command(args, settings) -> int``. This file only wires them, and turns every failure into
+one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on screen with ``--debug``).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
-from collections.abc import Collection, Sequence
+import traceback
+import typing
+from collections.abc import Collection
+from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.errors import TracelabError
-from tracelab.flows.lock import data_dir_lock
-from tracelab.flows.settings import Settings, settings_from_env
+from tracelab.flows.registry import STAGES, Stage
 
-#: (sub-command, module under flows/, one-line help)
-COMMANDS: tuple[tuple[str, str, str], ...] = (
+#: (sub-command, module under flows/, one-line help) of the commands that are not stages
+_BEFORE: tuple[tuple[str, str, str], ...] = (
     (
         "generate",
         "tracelab.flows.generate",
@@ -30,10 +37,8 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "tracelab.flows.ingest",
         "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)",
     ),
-    ("derive", "tracelab.flows.derive", "DuckDB SQL derived tables (queries/)"),
-    ("analyze", "tracelab.flows.analyze", "statistics stages on the derived tables"),
-    ("fit", "tracelab.flows.fit", "Gamma priors and other fits"),
-    ("export", "tracelab.flows.export", "write the versioned params document"),
+)
+_AFTER: tuple[tuple[str, str, str], ...] = (
     ("report", "tracelab.flows.report", "build the static HTML report site"),
     (
         "run",
@@ -42,88 +47,179 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     ),
     ("serve", "tracelab.flows.serve", "serve the report site on 127.0.0.1"),
     ("schedule", "tracelab.flows.schedule", "register and serve the nightly Prefect deployment"),
+    ("sql", "tracelab.flows.sql", "open the data as a DuckDB database, or run one query"),
 )
 
 #: sub-commands that only read the data directory, so they take no write lock
-READ_ONLY = frozenset({"serve", "schedule"})
+READ_ONLY = frozenset({"serve", "schedule", "sql"})
+LOG_FILE = Path("logs") / "tracelab.log"
 
 
 class _CommandModule(Protocol):
     def configure_parser(self, parser: argparse.ArgumentParser) -> None: ...
 
-    def run_command(self, args: argparse.Namespace, settings: Settings) -> int: ...
+    def run_command(self, args: argparse.Namespace, settings: object) -> int: ...
+
+
+def commands() -> tuple[tuple[str, str, str], ...]:
+    """Every sub-command in help order: (name, module or ``stage:<name>``, help)."""
+    stages = tuple((s.command, f"stage:{s.name}", s.help) for s in STAGES)
+    return _BEFORE + stages + _AFTER
 
 
 def _quiet_prefect_defaults() -> None:
     # an offline machine: no telemetry pings, no update checks
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+    # Prefect's own console output (tracebacks of failed flows) would bury the one-line reason;
+    # its logs still reach the Prefect API/UI and tracelab's log file
+    os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     # the embedded server can take longer than Prefect's 20 s default to start on a busy machine
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+
+def version() -> str:
+    try:
+        return metadata.version("tracelab")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line (and exit 1, like every other failure), not usage + error."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        print(f"{self.prog}: error: {message}; see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(1)
+
+
+def _common_options(p: argparse.ArgumentParser, name: str) -> None:
+    p.add_argument(
+        "--data", type=Path, default=None, help="data directory (default: $TRACELAB_DATA or ./data)"
+    )
+    p.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    if name not in READ_ONLY:
+        p.add_argument(
+            "--wait",
+            type=float,
+            default=0.0,
+            metavar="SECONDS",
+            help="if another run holds the data directory, wait this long before giving up",
+        )
 
 
 def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentParser:
     """The argument parser; every sub-command has --help.
 
     Only the sub-commands in ``configure`` (default: all) import their module and get their
-    options; the others are listed by name and help text. Importing every module (Prefect,
-    scikit-learn, matplotlib, ...) costs seconds, so ``main`` configures only the one it runs.
+    options; the others are listed by name and help text, so ``tracelab --help`` stays fast.
     """
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="tracelab",
         description="Cluster traces -> derived tables, statistics, fitted parameters, reports.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name, module_name, help_text in COMMANDS:
+    parser.add_argument("--version", action="version", version=f"tracelab {version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, target, help_text in commands():
         p = sub.add_parser(name, help=help_text, description=help_text)
         if configure is not None and name not in configure:
             continue
-        module = cast(_CommandModule, importlib.import_module(module_name))
-        p.add_argument(
-            "--data",
-            type=Path,
-            default=None,
-            help="data directory (default: $TRACELAB_DATA or ./data)",
-        )
-        if name not in READ_ONLY:
-            p.add_argument(
-                "--wait",
-                type=float,
-                default=0.0,
-                metavar="SECONDS",
-                help="if another run holds the data directory, wait this long before giving up",
-            )
-        module.configure_parser(p)
-        p.set_defaults(_module=module)
+        _common_options(p, name)
+        if target.startswith("stage:"):
+            from tracelab.flows.stage_cli import configure_stage_parser
+
+            stage = next(s for s in STAGES if s.name == target.removeprefix("stage:"))
+            configure_stage_parser(p, stage)
+            p.set_defaults(_stage=stage)
+        else:
+            module = cast(_CommandModule, importlib.import_module(target))
+            module.configure_parser(p)
+            p.set_defaults(_module=module)
     return parser
 
 
-def _requested_command(argv: Sequence[str]) -> str | None:
+def _requested_command(argv: list[str]) -> str | None:
     # the top-level parser has no option that takes a value, so the first word is the command
     words = [a for a in argv if not a.startswith("-")]
     return words[0] if words else None
 
 
+def _run(args: argparse.Namespace) -> int:
+    from tracelab.flows.lock import data_dir_lock
+    from tracelab.flows.settings import settings_from_env
+
+    settings = settings_from_env().with_overrides(data_dir=args.data)
+    stage: Stage | None = getattr(args, "_stage", None)
+    if stage is not None:
+        from tracelab.flows.stage_cli import run_stage_command
+
+        with data_dir_lock(settings.data_dir, f"tracelab {args.command}", wait_seconds=args.wait):
+            return run_stage_command(stage, args, settings)
+    module = cast(_CommandModule, args._module)
+    if args.command in READ_ONLY:
+        return module.run_command(args, settings)
+    with data_dir_lock(settings.data_dir, f"tracelab {args.command}", wait_seconds=args.wait):
+        return module.run_command(args, settings)
+
+
+def _log_failure(args: argparse.Namespace) -> Path | None:
+    """Append the current traceback to ``DATA/logs/tracelab.log``; its path, or None."""
+    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    path = data / LOG_FILE
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a", encoding="utf-8") as fh:
+            fh.write(f"--- {datetime.now(UTC).isoformat()} tracelab {args.command}\n")
+            fh.write(traceback.format_exc())
+    except OSError:
+        return None
+    return path
+
+
+def _attach_log_file(args: argparse.Namespace) -> None:
+    """Prefect's and tracelab's log records (with tracebacks) also go to the log file."""
+    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    try:
+        (data / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(data / LOG_FILE, encoding="utf-8", delay=True)
+    except OSError:
+        return
+    handler.setLevel(logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    for name in ("prefect", "tracelab"):
+        logging.getLogger(name).addHandler(handler)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Parse, run one sub-command, turn known failures into a one-line reason."""
+    """Parse, run one sub-command, turn every failure into a one-line reason."""
     _quiet_prefect_defaults()
     argv = sys.argv[1:] if argv is None else argv
     requested = _requested_command(argv)
     parser = build_parser(configure=() if requested is None else (requested,))
     args = parser.parse_args(argv)
-    settings = settings_from_env().with_overrides(data_dir=args.data)
-    module = cast(_CommandModule, args._module)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    if args.command not in READ_ONLY:
+        _attach_log_file(args)
     try:
-        if args.command in READ_ONLY:
-            return module.run_command(args, settings)
-        with data_dir_lock(settings.data_dir, f"tracelab {args.command}", wait_seconds=args.wait):
-            return module.run_command(args, settings)
-    except (TracelabError, FileNotFoundError, PermissionError) as exc:
-        print(f"tracelab {args.command}: error: {exc}", file=sys.stderr)
-        return 1
+        return _run(args)
     except KeyboardInterrupt:
         print(f"tracelab {args.command}: interrupted", file=sys.stderr)
         return 130
+    except (TracelabError, FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        reason = str(exc)
+    except Exception as exc:  # every failure is one line; the traceback goes to the log
+        reason = f"unexpected {type(exc).__name__}: {exc}"
+    # a multi-line reason (failed invariant checks list their rows) is whole in the log
+    reason = (reason.strip().splitlines() or ["failed"])[0]
+    if args.debug:
+        traceback.print_exc()
+    log = _log_failure(args)
+    where = f" (details: {log})" if log is not None else ""
+    print(f"tracelab {args.command}: error: {reason}{where}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

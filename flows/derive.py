@@ -8,8 +8,8 @@ last; the flow fails with their offending rows shown.
 
 from __future__ import annotations
 
-import argparse
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,7 +21,10 @@ from rich.table import Table
 from tracelab.analysis import derive
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.sql import QUERIES_DIR, load_sql
-from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
+from tracelab.analysis.stage_params import DeriveOptions
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import StageResult
+from tracelab.flows.scaleout import dask_task_runner
 from tracelab.flows.settings import Settings, duckdb_connection
 
 _DEFAULTS = derive.DeriveParams()
@@ -36,7 +39,7 @@ class DeriveRun:
     checks: tuple[derive.CheckResult, ...]
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="derive {trace}/{name}")
 def derive_table(
     settings: Settings, trace: str, name: str, reads: tuple[str, ...], params: derive.DeriveParams
 ) -> derive.TableResult:
@@ -48,7 +51,7 @@ def derive_table(
         return derive.materialise_table(con, name, params.as_sql_params(), derived_dir)
 
 
-@task(cache_policy=NONE, task_run_name="derive partition {partition}/{n_partitions}")
+@task(cache_policy=NONE, task_run_name="derive {trace} partition {partition}/{n_partitions}")
 def derive_partition(
     settings: Settings,
     trace: str,
@@ -71,7 +74,7 @@ def derive_partition(
         )
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="merge {trace}/{name}")
 def merge_table(
     settings: Settings, trace: str, name: str, parts: tuple[Path, ...]
 ) -> derive.TableResult:
@@ -80,7 +83,7 @@ def merge_table(
         return derive.merge_partitions(con, name, parts, settings.derived_dir / trace)
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="check invariants {trace}")
 def run_checks(
     settings: Settings, trace: str, tables: tuple[str, ...], params: derive.DeriveParams
 ) -> tuple[derive.CheckResult, ...]:
@@ -98,40 +101,19 @@ def run_checks(
     return tuple(results)
 
 
-@flow(name="derive", log_prints=False)
+@flow(name="tracelab-derive", flow_run_name=flow_run_name("derive"), log_prints=False)
 def derive_flow(
     settings: Settings,
     trace: str = "google-2011",
     tables: tuple[str, ...] = (),
     check_invariants: bool = True,
     show_progress: bool = False,
-    window_start_us: int = _DEFAULTS.window_start_us,
-    time_after_window_us: int = _DEFAULTS.time_after_window_us,
-    usage_window_us: int = _DEFAULTS.usage_window_us,
-    window_length_us: int = _DEFAULTS.window_length_us,
-    long_task_windows: int = _DEFAULTS.long_task_windows,
-    production_priority: int = _DEFAULTS.production_priority,
-    change_threshold: float = _DEFAULTS.change_threshold,
-    grid_s: int = _DEFAULTS.grid_s,
-    censored_s: int = _DEFAULTS.censored_s,
-    shutdown_min_vms: int = _DEFAULTS.shutdown_min_vms,
+    params: derive.DeriveParams = _DEFAULTS,
     partitions: int = 1,
 ) -> DeriveRun:
     """Derive ``tables`` (default: all of the trace's) and what they read, in dependency order."""
     logger = get_run_logger()
     console = Console(stderr=True) if show_progress else None
-    params = derive.DeriveParams(
-        window_start_us=window_start_us,
-        time_after_window_us=time_after_window_us,
-        usage_window_us=usage_window_us,
-        window_length_us=window_length_us,
-        long_task_windows=long_task_windows,
-        production_priority=production_priority,
-        change_threshold=change_threshold,
-        grid_s=grid_s,
-        censored_s=censored_s,
-        shutdown_min_vms=shutdown_min_vms,
-    )
     deps = derive.table_dependencies(trace)
     unknown = sorted(set(tables) - set(deps))
     if unknown:
@@ -173,45 +155,18 @@ def derive_flow(
         if failed:
             raise TracelabError(failed)
         logger.info("%d invariant checks hold", len(checks))
-    return DeriveRun(trace=trace, tables=tuple(results), checks=checks)
+    run = DeriveRun(trace=trace, tables=tuple(results), checks=checks)
+    publish_summary("derive", trace, _headline(run), _FIRST_PAGE.get(trace))
+    return run
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
-    parser.add_argument(
-        "--table",
-        dest="tables",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="derive only this table and what it reads (repeatable; default: every table)",
-    )
-    parser.add_argument(
-        "--no-checks",
-        action="store_true",
-        help="skip the invariant checks in queries/checks/ (they run by default)",
-    )
-    parser.add_argument(
-        "--long-task-windows",
-        type=int,
-        default=_DEFAULTS.long_task_windows,
-        help="usage windows that make a task long (default: %(default)s = 2 hours)",
-    )
-    parser.add_argument(
-        "--production-priority",
-        type=int,
-        default=_DEFAULTS.production_priority,
-        help="lowest priority of a production task (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--partitions",
-        type=int,
-        default=None,
-        metavar="N",
-        help="compute the per-task tables in N job_id-hash partitions (default: 1, or 4 per "
-        "Dask worker with --workers)",
-    )
-    add_scaleout_arguments(parser)
+#: the report page to open after a derive (the azure tables are shown on the priors page)
+_FIRST_PAGE = {"google-2011": "google-transitions", "azure-2017": "azure-priors"}
+
+
+def _headline(run: DeriveRun) -> tuple[tuple[str, str], ...]:
+    rows = tuple((r.name, f"{r.rows:,} rows") for r in run.tables)
+    return (*rows, ("invariant checks", f"{len(run.checks)} hold"))
 
 
 def summary_table(run: DeriveRun) -> Table:
@@ -225,29 +180,33 @@ def summary_table(run: DeriveRun) -> Table:
     return out
 
 
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
+def run_stage(settings: Settings, trace: str, params: DeriveOptions) -> StageResult:
+    """The registry's entry point: every derived table of ``trace`` and its checks."""
     # fail before Prefect starts: a missing lake is a one-line reason, not a failed flow run
-    derive.require_lake(args.trace, settings.lake_dir / args.trace)
+    derive.require_lake(trace, settings.lake_dir / trace)
     # workers on other machines need absolute paths
-    settings = settings_with_scaleout(args, settings).with_overrides(
-        data_dir=settings.data_dir.resolve()
-    )
+    settings = settings.with_overrides(data_dir=settings.data_dir.resolve())
     runner = dask_task_runner(settings)
-    partitions = args.partitions or (4 * max(settings.workers, 1) if runner is not None else 1)
+    partitions = params.partitions or (4 * max(settings.workers, 1) if runner is not None else 1)
     flow_fn = derive_flow if runner is None else derive_flow.with_options(task_runner=runner)
+    started = time.perf_counter()
     run = flow_fn(
         settings=settings,
         partitions=partitions,
-        trace=args.trace,
-        tables=tuple(args.tables or ()),
-        check_invariants=not args.no_checks,
+        trace=trace,
+        tables=params.tables,
+        check_invariants=params.checks,
         show_progress=True,
-        long_task_windows=args.long_task_windows,
-        production_priority=args.production_priority,
+        params=params.sql_params(),
     )
-    console = Console()
+    console = Console(stderr=True)
     console.print(summary_table(run))
     if run.checks:
         console.print(f"{len(run.checks)} invariant checks hold", highlight=False)
-    console.print(f"wrote {settings.derived_dir / run.trace}", highlight=False)
-    return 0
+    return StageResult(
+        stage="derive",
+        trace=trace,
+        outputs=(f"derived/{trace}",),
+        headline=(("tables", str(len(run.tables))), ("invariant checks", str(len(run.checks)))),
+        seconds=time.perf_counter() - started,
+    )

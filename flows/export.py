@@ -8,7 +8,7 @@ one row per record and parameter) atomically. Later stages read it with
 
 from __future__ import annotations
 
-import argparse
+import time
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,9 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from tracelab.analysis.export import params_document, write_params_csv, write_params_json
+from tracelab.analysis.stage_params import ExportOptions
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
 
 FORMATS = ("json", "csv")
@@ -42,13 +45,17 @@ def write_document(doc: dict[str, Any], out: Path, fmt: str) -> Path:
     return write_params_json(doc, out)
 
 
-@flow(name="export-params")
+@flow(name="tracelab-export", flow_run_name=flow_run_name("export"))
 def export_flow(data_dir: Path, out: Path | None = None, fmt: str = "json") -> Path:
     """Write the params document; returns its path."""
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of: {', '.join(FORMATS)}")
     target = out or default_export_path(data_dir, fmt)
-    return write_document(build_document(data_dir), target, fmt)
+    doc = build_document(data_dir)
+    path = write_document(doc, target, fmt)
+    headline = (("records", str(len(doc["records"]))), ("traces", ", ".join(doc["traces"])))
+    publish_summary("export", "all", headline, "params")
+    return path
 
 
 def default_export_path(data_dir: Path, fmt: str) -> Path:
@@ -56,18 +63,13 @@ def default_export_path(data_dir: Path, fmt: str) -> Path:
     return data_dir / "exports" / f"params.{fmt}"
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--format", choices=FORMATS, default="json", help="json (default) or csv")
-    parser.add_argument(
-        "--out",
-        type=Path,
-        default=None,
-        metavar="PATH",
-        help="where to write (default DATA/exports/params.json or params.csv)",
-    )
-
-
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    path = export_flow(data_dir=settings.data_dir, out=args.out, fmt=args.format)
-    print(f"tracelab export: wrote {path}")
-    return 0
+def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageResult:
+    """The registry's entry point: write the params document."""
+    started = time.perf_counter()
+    out = Path(params.out) if params.out else None
+    path = export_flow(data_dir=settings.data_dir, out=out, fmt=params.format)
+    try:
+        shown = str(path.relative_to(settings.data_dir))
+    except ValueError:
+        shown = str(path)
+    return StageResult("export", trace, (shown,), seconds=time.perf_counter() - started)

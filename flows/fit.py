@@ -8,8 +8,7 @@ fits the priors (:mod:`analysis.priors`) into ``DATA/results/azure-2017/priors/`
 
 from __future__ import annotations
 
-import argparse
-import json
+import time
 from pathlib import Path
 
 import polars as pl
@@ -23,9 +22,14 @@ from tracelab.analysis.azure_vmtable import (
     register_vmtable_csv,
     register_vmtable_lake,
 )
+from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import write_stage_params
 from tracelab.analysis.priors import azure_priors, priors_summary, priors_tables
 from tracelab.analysis.schemas import AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.stage_outputs import write_stage_outputs
+from tracelab.analysis.stage_params import FitOptions
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
 
@@ -70,16 +74,7 @@ def fit_priors(
         alpha=alpha,
     )
     out = settings.results_dir / TRACE / "priors"
-    out.mkdir(parents=True, exist_ok=True)
-    for name, frame in priors_tables(priors).items():
-        tmp = out / f"{name}.parquet.tmp"
-        frame.write_parquet(tmp)
-        tmp.replace(out / f"{name}.parquet")
-    summary = out / "summary.json"
-    summary.with_suffix(".json.tmp").write_text(
-        json.dumps(priors_summary(priors), indent=2, sort_keys=True), encoding="utf-8"
-    )
-    summary.with_suffix(".json.tmp").replace(summary)
+    write_stage_outputs(out, priors_tables(priors), priors_summary(priors))
     path = write_stage_params(out, priors.records())
     logger.info(
         "priors from %d deployments: lifetime rate Gamma(%.3g, %.3g), alpha %.3g",
@@ -91,82 +86,28 @@ def fit_priors(
     return path
 
 
-@flow(name="fit-azure-2017")
-def fit_azure_flow(
-    data_dir: Path,
-    vmtable_csv: Path | None = None,
-    seed: int = 0,
-    n_boot: int = 200,
-    zero_event_probability: float = 0.5,
-    alpha: float | None = None,
-    shutdown_min_vms: int = 3,
-    duckdb_memory_limit: str = "8GB",
-    duckdb_threads: int = 0,
-    duckdb_temp_dir: Path | None = None,
-) -> Path:
+@flow(name="tracelab-fit", flow_run_name=flow_run_name("fit"))
+def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     """Derive the azure tables, then fit the priors; returns the stage's params.json."""
-    settings = Settings(
-        data_dir=data_dir,
-        duckdb_memory_limit=duckdb_memory_limit,
-        duckdb_threads=duckdb_threads,
-        duckdb_temp_dir=duckdb_temp_dir,
+    vmtable = Path(params.vmtable) if params.vmtable else None
+    counts = derive_azure(settings, vmtable, params.shutdown_min_vms)
+    path = fit_priors(
+        settings, params.seed, params.n_boot, params.zero_event_probability, params.alpha
     )
-    derive_azure(settings, vmtable_csv, shutdown_min_vms)
-    return fit_priors(settings, seed, n_boot, zero_event_probability, alpha)
+    headline = (("deployments", f"{counts.get('fct_azure_deployments', 0):,}"),)
+    publish_summary("fit", trace, headline, "azure-priors")
+    return path
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--trace",
-        default=TRACE,
-        choices=["azure-2017", "google-2011"],
-        help="trace id (default azure-2017; google-2011 fits are written by `tracelab analyze`)",
+def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+    """The registry's entry point: the fit flow with typed parameters."""
+    if params.vmtable and not Path(params.vmtable).is_file():
+        raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
+    started = time.perf_counter()
+    path = fit_azure_flow(settings, trace, params)
+    return StageResult(
+        stage="fit",
+        trace=trace,
+        outputs=(f"derived/{trace}", str(path.parent.relative_to(settings.data_dir))),
+        seconds=time.perf_counter() - started,
     )
-    parser.add_argument(
-        "--vmtable",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="fit this V1 vmtable CSV(.gz) instead of the lake",
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--n-boot", type=int, default=200, help="bootstrap replicates (default 200)"
-    )
-    parser.add_argument(
-        "--zero-event-probability",
-        type=float,
-        default=0.5,
-        help="a zero-event MLE becomes the value at which no event has this probability (default 0.5)",
-    )
-    parser.add_argument(
-        "--alpha", type=float, default=None, help="fix alpha instead of estimating it"
-    )
-    parser.add_argument(
-        "--shutdown-min-vms",
-        type=int,
-        default=3,
-        help="VMs ending together that mark a shutdown (default 3, seed 004)",
-    )
-
-
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    if args.trace != TRACE:
-        print(
-            f"tracelab fit: nothing to fit for {args.trace}; its Gamma fits come from `tracelab analyze`"
-        )
-        return 0
-    path = fit_azure_flow(
-        data_dir=settings.data_dir,
-        vmtable_csv=args.vmtable,
-        seed=args.seed,
-        n_boot=args.n_boot,
-        zero_event_probability=args.zero_event_probability,
-        alpha=args.alpha,
-        shutdown_min_vms=args.shutdown_min_vms,
-        duckdb_memory_limit=settings.duckdb_memory_limit,
-        duckdb_threads=settings.duckdb_threads,
-        duckdb_temp_dir=settings.duckdb_temp_dir,
-    )
-    print(f"tracelab fit: wrote {path}")
-    return 0

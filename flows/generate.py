@@ -13,7 +13,11 @@ from pathlib import Path
 from prefect import flow, task
 
 from tracelab.analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
+from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
+
+#: the built-in default sample's size, the same for `generate` and `run`
+DEFAULT_SCALE = "small"
 
 
 @task(name="write-synthetic-trace")
@@ -40,12 +44,12 @@ def write_synthetic_trace(
     )
 
 
-@flow(name="tracelab-generate", log_prints=False)
+@flow(name="tracelab-generate", flow_run_name=flow_run_name("generate"), log_prints=False)
 def generate_flow(
     trace: str = "google-2011",
     out: str = "data/raw/google-2011",
     seed: int = 0,
-    scale: str = "tiny",
+    scale: str = "small",
     target_mb: float | None = None,
     part_mb: float | None = None,
     progress: bool = False,
@@ -57,8 +61,9 @@ def generate_flow(
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace",
+        choices=GENERATED_TRACES,
         default="google-2011",
-        help=f"trace id: {', '.join(GENERATED_TRACES)} (default: google-2011)",
+        help="trace to generate (default: %(default)s)",
     )
     parser.add_argument(
         "--out",
@@ -69,8 +74,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
     parser.add_argument(
         "--scale",
-        default="tiny",
-        help=f"size: {' | '.join(SCALES)} (default: tiny)",
+        choices=SCALES,
+        default=DEFAULT_SCALE,
+        help="size; small is the built-in default sample (default: %(default)s)",
     )
     parser.add_argument(
         "--target-mb",

@@ -66,6 +66,8 @@ from tracelab.analysis.ingest_run import (
     not_converted_row,
 )
 from tracelab.analysis.schemas import trace_tables
+from tracelab.flows.observe import flow_run_name
+from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from tracelab.flows.settings import Settings
 
@@ -141,7 +143,12 @@ _WORKERS = 2
 _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=_WORKERS)
 
 
-@flow(name="ingest", task_runner=_RUNNER, validate_parameters=False)  # type: ignore[arg-type]
+@flow(
+    name="tracelab-ingest",
+    flow_run_name=flow_run_name("ingest"),
+    task_runner=_RUNNER,  # type: ignore[arg-type]
+    validate_parameters=False,
+)
 def ingest_flow(
     trace: str,
     raw_dir: Path,
@@ -228,7 +235,9 @@ def ingest_flow(
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", help="trace id (google-2011, azure-2017)")
+    parser.add_argument(
+        "--trace", choices=TRACES, default=TRACES[0], help="trace to ingest (default: %(default)s)"
+    )
     parser.add_argument(
         "--raw",
         type=Path,
@@ -266,15 +275,35 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
         )
     settings = settings_with_scaleout(args, settings)
+    return ingest_trace(
+        settings,
+        args.trace,
+        raw_dir,
+        chunk_mb=args.chunk_mb,
+        batch_mb=args.batch_mb,
+        show_progress=not args.no_progress,
+    )
+
+
+def ingest_trace(
+    settings: Settings,
+    trace: str,
+    raw_dir: Path,
+    *,
+    chunk_mb: int = 32,
+    batch_mb: int = 32,
+    show_progress: bool = True,
+) -> int:
+    """Ingest ``raw_dir`` (on Dask when the settings say so), print the summary; 1 if any error."""
     runner = dask_task_runner(settings)
     run = ingest_flow if runner is None else ingest_flow.with_options(task_runner=runner)
     summary = run(
-        trace=args.trace,
+        trace=trace,
         raw_dir=raw_dir,
         lake_dir=settings.lake_dir,
-        chunk_mb=args.chunk_mb,
-        batch_mb=args.batch_mb,
-        show_progress=not args.no_progress and sys.stderr.isatty(),
+        chunk_mb=chunk_mb,
+        batch_mb=batch_mb,
+        show_progress=show_progress and sys.stderr.isatty(),
     )
     # a wide console when piped, so table rows and reasons stay on one line in logs
     print_summary(summary, Console(width=None if sys.stdout.isatty() else 160))

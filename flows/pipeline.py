@@ -1,10 +1,9 @@
 """`tracelab run`: every stage in order, as one Prefect flow with the stages as subflows.
 
 Per trace: generate the built-in default sample when ``DATA/raw/<trace>`` holds no files (and no
-``--raw`` was given), then ingest, then the trace's stages (google-2011: derive, analyze;
-azure-2017: fit); then export and report once. Each stage is run through its own sub-command
-module (``flows/<stage>.py``: the same parser and ``run_command`` as the CLI), so a stage's flow
-runs as a subflow of this one with exactly the options a user would give it.
+``--raw`` was given), then ingest; then every stage of the registry (``flows/registry.py``) in
+its order, each called directly with its typed default parameters and skipped when its input
+fingerprint and its outputs are unchanged since its last success; then the report.
 """
 
 from __future__ import annotations
@@ -12,13 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import Protocol, cast
 
-from prefect import flow, get_run_logger
+from prefect import flow
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.fingerprints import (
@@ -26,27 +24,22 @@ from tracelab.analysis.fingerprints import (
     combined_fingerprint,
     files_fingerprint,
     lake_fingerprint,
+    outputs_fingerprint,
     read_stage_state,
     write_stage_state,
 )
 from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
+from tracelab.flows.ingest import ingest_trace
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import ALL, TRACES, Stage, params_json, stages_for
 from tracelab.flows.report import print_summary, report_flow
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.site import SiteBuild
 
-TRACES = ("google-2011", "azure-2017")
-#: the stages after ingest, per trace (METHODS §1–2)
-TRACE_STAGES: dict[str, tuple[str, ...]] = {
-    "google-2011": ("derive", "analyze"),
-    "azure-2017": ("fit",),
-}
 SCALES = ("tiny", "small", "medium", "large")
-
-
-class _CommandModule(Protocol):
-    def run_command(self, args: argparse.Namespace, settings: Settings) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -69,50 +62,42 @@ def code_fingerprint() -> str:
     return files_fingerprint(code)
 
 
-def _stage_outputs(stage: str, trace: str, settings: Settings) -> Path:
-    """The folder or file whose presence shows a stage's outputs are still there."""
-    return {
-        "derive": settings.derived_dir / trace,
-        "analyze": settings.results_dir / trace,
-        "fit": settings.results_dir / trace,
-        "export": settings.exports_dir / "params.json",
-    }[stage]
-
-
 def _state_path(stage: str, trace: str, settings: Settings) -> Path:
     return settings.data_dir / "state" / trace / f"{stage}.json"
 
 
 def unchanged_since_last_success(
-    stage: str, trace: str, input_fingerprint: str, settings: Settings
-) -> bool:
-    """True when the stage last succeeded on exactly these inputs and its outputs still exist."""
-    state = read_stage_state(_state_path(stage, trace, settings))
-    output = _stage_outputs(stage, trace, settings)
-    return (
-        state is not None
-        and state.input_fingerprint == input_fingerprint
-        and output.exists()
-        and (output.is_file() or any(output.iterdir()))
-    )
+    stage: Stage, trace: str, input_fingerprint: str, settings: Settings
+) -> StageState | None:
+    """The recorded state when the stage last succeeded on exactly these inputs and its outputs
+    are still exactly what it wrote; else None."""
+    state = read_stage_state(_state_path(stage.name, trace, settings))
+    if state is None or state.input_fingerprint != input_fingerprint:
+        return None
+    outputs = stage.output_paths(settings.data_dir, trace)
+    if not all(p.exists() for p in outputs):
+        return None
+    if state.outputs_fingerprint != outputs_fingerprint(outputs):
+        return None
+    return state
 
 
 def incremental_timing(
-    stage: str, trace: str, argv: Sequence[str], input_fingerprint: str, settings: Settings
+    stage: Stage, trace: str, params: object, input_fingerprint: str, settings: Settings
 ) -> StageTiming:
-    """Run a stage unless its inputs are unchanged since its last success; record success."""
-    if unchanged_since_last_success(stage, trace, input_fingerprint, settings):
-        note = "inputs unchanged since the last successful run (same checksums)"
-        print(f"[{stage}] {trace} unchanged: {note}", flush=True)
-        return StageTiming(stage, trace, "unchanged", 0.0, note)
-    timing = stage_timing(stage, trace, argv, settings)
+    """Run a stage unless its inputs and outputs are unchanged since its last success."""
+    state = unchanged_since_last_success(stage, trace, input_fingerprint, settings)
+    if state is not None:
+        note = f"inputs unchanged since the successful run of {state.finished_at} (same checksums)"
+        print(f"[{stage.name}] {trace} unchanged: {note}", flush=True)
+        publish_summary(stage.name, trace, (("status", "unchanged"), ("since", state.finished_at)))
+        return StageTiming(stage.name, trace, "unchanged", 0.0, note)
+    timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
     if timing.status == "ok":
-        write_stage_state(
-            _state_path(stage, trace, settings),
-            StageState(
-                stage, trace, input_fingerprint, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-            ),
-        )
+        outputs = outputs_fingerprint(stage.output_paths(settings.data_dir, trace))
+        finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        state = StageState(stage.name, trace, input_fingerprint, finished, outputs)
+        write_stage_state(_state_path(stage.name, trace, settings), state)
     return timing
 
 
@@ -121,91 +106,121 @@ def has_raw_files(raw_dir: Path) -> bool:
     return raw_dir.is_dir() and any(p.is_file() for p in raw_dir.rglob("*"))
 
 
-def stage_timing(stage: str, trace: str, argv: Sequence[str], settings: Settings) -> StageTiming:
-    """Run one sub-command in-process and report how it went.
+def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTiming:
+    """Run one stage in-process and report how it went.
 
-    Status ``ok``, or ``failed`` (with the reason in ``note``) when it raises or exits non-zero, so the run can still build a site that
-    shows what failed.
+    Status ``ok``, or ``failed`` (with the reason in ``note``) when it raises or exits non-zero,
+    so the run can still build a site that shows what failed.
     """
-    from tracelab.flows.cli import build_parser
-
-    args = build_parser(configure=(stage,)).parse_args([stage, *argv])
-    module = cast(_CommandModule, args._module)
     started = time.perf_counter()
-    print(f"[{stage}] {trace} ...", flush=True)
+    print(f"[{name}] {trace} ...", flush=True)
     try:
-        rc = module.run_command(args, settings)
+        rc = run()
     except TracelabError as exc:
         status, note = "failed", str(exc)
     except Exception as exc:  # a stage's bug must not lose the other stages' report
         status, note = "failed", f"{type(exc).__name__}: {exc}"
     else:
-        status, note = ("ok", "") if rc == 0 else ("failed", f"exited with status {rc}")
+        failed = isinstance(rc, int) and rc != 0
+        status, note = ("failed", f"exited with status {rc}") if failed else ("ok", "")
     seconds = time.perf_counter() - started
     print(
-        f"[{stage}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
+        f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
     )
-    return StageTiming(stage, trace, status, seconds, note)
+    return StageTiming(name, trace, status, seconds, note)
 
 
-@flow(name="tracelab-run")
+def _raw_timings(
+    settings: Settings, trace: str, raw_dir: Path | None, scale: str, seed: int
+) -> list[StageTiming]:
+    """Generate the default sample when needed, then ingest ``trace``."""
+    raw = raw_dir or settings.raw_dir / trace
+    timings: list[StageTiming] = []
+    if raw_dir is None and not has_raw_files(raw):
+        print(f"no raw data in {raw}: generating the default {scale} sample", flush=True)
+        timings.append(
+            stage_timing(
+                "generate",
+                trace,
+                lambda: generate_flow(trace=trace, out=str(raw), seed=seed, scale=scale),
+            )
+        )
+        if timings[-1].status == "failed":
+            return timings
+    if not has_raw_files(raw):
+        note = f"no raw files in {raw}"
+        print(f"[ingest] {trace} skipped: {note}", flush=True)
+        return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
+    timings.append(stage_timing("ingest", trace, lambda: ingest_trace(settings, trace, raw)))
+    return timings
+
+
+def _stage_fingerprint(
+    stage: Stage, trace: str, params: object, upstream: list[str], settings: Settings, code: str
+) -> str:
+    traces = TRACES if trace == ALL else (trace,)
+    lakes = [lake_fingerprint(read_manifest(settings.lake_dir / t)) for t in traces]
+    return combined_fingerprint(stage.name, trace, params_json(params), code, *lakes, *upstream)
+
+
+def _stage_timings(
+    settings: Settings, traces: tuple[str, ...], failed_traces: set[str], code: str
+) -> list[StageTiming]:
+    """Every registry stage of the selected traces, in order, each skipped when unchanged."""
+    timings: list[StageTiming] = []
+    fingerprints: dict[tuple[str, str], str] = {}
+    for stage, trace in stages_for(traces):
+        blocked = failed_traces if trace == ALL else failed_traces & {trace}
+        if blocked:
+            note = f"an earlier stage of {', '.join(sorted(blocked))} failed"
+            timings.append(StageTiming(stage.name, trace, "skipped", 0.0, note))
+            continue
+        params = stage.params_type()()
+        upstream = [
+            fp
+            for (name, t), fp in fingerprints.items()
+            if name in stage.upstream and (trace == ALL or t in (trace, ALL))
+        ]
+        fingerprint = _stage_fingerprint(
+            stage, trace, params, sorted(set(upstream)), settings, code
+        )
+        missing = stage.missing_input(settings.data_dir, trace)
+        if missing is not None:
+            timing = StageTiming(stage.name, trace, "failed", 0.0, missing)
+        else:
+            timing = incremental_timing(stage, trace, params, fingerprint, settings)
+        fingerprints[(stage.name, trace)] = fingerprint
+        timings.append(timing)
+        if timing.status == "failed":
+            failed_traces.update(TRACES if trace == ALL else (trace,))
+    return timings
+
+
+@flow(name="tracelab-run", flow_run_name=flow_run_name("run"))
 def pipeline_flow(
     settings: Settings,
     traces: tuple[str, ...] = TRACES,
     raw_dir: Path | None = None,
-    scale: str = "small",
+    scale: str = DEFAULT_SCALE,
     seed: int = 0,
     rebuild_report: bool = False,
 ) -> PipelineResult:
-    """Generate (if needed), ingest, derive/analyze/fit per trace, then export and report.
+    """Generate (if needed) and ingest each trace, then every registry stage, then the report.
 
-    A failed stage stops the later stages of its trace (they read its output); the other trace
-    still runs, the export is skipped (it would publish a partial document) and the report is
-    built so the site shows what failed. The report pages are rebuilt only when the checksums of
-    their inputs changed since the latest run (or with ``rebuild_report``); every run is recorded
-    in the site's history either way.
+    A failed stage stops the later stages of its trace (they read its output) and the stages
+    that run once for all traces (export and what reads it); the other trace still runs, and the
+    report is built so the site shows what failed. The report pages are rebuilt only when the
+    checksums of their inputs changed since the latest run (or with ``rebuild_report``); every
+    run is recorded in the site's history either way.
     """
-    logger = get_run_logger()
     timings: list[StageTiming] = []
-    code = code_fingerprint()
-    #: output fingerprint of every stage that ran (or was unchanged) in this run
-    outputs: list[str] = []
+    failed: set[str] = set()
     for trace in traces:
-        raw = raw_dir or settings.raw_dir / trace
-        plan: list[tuple[str, list[str]]] = []
-        if raw_dir is None and not has_raw_files(raw):
-            logger.info("no raw data in %s: generating the default %s sample", raw, scale)
-            plan.append(
-                (
-                    "generate",
-                    ["--trace", trace, "--out", str(raw), "--scale", scale, "--seed", str(seed)],
-                )
-            )
-        plan.append(("ingest", ["--trace", trace, "--raw", str(raw)]))
-        plan.extend((stage, ["--trace", trace]) for stage in TRACE_STAGES[trace])
-        for stage, argv in plan:
-            if stage == "ingest" and not has_raw_files(raw):
-                note = f"no raw files in {raw}"
-                print(f"[ingest] {trace} skipped: {note}", flush=True)
-                timings.append(StageTiming("ingest", trace, "skipped", 0.0, note))
-                break
-            if stage in ("generate", "ingest"):
-                # ingest is incremental by itself: unchanged files are skipped by checksum
-                timing = stage_timing(stage, trace, argv, settings)
-            else:
-                lake = lake_fingerprint(read_manifest(settings.lake_dir / trace))
-                upstream = outputs[-1] if stage == "analyze" and outputs else lake
-                fingerprint = combined_fingerprint(stage, trace, upstream, code)
-                timing = incremental_timing(stage, trace, argv, fingerprint, settings)
-                outputs.append(fingerprint)
-            timings.append(timing)
-            if timing.status == "failed":
-                break
-    if any(t.status == "failed" for t in timings):
-        timings.append(StageTiming("export", "all", "skipped", 0.0, "an earlier stage failed"))
-    else:
-        fingerprint = combined_fingerprint("export", *outputs, code)
-        timings.append(incremental_timing("export", "all", [], fingerprint, settings))
+        raw = _raw_timings(settings, trace, raw_dir, scale, seed)
+        timings += raw
+        if any(t.status in ("failed", "skipped") for t in raw):
+            failed.add(trace)
+    timings += _stage_timings(settings, traces, failed, code_fingerprint())
     started = time.perf_counter()
     print("[report] ...", flush=True)
     parameters = (
@@ -247,8 +262,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scale",
         choices=SCALES,
-        default="small",
-        help="size of the generated default sample when no raw data is present (default: small)",
+        default=DEFAULT_SCALE,
+        help="size of the generated default sample when no raw data is present (default: %(default)s)",
     )
     parser.add_argument(
         "--seed", type=int, default=0, help="seed of the generated sample (default 0)"

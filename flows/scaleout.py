@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tracelab.analysis.errors import TracelabError
 from tracelab.flows.settings import Settings
 
 
@@ -34,6 +35,9 @@ def add_scaleout_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_with_scaleout(args: argparse.Namespace, settings: Settings) -> Settings:
     """Settings with the command's --workers / --dask-address applied."""
+    workers = getattr(args, "workers", None)
+    if workers is not None and workers < 0:
+        raise TracelabError(f"--workers {workers}: must be 0 (no Dask) or more")
     return settings.with_overrides(
         workers=getattr(args, "workers", None), dask_address=getattr(args, "dask_address", None)
     )

@@ -16,7 +16,8 @@ from typing import Any
 from prefect import flow
 
 from tracelab.flows.lock import data_dir_lock
-from tracelab.flows.pipeline import TRACES, pipeline_flow
+from tracelab.flows.pipeline import pipeline_flow
+from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings, settings_from_env
 

@@ -110,6 +110,9 @@ class PageContext:
     def results(self, stage: str) -> Path:
         return self._read(Path("results") / self.trace / stage)
 
+    def export(self, name: str = "params.json") -> Path:
+        return self._read(Path("exports") / name)
+
     def _read(self, relative: Path) -> Path:
         self.reads.append(relative.as_posix())
         return self.data_dir / relative

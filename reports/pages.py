@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracelab.reports import pages_analysis as a
 from tracelab.reports import pages_google as g
+from tracelab.reports import pages_params as pp
 from tracelab.reports import pages_priors as pr
 from tracelab.reports.model import PageSpec
 
@@ -151,4 +152,28 @@ AZURE_PAGES: tuple[PageSpec, ...] = (
     ),
 )
 
-ALL_PAGES: tuple[PageSpec, ...] = GOOGLE_DERIVED_PAGES + GOOGLE_ANALYSIS_PAGES + AZURE_PAGES
+EXPORT_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "params",
+        "Exported parameters",
+        "all",
+        "export",
+        ("exports/params.json",),
+        "tracelab export",
+        pp.params_sections,
+    ),
+)
+
+PAGE_SPECS: dict[str, PageSpec] = {
+    p.slug: p for p in GOOGLE_DERIVED_PAGES + GOOGLE_ANALYSIS_PAGES + AZURE_PAGES + EXPORT_PAGES
+}
+
+
+def _pages_in_registry_order() -> tuple[PageSpec, ...]:
+    from tracelab.flows.registry import STAGES
+
+    return tuple(PAGE_SPECS[slug] for stage in STAGES for slug in stage.pages)
+
+
+#: every page, in the registry's stage order (``flows/registry.py`` lists each stage's pages)
+ALL_PAGES: tuple[PageSpec, ...] = _pages_in_registry_order()

@@ -10,8 +10,10 @@ import pytest
 
 from tracelab.analysis.params import read_stage_params
 from tracelab.analysis.stage_outputs import read_summary
+from tracelab.analysis.stage_params import AnalyzeOptions
 from tracelab.flows.analyze import STAGES, analyze_flow
 from tracelab.flows.cli import main
+from tracelab.flows.settings import Settings
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000
@@ -84,8 +86,8 @@ def _write_inputs(data: Path, n_tasks: int = 120, seed: int = 0) -> None:
 
 def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
     _write_inputs(tmp_path)
+    settings = Settings(data_dir=tmp_path)
     kwargs = {
-        "data_dir": str(tmp_path),
         "seed": 3,
         "k": 4,
         "k_range": (2, 4, 6),
@@ -96,7 +98,7 @@ def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
         "bootstrap": 20,
         "batch_rows": 1000,
     }
-    summaries = analyze_flow(**kwargs)
+    summaries = analyze_flow(settings, TRACE, AnalyzeOptions(**kwargs))
     assert tuple(summaries) == STAGES
     results = tmp_path / "results" / TRACE
     for stage in STAGES:
@@ -122,10 +124,10 @@ def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
     assert records["sum_inst_normality_table"].distribution == "anderson-darling-table"
     # the same seed reproduces every number
     first = pl.read_parquet(results / "time_invariance" / "tests.parquet")
-    analyze_flow(**{**kwargs, "stages": ("time_invariance",)})
+    analyze_flow(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("time_invariance",)}))
     assert pl.read_parquet(results / "time_invariance" / "tests.parquet").equals(first)
     # more clusters than tasks: the stage says why it did nothing instead of failing the run
-    analyze_flow(**{**kwargs, "stages": ("clustering",), "k": 500})
+    analyze_flow(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("clustering",), "k": 500}))
     assert "only 120 long-task histograms" in read_summary(results / "clustering")["skipped"]
     assert not list((results / "clustering").glob("*.parquet"))
     assert read_stage_params(results / "clustering") == []

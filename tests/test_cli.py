@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tracelab.flows.cli import COMMANDS, main
+from tracelab.flows.cli import commands, main
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-@pytest.mark.parametrize("command", [c[0] for c in COMMANDS])
+@pytest.mark.parametrize("command", [c[0] for c in commands()])
 def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main([command, "--help"])
@@ -27,7 +27,7 @@ def _modules_loaded_by(argv: list[str]) -> set[str]:
     """Top-level modules imported by ``tracelab ARGV`` in a fresh interpreter."""
     code = (
         "import sys\n"
-        "from flows.cli import main\n"
+        "from tracelab.flows.cli import main\n"
         "try:\n"
         f"    main({argv!r})\n"
         "except SystemExit:\n"

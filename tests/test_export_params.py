@@ -205,4 +205,4 @@ def test_export_flow_and_cli(
     assert out.read_text().startswith("trace,stage,name,")
     assert "wrote" in capsys.readouterr().out
     assert main(["export", "--data", str(data_dir / "none")]) == 1
-    assert "no stage results" in capsys.readouterr().err
+    assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err

@@ -14,10 +14,12 @@ from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtabl
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import load_params
 from tracelab.analysis.params import read_stage_params
+from tracelab.analysis.stage_params import FitOptions
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main
 from tracelab.flows.export import export_flow
 from tracelab.flows.fit import fit_azure_flow
+from tracelab.flows.settings import Settings
 
 REAL_VMTABLE = "azure-public-dataset-v1/filtered_vmtables_50.csv"
 
@@ -33,7 +35,8 @@ def test_fit_flow_writes_derived_tables_and_priors(
     prefect_harness: None, tmp_path: Path, tiny_csv: Path
 ) -> None:
     data = tmp_path / "data"
-    params_path = fit_azure_flow(data_dir=data, vmtable_csv=tiny_csv, seed=1, n_boot=20)
+    options = FitOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
+    params_path = fit_azure_flow(Settings(data_dir=data), "azure-2017", options)
     assert params_path == data / "results" / "azure-2017" / "priors" / "params.json"
     derived = data / "derived" / "azure-2017"
     for name in derive.derived_table_names("azure-2017"):
@@ -73,7 +76,7 @@ def test_fit_flow_writes_derived_tables_and_priors(
     assert {"name", "parameter", "value", "unit", "ci_low", "ci_high"} <= set(table.columns)
 
     # same seed, same numbers: the bootstrap is seeded
-    again = fit_azure_flow(data_dir=tmp_path / "again", vmtable_csv=tiny_csv, seed=1, n_boot=20)
+    again = fit_azure_flow(Settings(data_dir=tmp_path / "again"), "azure-2017", options)
     first = {r.name: r for r in read_stage_params(params_path.parent)}
     second = {r.name: r for r in read_stage_params(again.parent)}
     assert first["scaleout_size_prior"].ci == second["scaleout_size_prior"].ci
@@ -93,11 +96,14 @@ def test_fit_cli_reads_the_lake_or_says_to_ingest(
     assert "tracelab ingest --trace azure-2017" in err
 
 
-def test_fit_cli_on_google_is_a_no_op(
-    prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+def test_fit_cli_on_google_says_where_its_fits_come_from(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["fit", "--trace", "google-2011", "--data", str(tmp_path)]) == 0
-    assert "nothing to fit for google-2011" in capsys.readouterr().out
+    assert main(["fit", "--trace", "google-2011", "--data", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "runs on azure-2017, not google-2011" in err[0]
+    assert "tracelab analyze" in err[0]
 
 
 @pytest.mark.real_data

@@ -1,0 +1,53 @@
+"""`tracelab sql`: the data directory as one DuckDB database (``DATA/tracelab.duckdb``).
+
+The catalog file holds only views (no data): one per lake table, derived table and result table,
+times also as TIMESTAMP columns, column comments from the schema registry. ``duckdb
+data/tracelab.duckdb`` then ``select * from task_events limit 5`` just works, and the plain
+``duckdb`` Python package opens it too. The catalog is rebuilt on every ``tracelab sql`` and
+after every ``tracelab run``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tracelab.analysis.catalog import catalog_path, write_catalog
+from tracelab.flows.settings import Settings
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "query",
+        nargs="?",
+        default=None,
+        help="a SQL query to run and print (default: rebuild the catalog and say how to open it)",
+    )
+    parser.add_argument(
+        "--max-rows", type=int, default=40, help="rows printed for a query (default: %(default)s)"
+    )
+
+
+def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    import duckdb
+
+    from tracelab.analysis.errors import TracelabError
+
+    path = write_catalog(settings.data_dir)
+    if args.query is None:
+        print(f"catalog: {path}")
+        print(
+            f'open it with: duckdb {path}   (or: tracelab sql "select * from task_events limit 5")'
+        )
+        return 0
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rel = con.sql(args.query)
+        if rel is None:
+            return 0
+        rel.show(max_rows=args.max_rows, max_width=sys.maxsize)
+    except duckdb.Error as exc:
+        raise TracelabError(f"{catalog_path(settings.data_dir)}: {exc}".splitlines()[0]) from None
+    finally:
+        con.close()
+    return 0

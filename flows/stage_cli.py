@@ -1,0 +1,142 @@
+"""A stage's command line, built from its registry record: options, range checks, input check.
+
+Every field of the stage's parameter dataclass becomes a flag (``--help`` shows its default;
+tuples are comma-separated; booleans get ``--x/--no-x``); a value outside the declared range is a
+one-line error before anything runs; a missing input names the command that makes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import typing
+from pathlib import Path
+from typing import Any
+
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.stage_api import element_type, option_spec, out_of_range
+from tracelab.flows.registry import ALL, STAGES, TRACES, Stage, StageResult
+from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
+from tracelab.flows.settings import Settings
+
+
+def _parse_scalar(kind: type, text: str) -> Any:
+    if kind is int:
+        return int(text)
+    if kind is float:
+        return float(text)
+    return text
+
+
+def _converter(kind: type, is_tuple: bool) -> Any:
+    name = {int: "integers", float: "numbers"}.get(kind, "values")
+
+    def convert(text: str) -> Any:
+        try:
+            if is_tuple:
+                return tuple(_parse_scalar(kind, v.strip()) for v in text.split(",") if v.strip())
+            return _parse_scalar(kind, text)
+        except ValueError:
+            what = f"comma-separated {name}" if is_tuple else name.rstrip("s")
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+
+    return convert
+
+
+def _shown(default: Any) -> str:
+    if isinstance(default, tuple):
+        return ",".join(str(v) for v in default) or "(none)"
+    return "(none)" if default in (None, "") else str(default)
+
+
+def add_params_arguments(parser: argparse.ArgumentParser, params_type: type[Any]) -> None:
+    """One flag per :func:`~tracelab.analysis.stage_api.option` field of ``params_type``."""
+    hints = typing.get_type_hints(params_type)
+    for f in dataclasses.fields(params_type):
+        spec = option_spec(f)
+        if spec is None:
+            continue
+        flag = spec.flag or "--" + f.name.replace("_", "-")
+        kind, is_tuple = element_type(hints[f.name])
+        text = spec.help + f" (default: {_shown(f.default)})"
+        if kind is bool:
+            parser.add_argument(
+                flag,
+                dest=f.name,
+                action=argparse.BooleanOptionalAction,
+                default=f.default,
+                help=text,
+            )
+            continue
+        metavar = "A,B,..." if is_tuple else {int: "N", float: "X"}.get(kind, "VALUE")
+        parser.add_argument(
+            flag,
+            dest=f.name,
+            type=_converter(kind, is_tuple),
+            default=f.default,
+            metavar=metavar,
+            help=text,
+        )
+
+
+def params_from_args(params_type: type[Any], args: argparse.Namespace) -> Any:
+    """The parameter object from parsed flags; a value out of range is a :class:`TracelabError`."""
+    values = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(params_type)
+        if option_spec(f) is not None and hasattr(args, f.name)
+    }
+    params = params_type(**values)
+    problem = out_of_range(params)
+    if problem is not None:
+        raise TracelabError(problem)
+    return params
+
+
+def configure_stage_parser(parser: argparse.ArgumentParser, stage: Stage) -> None:
+    """``--trace`` (the stage's traces), the stage's options and the scale-out flags."""
+    if stage.traces != (ALL,):
+        # the same choices on every command; a stage that does not apply says so in one line
+        parser.add_argument(
+            "--trace",
+            choices=TRACES,
+            default=stage.traces[0],
+            help=f"trace to run on; {stage.command} runs on {', '.join(stage.traces)} "
+            "(default: %(default)s)",
+        )
+    add_params_arguments(parser, stage.params_type())
+    add_scaleout_arguments(parser)
+
+
+def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings) -> int:
+    """Check parameters and inputs, run the stage's flow, print its headline numbers."""
+    params = params_from_args(stage.params_type(), args)
+    trace = getattr(args, "trace", ALL)
+    if trace not in stage.traces:
+        others = [s.command for s in STAGES if trace in s.traces and s.upstream]
+        raise TracelabError(
+            f"`tracelab {stage.command}` runs on {', '.join(stage.traces)}, not {trace}"
+            + (f" (for {trace}: tracelab {' / '.join(others)})" if others else "")
+        )
+    settings = settings_with_scaleout(args, settings)
+    # a stage given its own input file (fit --vmtable) does not need the lake
+    missing = (
+        None
+        if getattr(params, "reads_own_input", False)
+        else stage.missing_input(settings.data_dir, trace)
+    )
+    if missing is not None:
+        raise TracelabError(missing)
+    result = stage.runner()(settings, trace, params)
+    print_result(result, settings.data_dir)
+    return 0
+
+
+def print_result(result: StageResult, data_dir: Path) -> None:
+    for label, value in result.headline:
+        print(f"  {label}: {value}")
+    for out in result.outputs:
+        print(f"tracelab {result.stage}: wrote {data_dir / out}")
+
+
+__all__ = ["TRACES", "configure_stage_parser", "params_from_args", "run_stage_command"]
