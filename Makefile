@@ -27,7 +27,7 @@ lock:
 	build/lock-venv/bin/pip install --quiet --upgrade pip
 	build/lock-venv/bin/pip install --quiet '.[dev]'
 	{ echo "# pip freeze of pyproject's [dev] install: make lock rewrites it"; \
-	  build/lock-venv/bin/pip freeze --exclude tracelab; } > $(LOCK)
+	  build/lock-venv/bin/pip freeze --all --exclude tracelab --exclude pip; } > $(LOCK)
 
 ## Debian's chromium for the report's browser tests (those tests skip, saying why, without it)
 browser:

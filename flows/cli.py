@@ -197,7 +197,12 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     requested = _requested_command(argv)
     parser = build_parser(configure=() if requested is None else (requested,))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help and --version exit 0; a usage error was printed as one line
+        if exc.code in (0, None):
+            raise
+        return 1
     if args.command is None:
         parser.print_help()
         return 0

@@ -21,7 +21,8 @@ def flow_run_name(stage: str) -> Callable[[], str]:
         from prefect.runtime import flow_run
 
         params = flow_run.parameters or {}
-        trace = params.get("trace") or "all"
+        traces = params.get("traces")
+        trace = params.get("trace") or (",".join(traces) if traces else "all")
         return f"tracelab-{stage} {trace} {datetime.now(UTC):%Y-%m-%d}"
 
     return name

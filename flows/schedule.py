@@ -1,22 +1,29 @@
-"""`tracelab schedule`: the nightly Prefect deployment of the whole pipeline (issue #7).
+"""`tracelab schedule`: the nightly Prefect deployment of the whole pipeline, served until stopped.
 
-``prefect.serve`` registers the deployment and then runs its scheduled flow runs in this process.
-With no ``PREFECT_API_URL`` set, Prefect starts its embedded temporary server, so nothing else needs
-installing; with ``PREFECT_API_URL`` pointing at an existing Prefect server, the deployment and its
-runs appear there instead. Each night is incremental: ingest skips unchanged files by checksum and
-the later stages rerun only when the fingerprint of their inputs changed (``flows/pipeline.py``).
+With no ``PREFECT_API_URL``, it starts a persistent local Prefect server (loopback only, its
+database under ``DATA/prefect/``, with Prefect's scheduler service: the embedded temporary server
+has none, so a schedule there never fires), registers the deployment on it and serves its runs in
+this process; with ``PREFECT_API_URL`` set, it uses that server. The cron is read in
+``--timezone`` (default: the machine's). Each night is incremental: ingest skips unchanged files
+by checksum and the registry's stages rerun only when their input fingerprint changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import zoneinfo
 from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
+from tracelab.analysis.errors import TracelabError
 from tracelab.flows.lock import data_dir_lock
+from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow
+from tracelab.flows.prefect_server import DEFAULT_PORT, local_server
 from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings, settings_from_env
@@ -25,7 +32,7 @@ DEPLOYMENT_NAME = "nightly"
 DEFAULT_CRON = "0 2 * * *"
 
 
-@flow(name="tracelab-nightly")
+@flow(name="tracelab-nightly", flow_run_name=flow_run_name("nightly"))
 def nightly_flow(
     data_dir: str = "data",
     traces: tuple[str, ...] = TRACES,
@@ -49,6 +56,21 @@ def nightly_flow(
     return {f"{t.stage}/{t.trace}": t.status for t in result.timings}
 
 
+def machine_timezone() -> str:
+    """The machine's IANA time zone (``$TZ``, ``/etc/timezone`` or ``/etc/localtime``), else UTC."""
+    if os.environ.get("TZ", "").strip("/:"):
+        return os.environ["TZ"].lstrip(":")
+    with contextlib.suppress(OSError):
+        name = Path("/etc/timezone").read_text(encoding="utf-8").strip()
+        if name:
+            return name
+    with contextlib.suppress(OSError, ValueError):
+        target = str(Path("/etc/localtime").resolve())
+        if "zoneinfo/" in target:
+            return target.split("zoneinfo/", 1)[1]
+    return "UTC"
+
+
 def nightly_deployment(
     cron: str,
     data_dir: Path,
@@ -56,11 +78,18 @@ def nightly_deployment(
     raw_dir: Path | None,
     workers: int = 0,
     dask_address: str | None = None,
+    *,
+    timezone: str = "UTC",
+    interval_s: float | None = None,
 ) -> Any:
-    """The deployment object (a Prefect ``RunnerDeployment``) for ``cron``, not yet registered."""
+    """The deployment (a Prefect ``RunnerDeployment``) for ``cron`` in ``timezone``, not yet
+    registered; ``interval_s`` replaces the cron with a fixed interval (tests, frequent runs)."""
+    from prefect.schedules import Cron, Interval
+
+    schedule = Interval(interval_s) if interval_s else Cron(cron, timezone=timezone)
     return nightly_flow.to_deployment(
         name=DEPLOYMENT_NAME,
-        cron=cron,
+        schedule=schedule,
         parameters={
             "data_dir": str(data_dir.resolve()),
             "traces": list(traces),
@@ -72,11 +101,34 @@ def nightly_deployment(
     )
 
 
+def _valid_timezone(name: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"unknown time zone {name!r} (an IANA name such as Europe/Paris)"
+        ) from None
+    return name
+
+
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cron",
         default=DEFAULT_CRON,
         help=f'schedule as a cron expression (default "{DEFAULT_CRON}": 02:00 every night)',
+    )
+    parser.add_argument(
+        "--timezone",
+        type=_valid_timezone,
+        default=machine_timezone(),
+        help="time zone the cron is read in (default: the machine's, %(default)s)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="run every SECONDS instead of on the cron",
     )
     parser.add_argument(
         "--trace",
@@ -91,6 +143,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="raw trace root for --trace (default DATA/raw/<trace>)",
     )
     parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help="port of the local Prefect server when PREFECT_API_URL is not set (default: %(default)s)",
+    )
+    parser.add_argument(
         "--register-only",
         action="store_true",
         help="register the deployment with the Prefect API and exit instead of serving it",
@@ -98,24 +156,46 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_scaleout_arguments(parser)
 
 
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
+def _register_or_serve(deployment: Any, args: argparse.Namespace, where: str) -> int:
     from prefect import serve
 
-    traces = (args.trace,) if args.trace else TRACES
-    settings = settings_with_scaleout(args, settings)
-    deployment = nightly_deployment(
-        args.cron, settings.data_dir, traces, args.raw, settings.workers, settings.dask_address
-    )
+    when = f"every {args.interval:g} s" if args.interval else f'"{args.cron}" ({args.timezone})'
     if args.register_only:
         deployment_id = deployment.apply()
-        print(f"registered deployment tracelab-nightly/{DEPLOYMENT_NAME} ({deployment_id})")
         print(
-            f'schedule: "{args.cron}"; start a runner with `tracelab schedule --cron "{args.cron}"`'
+            f"registered deployment tracelab-nightly/{DEPLOYMENT_NAME} ({deployment_id}) on {where}"
         )
+        print(f"schedule: {when}; runs start once `tracelab schedule` serves it")
         return 0
     print(
-        f'serving tracelab-nightly/{DEPLOYMENT_NAME} on "{args.cron}" for {settings.data_dir}; '
-        "Ctrl-C stops it"
+        f"serving tracelab-nightly/{DEPLOYMENT_NAME} {when} on {where}; Ctrl-C stops it", flush=True
     )
     serve(deployment)
     return 0
+
+
+def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    if args.interval is not None and args.interval <= 0:
+        raise TracelabError(f"--interval {args.interval:g}: must be more than 0 seconds")
+    traces = (args.trace,) if args.trace else TRACES
+    settings = settings_with_scaleout(args, settings)
+    deployment = nightly_deployment(
+        args.cron,
+        settings.data_dir,
+        traces,
+        args.raw,
+        settings.workers,
+        settings.dask_address,
+        timezone=args.timezone,
+        interval_s=args.interval,
+    )
+    if os.environ.get("PREFECT_API_URL"):
+        return _register_or_serve(deployment, args, os.environ["PREFECT_API_URL"])
+    with (
+        local_server(settings.data_dir, args.port) as api_url,
+        temporary_settings({PREFECT_API_URL: api_url}),
+    ):
+        print(f"local Prefect server: {api_url} (database under {settings.data_dir / 'prefect'})")
+        return _register_or_serve(deployment, args, api_url)

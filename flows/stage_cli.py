@@ -113,10 +113,10 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
     params = params_from_args(stage.params_type(), args)
     trace = getattr(args, "trace", ALL)
     if trace not in stage.traces:
-        others = [s.command for s in STAGES if trace in s.traces and s.upstream]
+        others = ", ".join(f"`tracelab {s.command}`" for s in STAGES if trace in s.traces)
         raise TracelabError(
             f"`tracelab {stage.command}` runs on {', '.join(stage.traces)}, not {trace}"
-            + (f" (for {trace}: tracelab {' / '.join(others)})" if others else "")
+            + (f"; the stages for {trace}: {others}" if others else "")
         )
     settings = settings_with_scaleout(args, settings)
     # a stage given its own input file (fit --vmtable) does not need the lake

@@ -43,24 +43,32 @@ def collect(lf: pl.LazyFrame) -> pl.DataFrame:
 def series_on_grid(
     lf: pl.LazyFrame, time: str, values: list[str], points: int = SERIES_POINTS
 ) -> pl.DataFrame:
-    """A step series thinned to about ``points`` rows: the last value in each of equal time bins.
+    """A step series thinned to about ``points`` time bins, keeping every bin's extremes.
 
-    Running sums (queue length, running tasks) are step functions, so the last value of a bin is
-    the series' value at the bin's end.
+    Per bin it keeps the rows where each value column is smallest and largest, and the bin's last
+    row (running sums such as the queue length are step functions, so the last row is the value at
+    the bin's end). A peak therefore survives thinning: the plotted maximum is the data's maximum.
     """
     bounds = collect(lf.select(pl.col(time).min().alias("lo"), pl.col(time).max().alias("hi")))
     lo, hi = bounds["lo"][0], bounds["hi"][0]
     if lo is None or hi is None:
         return pl.DataFrame({time: [], **{v: [] for v in values}})
     width = max((int(hi) - int(lo)) // points, 1)
-    binned = (
-        lf.with_columns(((pl.col(time) - lo) // width).alias("_bin"))
+    rows = lf.select(time, *values).with_row_index("_row")
+    picks = [pl.col("_row").get(pl.col(time).arg_max()).alias("_last")]
+    for j, v in enumerate(values):
+        picks.append(pl.col("_row").get(pl.col(v).arg_max()).alias(f"_max{j}"))
+        picks.append(pl.col("_row").get(pl.col(v).arg_min()).alias(f"_min{j}"))
+    kept = (
+        rows.with_columns(((pl.col(time) - lo) // width).alias("_bin"))
         .group_by("_bin")
-        .agg(pl.col(time).max(), *(pl.col(v).get(pl.col(time).arg_max()) for v in values))
-        .sort("_bin")
+        .agg(picks)
         .drop("_bin")
+        .unpivot(value_name="_row")
+        .select(pl.col("_row").drop_nulls().unique())
     )
-    return collect(binned)
+    thinned = rows.join(kept, on="_row", how="semi").sort(time, "_row").drop("_row")
+    return collect(thinned)
 
 
 def floats(df: pl.DataFrame, column: str) -> FloatArray:

@@ -144,6 +144,6 @@ def test_cli_rejects_unknown_stage_and_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     assert main(["analyze", "--data", str(tmp_path), "--stages", "nope"]) == 1
-    assert "unknown stage" in capsys.readouterr().err
+    assert "--stages nope: must be one of inst_vs_avg" in capsys.readouterr().err
     assert main(["analyze", "--data", str(tmp_path), "--trace", "azure-2017"]) == 1
     assert "tracelab fit" in capsys.readouterr().err

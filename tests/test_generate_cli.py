@@ -15,7 +15,7 @@ def test_generate_writes_the_default_raw_folder_with_truth(
     prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "data"
-    code = main(["generate", "--data", str(data), "--seed", "5", "--quiet"])
+    code = main(["generate", "--data", str(data), "--seed", "5", "--scale", "tiny", "--quiet"])
     assert code == 0
     root = data / "raw" / "google-2011"
     truth = json.loads((root / "TRUTH.json").read_text())
@@ -32,11 +32,11 @@ def test_generate_writes_the_default_raw_folder_with_truth(
 
 def test_generate_out_and_rerun_replaces_parts(prefect_harness: None, tmp_path: Path) -> None:
     out = tmp_path / "elsewhere"
-    big = ["generate", "--out", str(out), "--target-mb", "20", "--quiet"]
+    big = ["generate", "--out", str(out), "--scale", "tiny", "--target-mb", "20", "--quiet"]
     assert main(big) == 0
     first = json.loads((out / "TRUTH.json").read_text())
     assert first["batches"] >= 5
-    assert main(["generate", "--out", str(out), "--seed", "1", "--quiet"]) == 0
+    assert main(["generate", "--out", str(out), "--seed", "1", "--scale", "tiny", "--quiet"]) == 0
     second = json.loads((out / "TRUTH.json").read_text())
     assert second["batches"] == 4
     # the parts of the bigger first run are gone: only the 4 new ones remain
@@ -47,8 +47,8 @@ def test_generate_out_and_rerun_replaces_parts(prefect_harness: None, tmp_path: 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--trace", "google-2019"], "unknown trace 'google-2019'"),
-        (["--scale", "huge"], "unknown scale 'huge'"),
+        (["--trace", "google-2019"], "invalid choice: 'google-2019'"),
+        (["--scale", "huge"], "invalid choice: 'huge'"),
         (["--target-mb", "-3"], "--target-mb must be positive"),
     ],
 )
@@ -61,6 +61,7 @@ def test_bad_arguments_give_a_one_line_reason(
     code = main(["generate", "--out", str(tmp_path / "o"), "--quiet", *argv])
     assert code == 1
     err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
     assert err[-1].startswith("tracelab generate: error: ")
     assert message in err[-1]
 

@@ -1,0 +1,117 @@
+"""The flows of the stages that consume the params export (METHODS §3): one generic shape.
+
+Each such stage is a plain function ``<stage>_results(params, data_dir, out_dir, *, progress,
+map_fn) -> Summary`` in ``analysis/``; this module wraps it in a Prefect flow named
+``tracelab-<stage>``, hands it a progress printer and a map that runs on Dask when the settings
+ask for it (``--workers`` / ``--dask-address``), and publishes its headline numbers as a Prefect
+artifact. The registry (``flows/registry.py``) points each stage's ``run`` here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from prefect import flow
+
+from tracelab.analysis.stage_api import MapFn, serial_map
+from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.registry import StageResult
+from tracelab.flows.settings import Settings
+
+#: at most one progress line per this many seconds (a log, not a flood)
+_PROGRESS_EVERY_S = 2.0
+
+
+class PrintedProgress:
+    """A :class:`~tracelab.analysis.stage_api.Progress` that prints ``[stage] done/total what``."""
+
+    def __init__(self, stage: str) -> None:
+        self.stage = stage
+        self._last = 0.0
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        now = time.monotonic()
+        if done < total and now - self._last < _PROGRESS_EVERY_S:
+            return
+        self._last = now
+        print(f"[{self.stage}] {done}/{total} {what}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def dask_map(settings: Settings) -> Iterator[MapFn]:
+    """``serial_map``, or a Dask client's map (local cluster or ``--dask-address``)."""
+    if not settings.dask_address and settings.workers <= 0:
+        yield serial_map
+        return
+    from distributed import Client, LocalCluster
+
+    with contextlib.ExitStack() as stack:
+        if settings.dask_address:
+            client = stack.enter_context(Client(settings.dask_address))
+        else:
+            cluster = stack.enter_context(
+                LocalCluster(
+                    n_workers=settings.workers,
+                    threads_per_worker=1,
+                    processes=True,
+                    dashboard_address=None,
+                )
+            )
+            client = stack.enter_context(Client(cluster))
+
+        def run_on_dask(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+            # pure=False: every item is computed, even equal ones (seeds differ by index)
+            return list(client.gather(client.map(function, list(items), pure=False)))
+
+        yield run_on_dask
+
+
+def headline_of(summary: dict[str, Any], limit: int = 10) -> tuple[tuple[str, str], ...]:
+    """The summary's scalar entries, formatted, in their order (nested values are left out)."""
+    out: list[tuple[str, str]] = []
+    for key, value in summary.items():
+        if isinstance(value, bool) or value is None:
+            continue
+        if isinstance(value, float):
+            out.append((key, f"{value:.4g}"))
+        elif isinstance(value, int | str):
+            out.append((key, f"{value:,}" if isinstance(value, int) else value))
+        if len(out) == limit:
+            break
+    return tuple(out)
+
+
+def consuming_stage(
+    name: str, compute: str, page: str
+) -> Callable[[Settings, str, Any], StageResult]:
+    """The registry's ``run`` for a consuming stage whose computation is ``module:function``."""
+
+    def body(settings: Settings, trace: str, params: Any) -> StageResult:
+        module, _, attr = compute.partition(":")
+        function = getattr(importlib.import_module(module), attr)
+        out_dir = settings.results_dir / trace / name
+        started = time.perf_counter()
+        with dask_map(settings) as map_fn:
+            summary = function(
+                params, settings.data_dir, out_dir, progress=PrintedProgress(name), map_fn=map_fn
+            )
+        headline = headline_of(summary.to_dict())
+        publish_summary(name, trace, headline, page)
+        return StageResult(
+            stage=name,
+            trace=trace,
+            outputs=(f"results/{trace}/{name}",),
+            headline=headline,
+            seconds=time.perf_counter() - started,
+        )
+
+    body.__name__ = f"{name}_flow"
+    body.__qualname__ = body.__name__
+    return flow(  # type: ignore[no-any-return]
+        name=f"tracelab-{name}", flow_run_name=flow_run_name(name), validate_parameters=False
+    )(body)

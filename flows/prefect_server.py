@@ -1,0 +1,102 @@
+"""A persistent local Prefect server for ``tracelab schedule``: its database in the data directory.
+
+Prefect's embedded temporary server (what a flow starts when no ``PREFECT_API_URL`` is set) runs
+no scheduler, so a deployment's schedule would never create a run. ``tracelab schedule`` instead
+starts ``prefect server start`` on 127.0.0.1 with its SQLite database under
+``DATA/prefect/`` (so deployments and run history survive restarts), waits until it answers, and
+stops it when the command ends, also on SIGTERM.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+from tracelab.analysis.errors import TracelabError
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_PORT = 4200
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None) -> dict[str, str]:
+    """The environment of the server process: loopback only, database under ``DATA/prefect``."""
+    home = (data_dir / "prefect").resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    env.pop("PREFECT_API_URL", None)
+    env.update(
+        PREFECT_HOME=str(home),
+        PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
+        PREFECT_SERVER_API_HOST=LOOPBACK,
+        PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_SERVER_ANALYTICS_ENABLED="false",
+        PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED="true",
+    )
+    if scheduler_loop_s is not None:
+        env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = str(scheduler_loop_s)
+    return env
+
+
+def wait_until_healthy(api_url: str, timeout_s: float, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise TracelabError(
+                f"the Prefect server exited with status {process.returncode}; "
+                "see DATA/prefect/server.log"
+            )
+        try:
+            with urllib.request.urlopen(f"{api_url}/health", timeout=2) as reply:
+                if reply.status == 200:
+                    return
+        except (urllib.error.URLError, OSError):
+            pass
+        time.sleep(0.5)
+    raise TracelabError(f"the Prefect server at {api_url} did not answer within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def local_server(
+    data_dir: Path,
+    port: int = DEFAULT_PORT,
+    *,
+    scheduler_loop_s: float | None = None,
+    startup_timeout_s: float = 120.0,
+) -> Iterator[str]:
+    """Run a persistent Prefect server on ``127.0.0.1:port``; yields its API URL."""
+    env = server_env(data_dir, port, scheduler_loop_s)
+    log = (data_dir / "prefect" / "server.log").open("ab")
+    command = [sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK]
+    command += ["--port", str(port), "--no-ui", "--analytics-off"]
+    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    api_url = f"http://{LOOPBACK}:{port}/api"
+    previous = signal.getsignal(signal.SIGTERM)
+    # SIGTERM of this command must stop the server too: turn it into a normal exit
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    try:
+        wait_until_healthy(api_url, startup_timeout_s, process)
+        yield api_url
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()

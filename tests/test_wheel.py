@@ -1,0 +1,95 @@
+"""The wheel installs one `tracelab` package (SQL included) and runs from anywhere.
+
+Builds the wheel with ``pip wheel . --no-deps``, installs it (not editable) into a fresh venv whose
+third-party libraries come from this venv's site-packages (a ``.pth`` line: no network, no
+re-install), then runs ``tracelab run --scale tiny`` from an unrelated directory.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            str(REPO),
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(root / "dist"),
+        ],
+        check=True,
+        cwd=root,
+    )
+    wheel = next((root / "dist").glob("tracelab-*.whl"))
+    venv = root / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    # the libraries, not tracelab: this venv's editable-install hook is a .pth there, and .pth
+    # files inside a directory added by a .pth line are not processed
+    (site / "libraries.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+    )
+    return venv
+
+
+def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
+    wheel = next((wheel_venv.parent / "dist").glob("tracelab-*.whl"))
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert tops == {"tracelab"}
+    assert "tracelab/queries/fct_task_times.sql" in names
+    assert "tracelab/queries/checks/assert_queue_length_non_negative.sql" in names
+    assert "tracelab/reports/templates/page.html" in names
+    assert "tracelab/analysis/params_schema.json" in names
+
+
+@pytest.mark.slow
+def test_the_installed_wheel_runs_from_an_unrelated_directory(
+    wheel_venv: Path, tmp_path: Path
+) -> None:
+    python = str(wheel_venv / "bin" / "python")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    generic = subprocess.run(
+        [python, "-c", "import analysis"], cwd=elsewhere, capture_output=True, text=True
+    )
+    assert generic.returncode != 0
+    assert "No module named 'analysis'" in generic.stderr
+    where = subprocess.run(
+        [python, "-c", "import tracelab.analysis.sql as s; print(s.QUERIES_DIR)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert str(wheel_venv) in where.stdout  # the SQL is read from the installed package
+    data = tmp_path / "data"
+    done = subprocess.run(
+        [str(wheel_venv / "bin" / "tracelab"), "run", "--scale", "tiny", "--data", str(data)],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (data / "exports" / "params.json").is_file()
+    assert (data / "site" / "index.html").is_file()
