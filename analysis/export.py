@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import subprocess
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
@@ -32,23 +33,10 @@ SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
 MANIFEST_NAME = "_manifest.parquet"
 
-CSV_COLUMNS: tuple[str, ...] = (
-    "trace",
-    "stage",
-    "name",
-    "distribution",
-    "method",
-    "n",
-    "parameter",
-    "value",
-    "unit",
-    "ci_low",
-    "ci_high",
-    "ci_level",
-    "log_likelihood",
-    "ks_distance",
-    "notes",
-)
+#: the long CSV form: one row per scalar of the document (``index`` locates array elements)
+CSV_COLUMNS: tuple[str, ...] = ("record", "trace", "stage", "field", "index", "value")
+#: the ``record`` of the document's own fields (versions, sources, checksums)
+DOCUMENT_ROW = "(document)"
 
 
 @dataclass(frozen=True)
@@ -233,33 +221,53 @@ def write_params_json(doc: dict[str, Any], path: Path) -> Path:
     return _atomic_write(path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
 
 
+def _leaves(value: Any, field: str, index: tuple[int, ...]) -> Iterator[tuple[str, str, Any]]:
+    """``(field, index, scalar)`` for every scalar under ``value``: dict keys extend ``field``
+    with dots, list positions extend ``index`` (``"2,5"`` = row 2, column 5 of a matrix)."""
+    if isinstance(value, dict):
+        if not value:
+            yield field, ",".join(map(str, index)), None
+        for key, inner in value.items():
+            yield from _leaves(inner, f"{field}.{key}" if field else str(key), index)
+    elif isinstance(value, list):
+        if not value:
+            yield field, ",".join(map(str, index)), None
+        for i, inner in enumerate(value):
+            yield from _leaves(inner, field, (*index, i))
+    else:
+        yield field, ",".join(map(str, index)), value
+
+
 def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per (record, parameter); a record without parameters (centroids, tables) gets one row."""
+    """Every value of the document in long form, arrays and provenance included.
+
+    Rows: ``record, trace, stage, field, index, value``; the document's own fields (schema and
+    code versions, source files and checksums) come first with ``record = (document)``.
+    """
     rows: list[dict[str, Any]] = []
+    head = {k: v for k, v in doc.items() if k != "records"}
+    for field, index, value in _leaves(head, "", ()):
+        rows.append(
+            {
+                "record": DOCUMENT_ROW,
+                "trace": "",
+                "stage": "",
+                "field": field,
+                "index": index,
+                "value": value,
+            }
+        )
     for r in doc["records"]:
-        base = {
-            "trace": r["trace"],
-            "stage": r["stage"],
-            "name": r["name"],
-            "distribution": r["distribution"],
-            "method": r["method"],
-            "n": r["n"],
-            "log_likelihood": r["log_likelihood"],
-            "ks_distance": r["ks_distance"],
-            "notes": r["notes"],
-        }
-        params = r["parameters"] or {"": {"value": None, "unit": ""}}
-        for name, q in params.items():
-            ci = r["ci"].get(name) or {}
+        body = {k: v for k, v in r.items() if k not in ("name", "trace", "stage")}
+        for field, index, value in _leaves(body, "", ()):
             rows.append(
                 {
-                    **base,
-                    "parameter": name,
-                    "value": q["value"],
-                    "unit": q["unit"],
-                    "ci_low": ci.get("low"),
-                    "ci_high": ci.get("high"),
-                    "ci_level": ci.get("level"),
+                    "record": r["name"],
+                    "trace": r["trace"],
+                    "stage": r["stage"],
+                    "field": field,
+                    "index": index,
+                    "value": value,
                 }
             )
     return rows

@@ -166,19 +166,32 @@ def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:
         load_params(tmp_path / "params.json")
 
 
-def test_csv_has_one_row_per_record_and_parameter(data_dir: Path) -> None:
-    path = write_params_csv(_doc(data_dir), data_dir / "exports" / "params.csv")
+def test_csv_keeps_every_value_and_the_provenance(data_dir: Path) -> None:
+    doc = _doc(data_dir)
+    path = write_params_csv(doc, data_dir / "exports" / "params.csv")
     with path.open() as fh:
         rows = list(csv.DictReader(fh))
-    # PRIOR: 2 parameters, CENTROIDS: none (one row), EXEC: 2
-    assert len(rows) == 5
-    rate = next(r for r in rows if r["name"] == PRIOR.name and r["parameter"] == "rate")
-    assert float(rate["value"]) == 40.0
-    assert rate["unit"] == "hour"
-    assert (float(rate["ci_low"]), float(rate["ci_high"])) == (35.0, 45.0)
-    centroid = next(r for r in rows if r["name"] == "kmeans_centroids")
-    assert centroid["parameter"] == ""
-    assert centroid["value"] == ""
+    assert list(rows[0]) == ["record", "trace", "stage", "field", "index", "value"]
+
+    def cell(record: str, field: str, index: str = "") -> str:
+        (row,) = [r for r in rows if (r["record"], r["field"], r["index"]) == (record, field, index)]
+        return row["value"]
+
+    # parameters with unit and interval (PRIOR: rate 40 per hour, 95% CI 35..45)
+    assert float(cell(PRIOR.name, "parameters.rate.value")) == 40.0
+    assert cell(PRIOR.name, "parameters.rate.unit") == "hour"
+    assert float(cell(PRIOR.name, "ci.rate.low")) == 35.0
+    assert float(cell(PRIOR.name, "ci.rate.high")) == 45.0
+    # array values, element by element: centroids [[0.5, 0.5], [0.9, 0.1]], shares [0.3, 0.7]
+    assert float(cell("kmeans_centroids", "values.centroids", "1,0")) == 0.9
+    assert float(cell("kmeans_centroids", "values.centroids", "1,1")) == 0.1
+    assert float(cell("kmeans_centroids", "values.shares", "0")) == 0.3
+    assert len([r for r in rows if r["field"] == "values.centroids"]) == 4
+    # the provenance: versions, source files and their checksums
+    assert cell("(document)", "schema_version") == doc["schema_version"]
+    assert cell("(document)", "code_version") == doc["code_version"]
+    assert cell("(document)", "sources.checksum", "0") == "sha256:abc"
+    assert cell("(document)", "records_sha256") == doc["records_sha256"]
 
 
 def test_no_results_is_a_clear_error(tmp_path: Path) -> None:
@@ -202,7 +215,7 @@ def test_export_flow_and_cli(
     assert load_params(path).records == (PRIOR, CENTROIDS, EXEC)
     out = data_dir / "elsewhere.csv"
     assert main(["export", "--data", str(data_dir), "--format", "csv", "--out", str(out)]) == 0
-    assert out.read_text().startswith("trace,stage,name,")
+    assert out.read_text().startswith("record,trace,stage,field,index,value")
     assert "wrote" in capsys.readouterr().out
     assert main(["export", "--data", str(data_dir / "none")]) == 1
     assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err
