@@ -54,7 +54,9 @@ def test_without_scaleouts_mean_cores_and_deaths_match_closed_form() -> None:
         return cores0 * (a / b) * (b / (b + c * w)) ** (a + 1)
 
     want_cores = lam_arr * integrate.quad(lambda w: (1 - w / horizon) * alive(w), 0, horizon)[0]
-    want_deaths = lam_arr * integrate.quad(lambda w: (horizon - w) * death_density(w), 0, horizon)[0]
+    want_deaths = (
+        lam_arr * integrate.quad(lambda w: (horizon - w) * death_density(w), 0, horizon)[0]
+    )
     mean, se = _mean_se([r.utilization * UNLIMITED for r in runs])
     assert abs(mean - want_cores) < 4 * se, (mean, want_cores, se)
     mean, se = _mean_se([float(r.core_deaths) for r in runs])
