@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import numpy.typing as npt
 
 from tracelab.analysis.admission_model import SNAPSHOT_FIELDS, FloatArray, size_moments
 
@@ -24,7 +25,13 @@ _REFRESH_EVERY = 2000
 
 
 class ClusterMoments:
-    """Sum over admitted deployments of E[size] and Var[size] on every sub-policy's window."""
+    """Sum over admitted deployments of E[size] and Var[size] on every sub-policy's window.
+
+    Columns are ring-ordered: grid point ``k`` of sub-policy ``i`` lives in column
+    ``i * steps + k % steps``, so sliding a window rewrites only the columns of the new points (the
+    policies test every point, so their order does not matter). Each deployment's contribution is
+    stored per column, so an event subtracts the stored row instead of evaluating it again.
+    """
 
     def __init__(
         self,
@@ -45,9 +52,11 @@ class ClusterMoments:
         self.s1: FloatArray = np.zeros(n)
         self.s2: FloatArray = np.zeros(n)
         self.k0 = [-1] * len(lookahead_hours)
-        self.snaps: FloatArray = np.zeros((64, SNAPSHOT_FIELDS))
+        self.snaps: FloatArray = np.zeros((0, SNAPSHOT_FIELDS))
+        self.c1: FloatArray = np.zeros((0, n))
+        self.c2: FloatArray = np.zeros((0, n))
         self.slot: dict[int, int] = {}
-        self.free: list[int] = list(range(63, -1, -1))
+        self.free: list[int] = []
         self.dirty: dict[int, tuple[float, ...] | None] = {}
         self.flushes = 0
 
@@ -55,46 +64,47 @@ class ClusterMoments:
         """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily."""
         self.dirty[dep] = snapshot
 
-    def _moments(self, snaps: FloatArray, times: FloatArray) -> tuple[FloatArray, FloatArray]:
-        if snaps.shape[0] == 0:
-            return np.zeros(times.shape), np.zeros(times.shape)
-        m, v = size_moments(snaps, times, self.nu, self.alpha)
-        return m.sum(axis=0), v.sum(axis=0)
+    def _rows(self) -> npt.NDArray[np.int64]:
+        return np.fromiter(self.slot.values(), dtype=np.int64, count=len(self.slot))
 
-    def _live(self) -> FloatArray:
-        rows = np.fromiter(self.slot.values(), dtype=np.int64, count=len(self.slot))
-        out: FloatArray = self.snaps[rows]
-        return out
+    def _fill(self, rows: npt.NDArray[np.int64], cols: npt.NDArray[np.int64]) -> None:
+        """Evaluate the rows' contributions at the columns and rebuild those columns' sums."""
+        if rows.size:
+            m, v = size_moments(self.snaps[rows], self.times[cols], self.nu, self.alpha)
+            self.c1[np.ix_(rows, cols)] = m
+            self.c2[np.ix_(rows, cols)] = v
+            self.s1[cols] = m.sum(axis=0)
+            self.s2[cols] = v.sum(axis=0)
+        else:
+            self.s1[cols] = 0.0
+            self.s2[cols] = 0.0
 
     def _slide(self, t: float, full: bool) -> None:
-        live = self._live()
+        new_cols: list[npt.NDArray[np.int64]] = []
         for i, h in enumerate(self.step_hours):
             k0 = math.floor(t / h) + 1
-            delta = k0 - self.k0[i]
-            if delta <= 0 and not full:
+            old = self.k0[i]
+            if k0 <= old and not full:
                 continue
-            lo = i * self.steps
-            hi = lo + self.steps
-            self.times[lo:hi] = (k0 + np.arange(self.steps)) * h
-            if full or self.k0[i] < 0 or delta >= self.steps:
-                self.s1[lo:hi], self.s2[lo:hi] = self._moments(live, self.times[lo:hi])
-            else:
-                keep = self.steps - delta
-                self.s1[lo : lo + keep] = self.s1[lo + delta : hi].copy()
-                self.s2[lo : lo + keep] = self.s2[lo + delta : hi].copy()
-                new = self.times[lo + keep : hi]
-                self.s1[lo + keep : hi], self.s2[lo + keep : hi] = self._moments(live, new)
+            first = k0 if full or old < 0 else max(old + self.steps, k0)
+            ks = np.arange(first, k0 + self.steps, dtype=np.int64)
+            cols = i * self.steps + ks % self.steps
+            self.times[cols] = ks * h
+            new_cols.append(cols)
             self.k0[i] = k0
+        if new_cols:
+            self._fill(self._rows(), np.concatenate(new_cols))
 
     def _apply_dirty(self, extra: tuple[float, ...] | None) -> tuple[FloatArray, FloatArray]:
-        """Swap pending snapshots into the sums; returns the moments of ``extra`` (one call).
+        """Swap pending snapshots into the sums; returns the moments of ``extra``.
 
-        The old snapshots (weight -1), the new ones (+1) and the arriving deployment are stacked
-        into one evaluation: per arrival the cost is one vectorised call, not one per deployment.
+        The old contributions are stored; the new ones and the arriving deployment are evaluated
+        in one vectorised call.
         """
         old_rows = [self.slot[d] for d in self.dirty if d in self.slot]
-        stacked = [self.snaps[old_rows]]
-        weights = [-1.0] * len(old_rows)
+        if old_rows:
+            self.s1 -= self.c1[old_rows].sum(axis=0)
+            self.s2 -= self.c2[old_rows].sum(axis=0)
         new_rows: list[int] = []
         for dep, snap in self.dirty.items():
             row = self.slot.get(dep)
@@ -108,18 +118,18 @@ class ClusterMoments:
             self.snaps[row] = snap
             new_rows.append(row)
         self.dirty.clear()
-        stacked.append(self.snaps[new_rows])
-        weights += [1.0] * len(new_rows)
+        stacked = self.snaps[new_rows]
         if extra is not None:
-            stacked.append(np.asarray([extra]))
-        rows = np.vstack(stacked)
-        if rows.shape[0] == 0:
+            stacked = np.vstack([stacked, np.asarray([extra])])
+        if stacked.shape[0] == 0:
             return np.zeros(self.times.shape), np.zeros(self.times.shape)
-        m, v = size_moments(rows, self.times, self.nu, self.alpha)
-        if weights:
-            w = np.asarray(weights)
-            self.s1 += w @ m[: len(w)]
-            self.s2 += w @ v[: len(w)]
+        m, v = size_moments(stacked, self.times, self.nu, self.alpha)
+        k = len(new_rows)
+        if k:
+            self.c1[new_rows] = m[:k]
+            self.c2[new_rows] = v[:k]
+            self.s1 += m[:k].sum(axis=0)
+            self.s2 += v[:k].sum(axis=0)
         if extra is None:
             return np.zeros(self.times.shape), np.zeros(self.times.shape)
         return m[-1], v[-1]
@@ -127,8 +137,12 @@ class ClusterMoments:
     def _allocate(self, dep: int) -> int:
         if not self.free:
             size = self.snaps.shape[0]
-            self.snaps = np.vstack([self.snaps, np.zeros((size, SNAPSHOT_FIELDS))])
-            self.free = list(range(2 * size - 1, size - 1, -1))
+            grow = max(size, 16)
+            n = self.times.size
+            self.snaps = np.vstack([self.snaps, np.zeros((grow, SNAPSHOT_FIELDS))])
+            self.c1 = np.vstack([self.c1, np.zeros((grow, n))])
+            self.c2 = np.vstack([self.c2, np.zeros((grow, n))])
+            self.free = list(range(size + grow - 1, size - 1, -1))
         row = self.free.pop()
         self.slot[dep] = row
         return row
@@ -144,7 +158,8 @@ class ClusterMoments:
                         self.free.append(self.slot.pop(dep))
                 else:
                     row = self.slot.get(dep)
-                    self.snaps[self._allocate(dep) if row is None else row] = snap
+                    row = self._allocate(dep) if row is None else row
+                    self.snaps[row] = snap
             self.dirty.clear()
             self._slide(t, full=True)
             if extra is None:
