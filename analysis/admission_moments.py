@@ -79,6 +79,13 @@ class ClusterMoments:
             self.s1[cols] = 0.0
             self.s2[cols] = 0.0
 
+    def _set_times(self, t: float) -> None:
+        for i, h in enumerate(self.step_hours):
+            k0 = math.floor(t / h) + 1
+            ks = np.arange(k0, k0 + self.steps, dtype=np.int64)
+            self.times[i * self.steps + ks % self.steps] = ks * h
+            self.k0[i] = k0
+
     def _slide(self, t: float, full: bool) -> None:
         new_cols: list[npt.NDArray[np.int64]] = []
         for i, h in enumerate(self.step_hours):
@@ -161,7 +168,14 @@ class ClusterMoments:
                     row = self._allocate(dep) if row is None else row
                     self.snaps[row] = snap
             self.dirty.clear()
-            self._slide(t, full=True)
+            if self.naive:
+                # the direct method: every deployment's moments at every point, nothing stored
+                self._set_times(t)
+                rows = self.snaps[self._rows()]
+                m, v = size_moments(rows, self.times, self.nu, self.alpha)
+                self.s1, self.s2 = m.sum(axis=0), v.sum(axis=0)
+            else:
+                self._slide(t, full=True)
             if extra is None:
                 return np.zeros(self.times.shape), np.zeros(self.times.shape)
             m, v = size_moments(np.asarray([extra]), self.times, self.nu, self.alpha)
