@@ -57,6 +57,11 @@ def test_sections_state_the_setup_and_write_figures(data_dir: Path, tmp_path: Pa
     assert numbers["cores"] == 40
     assert numbers["sla"] == PARAMS.sla
     assert numbers["upper_bound"] >= numbers["best_utilization"] - 1e-12
+    summary_met = sum(
+        bool(r.sla_met)
+        for r in admission_numbers(data_dir / "results" / "azure-2017" / "admission").table2
+    )
+    assert numbers["sla_met"] == summary_met
     setup_text = "".join(f for f in sections[0].this_run if isinstance(f, str))
     assert "core_lifetime_rate_prior_marginal" in setup_text
     for s in sections:
