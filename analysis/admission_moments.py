@@ -1,0 +1,209 @@
+"""The cluster's summed moments on the look-ahead grids, kept up to date per event.
+
+Seed 004 §5.2 splits each moment policy into sub-policies with look-ahead horizons of 3 years,
+1 year, 1 month, 1 week and 24 hours, each discretised into 600 steps. Here a sub-policy's steps sit
+on an absolute grid ``k * h`` (``h`` = horizon / steps); at time ``t`` its window is the ``steps``
+grid points after ``t``. Each deployment's contribution (mean and variance of its size at each
+point) is a function of its belief snapshot taken at its last event, so the sums over deployments
+change only when (a) a deployment has an event — its old contribution is subtracted and the new
+one added, over the window only — or (b) the window slides onto new grid points, which are
+evaluated once for every deployment. Per arrival that is O(changed deployments x grid + deployments
+x new points) instead of O(deployments x grid) (``naive=True`` does the latter, for the benchmark).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from tracelab.analysis.admission_model import SNAPSHOT_FIELDS, FloatArray, size_moments
+
+#: full recomputation this often (arrivals) so add/subtract rounding cannot accumulate
+_REFRESH_EVERY = 2000
+
+
+class ClusterMoments:
+    """Sum over admitted deployments of E[size] and Var[size] on every sub-policy's window.
+
+    Columns are ring-ordered: grid point ``k`` of sub-policy ``i`` lives in column
+    ``i * steps + k % steps``, so sliding a window rewrites only the columns of the new points (the
+    policies test every point, so their order does not matter). Each deployment's contribution is
+    stored per column, so an event subtracts the stored row instead of evaluating it again.
+    """
+
+    def __init__(
+        self,
+        lookahead_hours: tuple[float, ...],
+        steps: int,
+        nu: float,
+        alpha: float,
+        *,
+        naive: bool = False,
+    ) -> None:
+        self.steps = steps
+        self.step_hours = np.array([h / steps for h in lookahead_hours], dtype=np.float64)
+        self.nu = nu
+        self.alpha = alpha
+        self.naive = naive
+        n = len(lookahead_hours) * steps
+        self.times: FloatArray = np.zeros(n)
+        self.s1: FloatArray = np.zeros(n)
+        self.s2: FloatArray = np.zeros(n)
+        self.k0 = [-1] * len(lookahead_hours)
+        self.snaps: FloatArray = np.zeros((0, SNAPSHOT_FIELDS))
+        self.c1: FloatArray = np.zeros((0, n))
+        self.c2: FloatArray = np.zeros((0, n))
+        self.slot: dict[int, int] = {}
+        self.free: list[int] = []
+        self.dirty: dict[int, tuple[float, ...] | None] = {}
+        self.flushes = 0
+
+    def changed(self, dep: int, snapshot: tuple[float, ...] | None) -> None:
+        """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily."""
+        self.dirty[dep] = snapshot
+
+    def _rows(self) -> npt.NDArray[np.int64]:
+        return np.fromiter(self.slot.values(), dtype=np.int64, count=len(self.slot))
+
+    def _fill(self, rows: npt.NDArray[np.int64], cols: npt.NDArray[np.int64]) -> None:
+        """Evaluate the rows' contributions at the columns and rebuild those columns' sums."""
+        if rows.size:
+            m, v = size_moments(self.snaps[rows], self.times[cols], self.nu, self.alpha)
+            self.c1[np.ix_(rows, cols)] = m
+            self.c2[np.ix_(rows, cols)] = v
+            self.s1[cols] = m.sum(axis=0)
+            self.s2[cols] = v.sum(axis=0)
+        else:
+            self.s1[cols] = 0.0
+            self.s2[cols] = 0.0
+
+    def _set_times(self, t: float) -> None:
+        for i, h in enumerate(self.step_hours):
+            k0 = math.floor(t / h) + 1
+            ks = np.arange(k0, k0 + self.steps, dtype=np.int64)
+            self.times[i * self.steps + ks % self.steps] = ks * h
+            self.k0[i] = k0
+
+    def _slide(self, t: float, full: bool) -> None:
+        new_cols: list[npt.NDArray[np.int64]] = []
+        for i, h in enumerate(self.step_hours):
+            k0 = math.floor(t / h) + 1
+            old = self.k0[i]
+            if k0 <= old and not full:
+                continue
+            first = k0 if full or old < 0 else max(old + self.steps, k0)
+            ks = np.arange(first, k0 + self.steps, dtype=np.int64)
+            cols = i * self.steps + ks % self.steps
+            self.times[cols] = ks * h
+            new_cols.append(cols)
+            self.k0[i] = k0
+        if new_cols:
+            self._fill(self._rows(), np.concatenate(new_cols))
+
+    def _apply_dirty(self, extra: tuple[float, ...] | None) -> tuple[FloatArray, FloatArray]:
+        """Swap pending snapshots into the sums; returns the moments of ``extra``.
+
+        The old contributions are stored; the new ones and the arriving deployment are evaluated
+        in one vectorised call.
+        """
+        old_rows = [self.slot[d] for d in self.dirty if d in self.slot]
+        if old_rows:
+            self.s1 -= self.c1[old_rows].sum(axis=0)
+            self.s2 -= self.c2[old_rows].sum(axis=0)
+        new_rows: list[int] = []
+        for dep, snap in self.dirty.items():
+            row = self.slot.get(dep)
+            if snap is None:
+                if row is not None:
+                    del self.slot[dep]
+                    self.free.append(row)
+                continue
+            if row is None:
+                row = self._allocate(dep)
+            self.snaps[row] = snap
+            new_rows.append(row)
+        self.dirty.clear()
+        stacked = self.snaps[new_rows]
+        if extra is not None:
+            stacked = np.vstack([stacked, np.asarray([extra])])
+        if stacked.shape[0] == 0:
+            return np.zeros(self.times.shape), np.zeros(self.times.shape)
+        m, v = size_moments(stacked, self.times, self.nu, self.alpha)
+        k = len(new_rows)
+        if k:
+            self.c1[new_rows] = m[:k]
+            self.c2[new_rows] = v[:k]
+            self.s1 += m[:k].sum(axis=0)
+            self.s2 += v[:k].sum(axis=0)
+        if extra is None:
+            return np.zeros(self.times.shape), np.zeros(self.times.shape)
+        return m[-1], v[-1]
+
+    def _allocate(self, dep: int) -> int:
+        if not self.free:
+            size = self.snaps.shape[0]
+            grow = max(size, 16)
+            n = self.times.size
+            self.snaps = np.vstack([self.snaps, np.zeros((grow, SNAPSHOT_FIELDS))])
+            self.c1 = np.vstack([self.c1, np.zeros((grow, n))])
+            self.c2 = np.vstack([self.c2, np.zeros((grow, n))])
+            self.free = list(range(size + grow - 1, size - 1, -1))
+        row = self.free.pop()
+        self.slot[dep] = row
+        return row
+
+    def flush(self, t: float, extra: tuple[float, ...] | None) -> tuple[FloatArray, FloatArray]:
+        """Bring the sums to time ``t`` (slide the windows, apply pending snapshots); returns the
+        moments of ``extra`` on the windows."""
+        self.flushes += 1
+        if self.naive or self.flushes % _REFRESH_EVERY == 0:
+            for dep, snap in list(self.dirty.items()):
+                if snap is None:
+                    if dep in self.slot:
+                        self.free.append(self.slot.pop(dep))
+                else:
+                    row = self.slot.get(dep)
+                    row = self._allocate(dep) if row is None else row
+                    self.snaps[row] = snap
+            self.dirty.clear()
+            if self.naive:
+                # the direct method: every deployment's moments at every point, nothing stored
+                self._set_times(t)
+                rows = self.snaps[self._rows()]
+                m, v = size_moments(rows, self.times, self.nu, self.alpha)
+                self.s1, self.s2 = m.sum(axis=0), v.sum(axis=0)
+            else:
+                self._slide(t, full=True)
+            if extra is None:
+                return np.zeros(self.times.shape), np.zeros(self.times.shape)
+            m, v = size_moments(np.asarray([extra]), self.times, self.nu, self.alpha)
+            return m[0], v[0]
+        self._slide(t, full=False)
+        return self._apply_dirty(extra)
+
+    def admits(
+        self,
+        snapshot: tuple[float, ...],
+        t: float,
+        policy: str,
+        threshold: float,
+        cores: int,
+        marginal_cores: float,
+    ) -> bool:
+        """Would the policy accept a deployment with this snapshot now (seed 004 Defs. 4.2, 4.4, 6.1)?"""
+        m, v = self.flush(t, snapshot)
+        mean = self.s1 + m
+        if policy.startswith("first"):
+            ok = mean < threshold * cores
+        else:
+            var = np.maximum(self.s2 + v, 0.0)
+            slack = cores - mean
+            # Cantelli: P(N >= C) <= Var / (Var + (C - E)^2) when E < C
+            with np.errstate(divide="ignore", invalid="ignore"):
+                bound = np.where(slack > 0, var / (var + slack * slack), 1.0)
+            ok = bound < threshold
+        if policy.endswith("marginal"):
+            ok = ok | (m < marginal_cores)
+        return bool(ok.all())

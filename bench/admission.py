@@ -1,0 +1,164 @@
+"""Benchmark the admission stage: moment-policy speed, incremental vs naive, and Table 2 with tuning.
+
+Run by hand (never in tests)::
+
+    .venv/bin/python bench/admission.py --quick            # a few minutes on 2 cores
+    .venv/bin/python bench/admission.py                    # + Table 2 at the reduced configuration
+    .venv/bin/python bench/admission.py --workers 2        # Table 2 runs on a local Dask cluster
+    .venv/bin/python bench/admission.py --dask-address tcp://host:8786
+    .venv/bin/python bench/admission.py --params DATA/exports/params.json
+
+Part 1 simulates the second-moment policy (seed 004 §5.2 sub-policies, ``--steps`` per horizon,
+600 in the paper) twice on the same seeds: with the moment sums kept incrementally and with every
+deployment's moments recomputed at each arrival. Both must make the same decisions; the CPU-time
+ratio is ``naive_ratio``. Part 2 (not with ``--quick``) runs ``admission_results`` at the issue's
+reduced configuration (Table 2, 100 runs of one year per threshold, tuning included).
+The last line is ``RESULT cluster_years_per_cpu_s=... naive_ratio=...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from admission_helpers import write_params  # noqa: E402
+
+from tracelab.analysis.admission import (  # noqa: E402
+    PAPER_ADMISSION_PARAMS,
+    AdmissionParams,
+    admission_results,
+)
+from tracelab.analysis.admission_model import admission_priors  # noqa: E402
+from tracelab.analysis.admission_sim import ClusterConfig, simulate_cluster  # noqa: E402
+from tracelab.analysis.export import load_params  # noqa: E402
+
+HOURS_PER_YEAR = 8760.0
+
+
+def _params_path(arg: str | None, tmp: Path) -> Path:
+    if arg:
+        return Path(arg)
+    # the priors of the default synthetic sample's export (tracelab run), rounded
+    return write_params(
+        tmp,
+        lifetime=(2.0, 38.6),
+        scaleout=(2.5, 4.11),
+        size=(1.51, 1.0),
+        alpha=0.6,
+        shutdown=0.025,
+        arrival=4.17,
+    )
+
+
+def moment_speed(
+    params_json: Path, cores: int, hours: float, runs: int, steps: int
+) -> tuple[float, float, float]:
+    """(cluster-years per CPU-second incremental, naive CPU s, incremental CPU s)."""
+    priors = admission_priors(load_params(params_json), "marginal")
+    cfg = ClusterConfig(priors, cores, hours, "second", 0.01, lookahead_steps=steps)
+    timings: dict[bool, float] = {}
+    results: dict[bool, list[Any]] = {}
+    for naive in (False, True):
+        c = dataclasses.replace(cfg, naive_moments=naive)
+        start = time.process_time()
+        results[naive] = [simulate_cluster(c, (7, 0, i), i) for i in range(runs)]
+        timings[naive] = time.process_time() - start
+        print(f"  {'naive' if naive else 'incremental'}: {timings[naive]:.1f} CPU s", flush=True)
+    if results[False] != results[True]:
+        print("  WARNING: naive and incremental runs differ", flush=True)
+    years = runs * hours / HOURS_PER_YEAR
+    return years / timings[False], timings[True], timings[False]
+
+
+def _dask_map(address: str | None, workers: int) -> tuple[Any, Callable[..., list[Any]]]:
+    from distributed import Client
+
+    client = (
+        Client(address)
+        if address
+        else Client(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
+    )
+
+    def run(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        return list(client.gather(client.map(fn, list(items), pure=False)))
+
+    return client, run
+
+
+def table2(params_json: Path, params: AdmissionParams, args: argparse.Namespace) -> float:
+    """Wall seconds of Table 2 with tuning at ``params``."""
+    data = params_json.parent.parent
+    client = None
+    kwargs: dict[str, Any] = {}
+    if args.workers > 1 or args.dask_address:
+        client, kwargs["map_fn"] = _dask_map(args.dask_address, args.workers)
+    start = time.perf_counter()
+    try:
+        summary = admission_results(
+            params,
+            data,
+            Path(tempfile.mkdtemp(prefix="admission-bench-")),
+            progress=lambda d, t, _: print(f"  {d}/{t} runs", flush=True),
+            **kwargs,
+        )
+    finally:
+        if client is not None:
+            client.close()
+    wall = time.perf_counter() - start
+    for r in summary.results:
+        print(
+            f"  {r.policy:16s} T={r.threshold:.4g} util={r.utilization:.4f} "
+            f"[{r.utilization_ci_low:.4f}, {r.utilization_ci_high:.4f}] fail={r.failure_rate:.2e}"
+        )
+    return wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="part 1 small, part 2 tiny")
+    ap.add_argument("--params", help="a params.json (default: synthetic priors of the sample)")
+    ap.add_argument("--cores", type=int, default=200)
+    ap.add_argument("--steps", type=int, default=600, help="steps per look-ahead horizon")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--dask-address")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = _params_path(args.params, Path(tmp) / "data")
+        hours = 720.0 if args.quick else HOURS_PER_YEAR
+        runs = 1 if args.quick else 2
+        print(f"part 1: second moment, C={args.cores}, {runs} x {hours:g} h, {args.steps} steps")
+        rate, naive_s, inc_s = moment_speed(path, args.cores, hours, runs, args.steps)
+        extra = ""
+        if args.quick:
+            params = dataclasses.replace(
+                PAPER_ADMISSION_PARAMS,
+                runs=4,
+                horizon_hours=720.0,
+                observations=(),
+                tuning_iterations=3,
+                lookahead_steps=12,
+            )
+        else:
+            params = dataclasses.replace(PAPER_ADMISSION_PARAMS, observations=())
+        print(f"part 2: Table 2 with tuning: {params}")
+        wall = table2(path, params, args)
+        extra = f" table2_wall_s={wall:.0f} table2_runs={params.runs} table2_hours={params.horizon_hours:g}"
+    print(
+        f"RESULT cluster_years_per_cpu_s={rate:.4g} naive_ratio={naive_s / inc_s:.3g}"
+        f" steps={args.steps} cores={args.cores}{extra}"
+    )
+
+
+if __name__ == "__main__":
+    main()
