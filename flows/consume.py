@@ -59,7 +59,7 @@ def dask_map(settings: Settings) -> Iterator[MapFn]:
                     n_workers=settings.workers,
                     threads_per_worker=1,
                     processes=True,
-                    dashboard_address=None,
+                    dashboard_address=":0",
                 )
             )
             client = stack.enter_context(Client(cluster))
@@ -115,3 +115,8 @@ def consuming_stage(
     return flow(  # type: ignore[no-any-return]
         name=f"tracelab-{name}", flow_run_name=flow_run_name(name), validate_parameters=False
     )(body)
+
+
+run_admission = consuming_stage(
+    "admission", "tracelab.analysis.admission:admission_results", "azure-admission"
+)

@@ -194,6 +194,19 @@ STAGES: tuple[Stage, ...] = (
         upstream=("analyze", "fit"),
         methods="§4",
     ),
+    Stage(
+        name="admission",
+        command="admit",
+        help="cluster admission control on the exported Gamma priors (seed 004)",
+        traces=(_A,),
+        params="tracelab.analysis.admission:AdmissionParams",
+        run="tracelab.flows.consume:run_admission",
+        inputs=(_PARAMS_DOC,),
+        outputs=("results/{trace}/admission",),
+        pages=("azure-admission",),
+        upstream=("export",),
+        methods="§3.2",
+    ),
 )
 
 _BY_NAME = {s.name: s for s in STAGES}

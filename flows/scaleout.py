@@ -57,6 +57,6 @@ def dask_task_runner(settings: Settings) -> Any | None:
             # one thread per worker: DuckDB and Polars use the cores themselves
             "threads_per_worker": 1,
             "processes": True,
-            "dashboard_address": None,
+            "dashboard_address": ":0",  # None still binds 8787 in this distributed
         }
     )

@@ -68,6 +68,11 @@ def add_params_arguments(parser: argparse.ArgumentParser, params_type: type[Any]
                 help=text,
             )
             continue
+        if spec.choices and not is_tuple:
+            parser.add_argument(
+                flag, dest=f.name, choices=spec.choices, default=f.default, help=text
+            )
+            continue
         metavar = "A,B,..." if is_tuple else {int: "N", float: "X"}.get(kind, "VALUE")
         parser.add_argument(
             flag,

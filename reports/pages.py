@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracelab.reports import pages_analysis as a
 from tracelab.reports import pages_google as g
+from tracelab.reports import pages_admission as adm
 from tracelab.reports import pages_params as pp
 from tracelab.reports import pages_priors as pr
 from tracelab.reports.model import PageSpec
@@ -164,8 +165,25 @@ EXPORT_PAGES: tuple[PageSpec, ...] = (
     ),
 )
 
+CONSUMER_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "azure-admission",
+        "Cluster admission control",
+        "azure-2017",
+        "admission",
+        (_result("admission", "summary.json", "azure-2017"),),
+        "tracelab admit",
+        adm.admission_sections,
+    ),
+)
+
 PAGE_SPECS: dict[str, PageSpec] = {
-    p.slug: p for p in GOOGLE_DERIVED_PAGES + GOOGLE_ANALYSIS_PAGES + AZURE_PAGES + EXPORT_PAGES
+    p.slug: p
+    for p in GOOGLE_DERIVED_PAGES
+    + GOOGLE_ANALYSIS_PAGES
+    + AZURE_PAGES
+    + EXPORT_PAGES
+    + CONSUMER_PAGES
 }
 
 

@@ -174,7 +174,9 @@ def test_csv_keeps_every_value_and_the_provenance(data_dir: Path) -> None:
     assert list(rows[0]) == ["record", "trace", "stage", "field", "index", "value"]
 
     def cell(record: str, field: str, index: str = "") -> str:
-        (row,) = [r for r in rows if (r["record"], r["field"], r["index"]) == (record, field, index)]
+        (row,) = [
+            r for r in rows if (r["record"], r["field"], r["index"]) == (record, field, index)
+        ]
         return row["value"]
 
     # parameters with unit and interval (PRIOR: rate 40 per hour, 95% CI 35..45)

@@ -24,7 +24,7 @@ def dask_address() -> Iterator[str]:
     from distributed import LocalCluster
 
     with LocalCluster(
-        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
     ) as cluster:
         yield str(cluster.scheduler_address)
 
