@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tracelab.reports import pages_admission as adm
 from tracelab.reports import pages_analysis as a
 from tracelab.reports import pages_google as g
-from tracelab.reports import pages_admission as adm
 from tracelab.reports import pages_params as pp
 from tracelab.reports import pages_priors as pr
 from tracelab.reports.model import PageSpec
