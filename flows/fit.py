@@ -8,6 +8,7 @@ fits the priors (:mod:`analysis.priors`) into ``DATA/results/azure-2017/priors/`
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -90,7 +91,13 @@ def fit_priors(
 def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     """Derive the azure tables, then fit the priors; returns the stage's params.json."""
     vmtable = Path(params.vmtable) if params.vmtable else None
+    print("[fit] 1/2 deriving the azure-2017 tables ...", file=sys.stderr, flush=True)
     counts = derive_azure(settings, vmtable, params.shutdown_min_vms)
+    print(
+        f"[fit] 2/2 fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     path = fit_priors(
         settings, params.seed, params.n_boot, params.zero_event_probability, params.alpha
     )

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from prefect import flow
 
+from tracelab.analysis.catalog import write_catalog
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.fingerprints import (
     StageState,
@@ -238,6 +239,8 @@ def pipeline_flow(
     report_time = StageTiming(
         "report", "all", site.timing.status, time.perf_counter() - started, site.timing.note
     )
+    # the DuckDB catalog follows the tables this run wrote (views only: cheap to rebuild)
+    write_catalog(settings.data_dir)
     export = settings.exports_dir / "params.json"
     return PipelineResult(
         timings=(*timings, report_time),
@@ -301,6 +304,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     for t in result.timings:
         print(f"  {t.stage:<9} {t.trace:<12} {t.status:<8} {t.seconds:7.1f} s  {t.note}")
     print_summary(result.site)
+    print(f"database: duckdb {(settings.data_dir / 'tracelab.duckdb').resolve()}")
     if result.params_export is not None:
         print(f"params export: {result.params_export.resolve()}")
     else:
