@@ -52,17 +52,17 @@ def dask_map(settings: Settings) -> Iterator[MapFn]:
 
     with contextlib.ExitStack() as stack:
         if settings.dask_address:
-            client = stack.enter_context(Client(settings.dask_address))
+            client = stack.enter_context(Client(settings.dask_address))  # type: ignore[no-untyped-call]
         else:
             cluster = stack.enter_context(
-                LocalCluster(
+                LocalCluster(  # type: ignore[no-untyped-call]
                     n_workers=settings.workers,
                     threads_per_worker=1,
                     processes=True,
                     dashboard_address=":0",
                 )
             )
-            client = stack.enter_context(Client(cluster))
+            client = stack.enter_context(Client(cluster))  # type: ignore[no-untyped-call]
 
         def run_on_dask(function: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
             # pure=False: every item is computed, even equal ones (seeds differ by index)
@@ -112,7 +112,7 @@ def consuming_stage(
 
     body.__name__ = f"{name}_flow"
     body.__qualname__ = body.__name__
-    return flow(  # type: ignore[no-any-return]
+    return flow(
         name=f"tracelab-{name}", flow_run_name=flow_run_name(name), validate_parameters=False
     )(body)
 

@@ -39,7 +39,8 @@ def test_views_times_and_comments(data: Path) -> None:
     con = duckdb.connect(str(data / "tracelab.duckdb"), read_only=True)
     lake = pl.read_parquet(data / "lake/google-2011/task_events/*.parquet")
     n = con.execute("select count(*) from task_events").fetchone()
-    assert n is not None and n[0] == lake.height
+    assert n is not None
+    assert n[0] == lake.height
     # µs 600,000,000 (the window start) is 1970-01-01 00:00:00; 0 and 2^63-1 have no instant
     row = con.execute(
         "select time, time_ts from task_events where time > 600000000 order by time limit 1"
@@ -53,7 +54,8 @@ def test_views_times_and_comments(data: Path) -> None:
     comment = con.execute(
         "select comment from duckdb_columns() where table_name = 'task_events' and column_name = 'event_type'"
     ).fetchone()
-    assert comment is not None and "event type" in comment[0]
+    assert comment is not None
+    assert "event type" in comment[0]
     assert con.execute("select n from agg_transition_counts").fetchone() == (3,)
     assert con.execute("select k from clustering_shares").fetchone() == (16,)
 
@@ -86,4 +88,5 @@ def test_tracelab_sql_runs_a_query(data: Path, capsys: pytest.CaptureFixture[str
     assert f"{jobs}" in out
     assert main(["sql", "--data", str(data), "select * from no_such_table"]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no_such_table" in err[0]
+    assert len(err) == 1
+    assert "no_such_table" in err[0]
