@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -212,3 +213,30 @@ def recorded_timings(data_dir: Path) -> tuple[StageTiming, ...]:
                 )
             )
     return tuple(out)
+
+
+def data_sources(data_dir: Path, traces: Sequence[str]) -> dict[str, str]:
+    """Per trace, one sentence saying what the data is: the synthetic sample (scale, seed) or
+    real files (how many, from the ingest manifest)."""
+    out: dict[str, str] = {}
+    for trace in traces:
+        truth = data_dir / "raw" / trace / "TRUTH.json"
+        manifest = data_dir / "lake" / trace / "_manifest.parquet"
+        files = pl.read_parquet(manifest).height if manifest.is_file() else 0
+        if truth.is_file():
+            try:
+                doc = json.loads(truth.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                doc = {}
+            out[trace] = (
+                f"synthetic {trace} sample from tracelab's generator (scale "
+                f"{doc.get('scale', '?')}, seed {doc.get('seed', '?')}; {files} files), "
+                "not the published trace"
+            )
+        elif files:
+            out[trace] = (
+                f"real {trace} files: {files} ingested (DATA/lake/{trace}/_manifest.parquet)"
+            )
+    if out:
+        out["all"] = "; ".join(out.values())
+    return out

@@ -41,6 +41,7 @@ from tracelab.reports.metadata import (
     Parameter,
     StageTiming,
     TraceInputs,
+    data_sources,
     recorded_timings,
     stage_parameters,
     trace_inputs,
@@ -83,6 +84,8 @@ class RunInfo:
     pages_fingerprint: str = ""
     #: the paths (relative to DATA) whose checksums the fingerprint covers
     page_inputs: tuple[str, ...] = ()
+    #: per trace (and "all"), what the data is: the synthetic sample or real files
+    sources: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,7 @@ def build_site(
         pages_from=pages_from,
         pages_fingerprint=fingerprint,
         page_inputs=inputs_used,
+        sources=data_sources(data_dir, traces),
     )
     env = _environment()
     (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
