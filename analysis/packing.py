@@ -96,10 +96,10 @@ class PackingParams:
         choices=("trace", "params"),
     )
     seed: int = option(0, "seed of the task draws and realizations", minimum=0)
-    instances: int = option(3, "instances (paper: 50)", minimum=1, maximum=10_000)
-    tasks: int = option(150, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
+    instances: int = option(4, "instances (paper: 50)", minimum=1, maximum=10_000)
+    tasks: int = option(250, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
     realizations: int = option(
-        500, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
+        1000, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
     )
     capacity: float = option(1.0, "machine capacity c of the base case (cores)", minimum=0.01)
     rhos: tuple[float, ...] = option(
