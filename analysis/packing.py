@@ -488,7 +488,7 @@ def packing_summary(
     )
     base_runs = runs.filter((pl.col("experiment") == "methods") & pl.col("rebalance"))
     per_fit = base_runs.pivot(on="fit", index=["instance", "method"], values="m_abs")
-    diff = (per_fit["first"] - per_fit["best"]).abs().max() if per_fit.height else 0
+    diff = np.abs(per_fit["first"].to_numpy() - per_fit["best"].to_numpy())
     clair = methods.filter(
         (pl.col("experiment") == "clairvoyance")
         & pl.col("rebalance")
@@ -514,8 +514,8 @@ def packing_summary(
         m_by_method={str(k): float(v) for k, v in m_by.items()},
         q_by_method=dict(zip(base["method"], base["q_mean"].cast(pl.Float64), strict=True)),
         machines_ratio_cantelli_to_gpa_95=ratio,
-        rebalancing_q_decrease=float(gains.mean()) if gains.len() else float("nan"),  # type: ignore[arg-type]
-        first_best_max_machine_difference=int(diff or 0),  # type: ignore[arg-type]
+        rebalancing_q_decrease=float(gains.to_numpy().mean()) if gains.len() else float("nan"),
+        first_best_max_machine_difference=int(diff.max()) if diff.size else 0,
         clairvoyance_gpa_q=dict(
             zip(map(_key, clair["clairvoyance"]), clair["q_mean"].cast(pl.Float64), strict=True)
         ),

@@ -81,7 +81,7 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
         ratio = summary["machines_ratio_cantelli_to_gpa_95"]
         clair_q = summary["clairvoyance_gpa_q"]
         clair_n = summary["clairvoyance_observations"]
-        numbers = dict(
+        numbers: dict[str, Any] = dict(
             source=str(summary["source"]),
             data=str(summary["data"]),
             instances=int(summary["instances"]),
@@ -106,7 +106,7 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
         level, observations = float(best), partial[best]
         q_ratio = _get(clair_q, best) / full if full > 0 else math.nan
     return PackingNumbers(
-        **numbers,  # type: ignore[arg-type]
+        **numbers,
         clairvoyance_level=level,
         clairvoyance_observations=observations,
         clairvoyance_q_ratio=q_ratio,
