@@ -178,7 +178,7 @@ def _map(args: argparse.Namespace) -> tuple[Callable[..., list[Any]], Callable[[
         where = args.dask_address
     else:
         cluster = LocalCluster(
-            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=args.workers, threads_per_worker=1, processes=True, dashboard_address=":0"
         )
         client = Client(cluster)
         where = f"LocalCluster {args.workers} workers"

@@ -135,8 +135,9 @@ def test_dask_map_gives_the_serial_tables(trace_data: Path, tmp_path: Path) -> N
     distributed = pytest.importorskip("distributed")
     params = dataclasses.replace(SMALL, statistics_experiment=False, capacity_experiment=False)
     packing_results(params, trace_data, tmp_path / "serial")
+    # ":0": dashboard_address=None still binds 8787 here, which another process may hold
     with distributed.Client(
-        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
     ) as client:
 
         def dask_map(fn, items):  # type: ignore[no-untyped-def]
