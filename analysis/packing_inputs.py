@@ -166,7 +166,8 @@ def trace_tasks(data_dir: Path, *, instances: int, tasks: int, seed: int) -> Tas
 
 def _wanted_samples(data_dir: Path, stats: Path, lake: Path, wanted: IntArray) -> EmpiricalTasks:
     """The windows of the long tasks whose stream ordinals are in ``wanted`` (sorted)."""
-    con = duckdb.connect(config={"threads": 1})
+    # the query sorts the whole lake (out of core): bound it well under the stage's 4 GB budget
+    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
     jobs: list[IntArray] = []
     idx: list[IntArray] = []
     lengths: list[IntArray] = []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from tracelab.analysis.packing import (
     PackingParams,
     all_methods,
     packing_results,
+    task_source,
 )
 from tracelab.analysis.packing_inputs import ModelTasks, realizations
 from tracelab.analysis.params import write_stage_params
@@ -115,6 +117,12 @@ def test_trace_source_writes_every_experiment(trace_data: Path, tmp_path: Path) 
     assert read_summary(out)["parameters"]["rhos"] == [0.1, 0.05, 0.01, 0.001]
     assert summary.population == 40
     assert not summary.with_replacement
+    # m_norm = ⌈Σ x̄_i / c⌉ over all R inst realizations of the cell's instance (§5.1)
+    source = task_source(SMALL, trace_data)
+    inst, _ = realizations(source.instances[0], 200, np.random.default_rng([SMALL.seed, 3, 0]))
+    for c in (0.5, 1.0):
+        norms = runs.filter((pl.col("instance") == 0) & (pl.col("capacity") == c))["m_norm"]
+        assert set(norms) == {math.ceil(inst.mean(axis=1).sum() / c)}
     reb = tables["rebalancing"]
     assert reb.height == runs.height // 2
     assert (reb["m_abs_on"] <= reb["m_abs_off"]).all()
