@@ -241,7 +241,15 @@ def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         floor = 1e-6
         for method in _method_order(shown):
             part = shown.filter(pl.col("method") == method)
-            ax.scatter(floats(part, "m"), np.maximum(floats(part, "q"), floor), s=10, label=method)
+            # one marker per family: more methods than the colour cycle has colours
+            marker = {"gpa": "o", "av": "^"}.get(str(part["family"][0]), "s")
+            ax.scatter(
+                floats(part, "m"),
+                np.maximum(floats(part, "q"), floor),
+                s=12,
+                marker=marker,
+                label=method,
+            )
         ax.set_yscale("log")
         ax.set_xlabel("m (normalised machines)")
         ax.set_ylabel("q (overflow frequency)")
