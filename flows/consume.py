@@ -120,3 +120,6 @@ def consuming_stage(
 run_admission = consuming_stage(
     "admission", "tracelab.analysis.admission:admission_results", "azure-admission"
 )
+run_packing = consuming_stage(
+    "packing", "tracelab.analysis.packing:packing_results", "google-packing"
+)

@@ -195,6 +195,22 @@ STAGES: tuple[Stage, ...] = (
         methods="§4",
     ),
     Stage(
+        name="packing",
+        command="pack",
+        help="stochastic bin packing with GPA and its baselines (seed 000 §4–5)",
+        traces=(_G,),
+        params="tracelab.analysis.packing:PackingParams",
+        run="tracelab.flows.consume:run_packing",
+        inputs=(
+            Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
+            Requirement("lake/{trace}/task_usage/*.parquet", _INGEST_CMD),
+        ),
+        outputs=("results/{trace}/packing",),
+        pages=("google-packing",),
+        upstream=("derive", "export"),
+        methods="§3.1",
+    ),
+    Stage(
         name="admission",
         command="admit",
         help="cluster admission control on the exported Gamma priors (seed 004)",

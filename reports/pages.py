@@ -5,6 +5,7 @@ from __future__ import annotations
 from tracelab.reports import pages_admission as adm
 from tracelab.reports import pages_analysis as a
 from tracelab.reports import pages_google as g
+from tracelab.reports import pages_packing as pck
 from tracelab.reports import pages_params as pp
 from tracelab.reports import pages_priors as pr
 from tracelab.reports.model import PageSpec
@@ -166,6 +167,15 @@ EXPORT_PAGES: tuple[PageSpec, ...] = (
 )
 
 CONSUMER_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "google-packing",
+        "Stochastic bin packing (GPA)",
+        _G,
+        "packing",
+        (_result("packing", "summary.json"),),
+        "tracelab pack --trace google-2011",
+        pck.packing_sections,
+    ),
     PageSpec(
         "azure-admission",
         "Cluster admission control",
