@@ -1,4 +1,4 @@
-"""Pages for the google-2011 analysis stages (seed 000, Janus & Rzadca, SLO-aware colocation).
+"""Pages for the google-2011 analysis stages (Janus & Rzadca 2017, SLO-aware colocation).
 
 Each page comes in three parts: ``<name>_numbers`` computes everything the page states from the
 stage's result frames (pure: no matplotlib, no context), ``_<name>_figure*`` draws from those
@@ -20,9 +20,20 @@ from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 
+#: the papers the pages cite: authors, year, short title (from the seed file's first lines)
+PAPERS = {
+    "janus2017": "Janus & Rzadca 2017, “SLO-aware Colocation of Data Center Tasks”",
+}
+
+
+def _cite(where: str, paper: str = "janus2017") -> str:
+    """A figure or section of a paper, for a title or caption: ``_cite("Fig. 1")``."""
+    return f"{PAPERS[paper]}, {where}"
+
+
 #: at most this many values of one sample are drawn in a figure
 _MAX_SAMPLE = 200_000
-#: seed 000 Table 1 (METHODS §2.5): AD rejection rate at 5% per number of tasks N
+#: Janus & Rzadca 2017, Table 1 (METHODS §2.5): AD rejection rate at 5% per number of tasks N
 PAPER_AD_REJECTION = {
     10: 0.991,
     20: 0.965,
@@ -120,14 +131,14 @@ def inst_vs_avg_numbers(convergence: pl.DataFrame) -> InstVsAvgNumbers:
 
 
 def inst_vs_avg_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 Fig. 1: (ȳ − x̄⁽ᵏ⁾)/ȳ per k as box plots."""
+    """The paper's Fig. 1: (ȳ − x̄⁽ᵏ⁾)/ȳ per k as box plots."""
     cols = ("k", "n_tasks", "q1", "median", "q3", "whisker_low", "whisker_high", "mean")
     nums = inst_vs_avg_numbers(
         collect(scan(ctx.results("inst_vs_avg") / "convergence.parquet", cols))
     )
     return (
         Section(
-            title="Inst vs avg (seed 000 Fig. 1)",
+            title=f"Inst vs avg ({_cite('Fig. 1')})",
             this_run=(
                 "With k = ",
                 Number("k_first", float(nums.k_first), ".0f"),
@@ -237,7 +248,7 @@ def variability_numbers(regression: pl.DataFrame) -> VariabilityNumbers:
 
 
 def variability_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 Figs. 2–3: CDFs of per-task std (inst, avg), mean–std heatmaps, regressions."""
+    """The paper's Figs. 2–3: CDFs of per-task std (inst, avg), mean–std heatmaps, regressions."""
     folder = ctx.results("variability")
     reg = collect(
         scan(folder / "regression.parquet", ("measure", "n", "slope", "intercept", "r_squared"))
@@ -253,7 +264,7 @@ def variability_sections(ctx: PageContext) -> Sequence[Section]:
     inst, avg = nums.inst, nums.avg
     return (
         Section(
-            title="Variability of CPU usage (seed 000 Figs. 2–3)",
+            title=f"Variability of CPU usage ({_cite('Figs. 2–3')})",
             this_run=(
                 "Over ",
                 Number("tasks", inst.n, ",.0f"),
@@ -316,6 +327,8 @@ def _heatmap_figure(heat: pl.DataFrame, nums: VariabilityNumbers, out: Path) -> 
         alt="Heatmaps of tasks by mean and std of CPU usage for inst, avg and their difference, with regression lines.",
         caption="Tasks by (mean, std) for inst and avg (log counts) and inst − avg; lines = least-squares fits.",
         ncols=3,
+        # room between the panels for each one's colour bar
+        margins={"left": 0.07, "right": 0.95, "wspace": 0.75},
     ) as (axes, figs):
         grids = {m: _heat_grid(heat, m) for m in _MEASURES}
         for col, measure in enumerate(_MEASURES):
@@ -326,9 +339,11 @@ def _heatmap_figure(heat: pl.DataFrame, nums: VariabilityNumbers, out: Path) -> 
         if gi.shape == ga.shape:
             diff = gi - ga
             lim = max(float(np.abs(diff).max()), 1.0)
-            ax.pcolormesh(me, se, diff.T, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            mesh = ax.pcolormesh(me, se, diff.T, cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.figure.colorbar(mesh, ax=ax, label="inst − avg (tasks)")
         ax.set_title("inst − avg (tasks)", fontsize=8)
         ax.set_xlabel("mean (cores)")
+        ax.set_ylabel("std (cores)")
     return figs
 
 
@@ -336,7 +351,8 @@ def _draw_heat_panel(
     ax: Any, measure: str, grid: tuple[FloatArray, FloatArray, FloatArray], fit: Regression
 ) -> None:
     me, se, counts = grid
-    ax.pcolormesh(me, se, np.log10(1 + counts.T), cmap="viridis")
+    mesh = ax.pcolormesh(me, se, np.log10(1 + counts.T), cmap="viridis")
+    ax.figure.colorbar(mesh, ax=ax, label="log10(1 + tasks)")
     xs = np.array([me[0], me[-1]])
     ax.plot(xs, fit.slope * xs + fit.intercept, color="red", linewidth=1)
     ax.set_title(f"{measure}: std = {fit.slope:.3f}·mean + {fit.intercept:.3f}", fontsize=8)
@@ -378,7 +394,7 @@ def time_invariance_numbers(shares: pl.DataFrame) -> TimeInvarianceNumbers:
 
 
 def time_invariance_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 §3.4: share of long tasks whose two random windows differ (KS, 5%)."""
+    """The paper's §3.4: share of long tasks whose two random windows differ (KS, 5%)."""
     cols = ("delta", "n_tested", "share_rejected", "share_stderr")
     df = collect(scan(ctx.results("time_invariance") / "shares.parquet", cols))
     nums = time_invariance_numbers(df)
@@ -396,7 +412,7 @@ def time_invariance_sections(ctx: PageContext) -> Sequence[Section]:
     )
     return (
         Section(
-            title="Time invariance (seed 000 §3.4)",
+            title=f"Time invariance ({_cite('§3.4')})",
             this_run=frags or ("No Δ tested.",),
             paper="About 30% of long tasks reject the hypothesis that two windows share one distribution.",
             figures=tuple(_ks_figure(nums, ctx.out_dir)),
@@ -421,6 +437,7 @@ def _ks_figure(nums: TimeInvarianceNumbers, out: Path) -> list[Figure]:
         )
         ax.axhline(0.30, linestyle="--", color="grey")
         ax.set_xticks(x, [f"Δ = {s.delta}" for s in nums.shares])
+        ax.set_xlabel("window length Δ (records)")
         ax.set_ylabel("share rejected")
     return figs
 
@@ -455,7 +472,7 @@ def clustering_numbers(shares: pl.DataFrame) -> ClusteringNumbers:
 
 
 def clustering_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 Fig. 4: k-means centroids of the 100-bin histograms with cluster shares; k scan."""
+    """The paper's Fig. 4: k-means centroids of the 100-bin histograms with cluster shares; k scan."""
     folder = ctx.results("clustering")
     cent = collect(scan(folder / "centroids.parquet", ("cluster", "bin", "share_of_samples")))
     shares = collect(scan(folder / "shares.parquet", ("cluster", "n_tasks", "share_of_tasks")))
@@ -467,7 +484,7 @@ def clustering_sections(ctx: PageContext) -> Sequence[Section]:
         figs += _k_scan_figure(ks, ctx.out_dir)
     return (
         Section(
-            title="Histogram clustering (seed 000 Fig. 4)",
+            title=f"Histogram clustering ({_cite('Fig. 4')})",
             this_run=(
                 "k-means with k = ",
                 Number("k", float(nums.k), ".0f"),
@@ -508,6 +525,8 @@ def _centroids_figure(cent: pl.DataFrame, nums: ClusteringNumbers, out: Path) ->
                 floats(part, "share_of_samples"), np.arange(part.height + 1) / 100.0, fill=True
             )
             ax.set_title(f"cluster {c}: {nums.shares[idx]:.1%}", fontsize=7)
+            ax.set_xlabel("inst CPU (cores)", fontsize=6)
+            ax.set_ylabel("share of samples", fontsize=6)
             ax.tick_params(labelsize=6)
     return figs
 
@@ -574,7 +593,7 @@ _SETS = (
 
 
 def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 Table 1, Figs. 5–6: AD normality of sums of N tasks, percentile errors of the normal."""
+    """The paper's Table 1, Figs. 5–6: AD normality of sums of N tasks, percentile errors of the normal."""
     folder = ctx.results("gaussian_sums")
     cols = ("n_tasks_per_set", "n_sets", "rejection_rate", "mean_mu_cores")
     nums = gaussian_sums_numbers(collect(scan(folder / "table.parquet", cols)))
@@ -589,7 +608,7 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     frags = ("Rejection rate of normality at 5%: ", *_joined(rates)) if rates else ()
     return (
         Section(
-            title="Gaussian approximation of sums (seed 000 Table 1, Figs. 5–6)",
+            title=f"Gaussian approximation of sums ({_cite('Table 1, Figs. 5–6')})",
             this_run=frags or ("Rejection rate of normality at 5%: ",),
             paper=(
                 "Anderson–Darling rejection rates at N = 10, 20, 30, 50, 100, 250, 500: 0.991, 0.965, "
@@ -662,7 +681,7 @@ def _sums_figure(examples: pl.DataFrame, out: Path) -> list[Figure]:
         "sums_with_fitted_normals",
         alt="Histograms of the total usage of one random task set per N, each with the "
         "density of its fitted normal N(Σμ_i, (Σσ_i²)^½).",
-        caption="Seed 000 Fig. 5: the total inst usage (cores) of one random set per N "
+        caption=f"{_cite('Fig. 5')}: the total inst usage (cores) of one random set per N "
         "(histogram of its resampled realizations) and the fitted normal (red).",
         ncols=len(shown),
     ) as (axes, figs):
@@ -681,6 +700,8 @@ def _draw_sum_panel(ax: Any, one: pl.DataFrame, n: int) -> None:
         pdf = np.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi))
         ax.plot(x, pdf, color="red", linewidth=1)
     ax.set_title(f"N = {n}", fontsize=8)
+    ax.set_xlabel("total usage (cores)", fontsize=7)
+    ax.set_ylabel("density", fontsize=7)
     ax.tick_params(labelsize=6)
 
 
@@ -706,6 +727,7 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
             ax.axhline(0.0, color="grey", linewidth=0.8)
             ax.set_title(f"{label} percentile", fontsize=8)
             ax.set_xlabel("N")
+            ax.set_ylabel("relative error")
     return figs
 
 
@@ -799,7 +821,7 @@ def gamma_fits_sections(ctx: PageContext) -> Sequence[Section]:
         Section(
             title="Gamma fits for the packing stages (METHODS §2.7)",
             this_run=frags or ("No fits in this run.",),
-            paper="Seed 000 models per-task usage by its mean and std; the Gamma fits give the packing stages a population of them.",
+            paper=f"The paper ({PAPERS['janus2017']}) models per-task usage by its mean and std; the Gamma fits give the packing stages a population of them.",
             figures=tuple(figs),
             tables=(_gamma_table(nums),),
         ),

@@ -1,4 +1,5 @@
-"""Pages for the google-2011 derived tables (seed 002, "10 Observations on Google Cluster Trace").
+"""Pages for the google-2011 derived tables (Zhu, Wang & Wang 2015, "10 Observations on Google
+Cluster Trace").
 
 Each page comes in three parts: ``<name>_numbers`` computes everything the page states from its
 input frame (pure: no matplotlib, no context), ``_<name>_figure*`` draws from those numbers or the
@@ -35,6 +36,16 @@ EVENT_NAMES = (
 )
 _US_PER_DAY = 86_400_000_000
 _US_PER_HOUR = 3_600_000_000
+
+#: the papers the pages cite: authors, year, short title (the seed file's first lines; it states
+#: no year, 2015 is its arXiv listing's, 1508.02111)
+PAPERS = {"zhu2015": "Zhu, Wang & Wang 2015, “10 Observations on Google Cluster Trace”"}
+
+
+def _cite(where: str, paper: str = "zhu2015") -> str:
+    """A figure of a paper, for a title or caption: ``_cite("Fig. 1")``."""
+    return f"{PAPERS[paper]}, {where}"
+
 
 #: a table as read (tests) or as scanned lazily (the site: memory stays flat on the full trace)
 Frame = pl.DataFrame | pl.LazyFrame
@@ -139,7 +150,7 @@ def transitions_sections(ctx: PageContext) -> Sequence[Section]:
     graph_figs = _transition_graph_figure(nums, ctx.out_dir)
     return (
         Section(
-            title="Task event transitions (seed 002 Fig. 1)",
+            title=f"Task event transitions ({_cite('Fig. 1')})",
             this_run=(
                 "This run has ",
                 Number("transitions_total", nums.total, ",.0f"),
@@ -254,7 +265,7 @@ def _transition_graph_figure(nums: TransitionsNumbers, out: Path) -> list[Figure
             "types in red."
         ),
         caption=(
-            "Transition graph (seed 002 Fig. 1 style): arrow = a task's next event after the "
+            f"Transition graph ({_cite('Fig. 1')} style): arrow = a task's next event after the "
             "previous one, width ∝ log count; red = not in the documented life-cycle graph. "
             "Repeats of one event (self loops) are in the table."
         ),
@@ -368,7 +379,7 @@ def event_cdf_sections(ctx: PageContext) -> Sequence[Section]:
         ]
     return (
         Section(
-            title="CDF of events (seed 002 Fig. 2)",
+            title=f"CDF of events ({_cite('Fig. 2')})",
             this_run=tuple(totals),
             paper=(
                 "Observations 1–4: new submissions and completions grow at a stable rate, "
@@ -379,7 +390,7 @@ def event_cdf_sections(ctx: PageContext) -> Sequence[Section]:
             figures=tuple(_event_cdf_figure(series, cdf, "CDF of events", "2", ctx.out_dir)),
         ),
         Section(
-            title="Weighted CDF of events (seed 002 Fig. 3)",
+            title=f"Weighted CDF of events ({_cite('Fig. 3')})",
             this_run=(
                 "Each series is scaled by the new-submission total, so it ends at its total relative to "
                 "new submissions: submissions end at ",
@@ -491,7 +502,7 @@ def queue_sections(ctx: PageContext) -> Sequence[Section]:
     nums = queue_numbers(q, r)
     sections = [
         Section(
-            title="Queue length (seed 002 Fig. 4)",
+            title=f"Queue length ({_cite('Fig. 4')})",
             this_run=(
                 "At the end of the window the paper's queue series stands at ",
                 Number("queue_paper_end", nums.paper_end, ",.0f"),
@@ -520,7 +531,7 @@ def queue_sections(ctx: PageContext) -> Sequence[Section]:
 
 def _running_section(nums: RunningNumbers, figs: list[Figure]) -> Section:
     return Section(
-        title="Tasks running (seed 002 Fig. 5)",
+        title=f"Tasks running ({_cite('Fig. 5')})",
         this_run=(
             "Tasks in execution peak at ",
             Number("running_max", nums.max, ",.0f"),
@@ -680,7 +691,7 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
             nums, "execution", "Execution time", "7", " hours.", (), ctx.out_dir
         ),
         Section(
-            title="Execution time CDF (seed 002 Fig. 8)",
+            title=f"Execution time CDF ({_cite('Fig. 8')})",
             this_run=(
                 "Of ",
                 Number("finished_tasks", float(nums.finished_tasks), ",.0f"),
@@ -707,7 +718,7 @@ def _moving_average_section(
 ) -> Section:
     overall = nums.scheduling_hourly_mean_s if col == "scheduling" else nums.execution_hourly_mean_s
     return Section(
-        title=f"{label} moving average (seed 002 Fig. {fig_no})",
+        title=f"{label} moving average ({_cite(f'Fig. {fig_no}')})",
         this_run=(
             f"Mean of the hourly mean {label.lower()}s: ",
             Number(f"{col}_hourly_mean_s", overall, ".4g", "s"),
@@ -851,7 +862,7 @@ def usage_sections(ctx: PageContext) -> Sequence[Section]:
     )
     return (
         Section(
-            title="Usage vs requests by priority (seed 002 Fig. 9)",
+            title=f"Usage vs requests by priority ({_cite('Fig. 9')})",
             this_run=(
                 "Production tasks use ",
                 Number("production_share_of_used_cpu", nums.production_share_of_used_cpu, ".1%"),
@@ -939,7 +950,7 @@ def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
         ]
     return (
         Section(
-            title="Utilization change (seed 002 Fig. 10)",
+            title=f"Utilization change ({_cite('Fig. 10')})",
             this_run=tuple(frags),
             paper="For more than 90% of sampling moments, CPU and memory use change by less than 20% between consecutive 5-minute windows.",
             figures=tuple(_utilization_change_figure(df, ctx.out_dir)),
