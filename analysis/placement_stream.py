@@ -9,7 +9,6 @@ demand adds up across deployments, peak demand does not.
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,10 +88,8 @@ def vmtable_stream(data_dir: Path) -> VmStream:
             f"re-run `tracelab ingest --trace {TRACE}`"
         )
     df = lf.select(_VMTABLE_COLUMNS).collect()
-    ids = df["deploymentid"].to_list()
-    # crc32 of the id: an order fixed by the data alone (polars' hash may change across versions)
-    codes = np.fromiter((zlib.crc32(str(s).encode()) for s in ids), dtype=np.int64, count=len(ids))
-    uniq, dep = np.unique(codes, return_inverse=True)
+    # dense rank of the id: a code fixed by the data alone, whatever the file order
+    dep = df["deploymentid"].rank("dense").to_numpy().astype(np.int64) - 1
     return _sorted_stream(
         df["vmcreated"].to_numpy().astype(np.int64),
         df["vmdeleted"].to_numpy().astype(np.int64),
@@ -258,8 +255,11 @@ def generated_pools(
         created, deleted, cores, dep = (np.concatenate(col) for col in zip(*parts, strict=True))
         pools.append(
             _sorted_stream(
-                created, deleted, cores.astype(np.float64),
-                cores * GENERATED_MEMORY_GB_PER_CORE, dep,
+                created,
+                deleted,
+                cores.astype(np.float64),
+                cores * GENERATED_MEMORY_GB_PER_CORE,
+                dep,
             )
         )
     return pools
