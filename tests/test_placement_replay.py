@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from tracelab.analysis.placement_replay import (
@@ -127,7 +129,8 @@ def test_every_replay_keeps_capacity_and_places_each_vm_once(policy: str, predic
     hosts = 60
     r = _run(stream, _config(policy, predictor, hosts))
     assert r.rejected_vms == 0
-    assert r.host_of is not None and np.all(r.host_of >= 0)
+    assert r.host_of is not None
+    assert np.all(r.host_of >= 0)
     empty_pct = _occupancy_check(stream, r, hosts, 16.0)
     assert r.empty_host_pct == pytest.approx(empty_pct, rel=1e-9)
 
@@ -141,10 +144,8 @@ def test_a_full_pool_rejects_and_never_overfills() -> None:
     _occupancy_check(stream.take(placed), _reindexed(r, placed), 6, 16.0)
 
 
-def _reindexed(r: ReplayResult, placed: np.ndarray) -> ReplayResult:
+def _reindexed(r: ReplayResult, placed: npt.NDArray[np.int64]) -> ReplayResult:
     assert r.host_of is not None
-    from dataclasses import replace
-
     return replace(r, host_of=r.host_of[placed])
 
 
@@ -204,7 +205,8 @@ def test_oracle_las_and_lava_keep_the_classes_apart_and_beat_best_fit() -> None:
         assert len({int(host_of[i]) for i in longs}) == 1, policy
         assert results[policy].empty_host_pct > results["best-fit"].empty_host_pct, policy
     bf = results["best-fit"].host_of
-    assert bf is not None and len({int(bf[i]) for i in longs}) == 2
+    assert bf is not None
+    assert len({int(bf[i]) for i in longs}) == 2
 
 
 def test_always_wrong_predictions_fire_lava_deadlines_and_raise_classes() -> None:
@@ -215,7 +217,8 @@ def test_always_wrong_predictions_fire_lava_deadlines_and_raise_classes() -> Non
     assert right.deadline_misses == 0
     assert wrong.deadline_misses > 0
     raised = [(c0, c1) for *_, c0, c1, cause in wrong.transitions if cause == "deadline"]
-    assert raised and all(c1 == min(c0 + 1, 4) for c0, c1 in raised)
+    assert raised
+    assert all(c1 == min(c0 + 1, 4) for c0, c1 in raised)
     assert max(c1 for _, c1 in raised) >= 3
 
 
