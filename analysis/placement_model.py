@@ -62,7 +62,7 @@ class LifetimePrior:
     @property
     def median_lifetime_hours(self) -> float:
         """Median of the Lomax lifetime, hours."""
-        return self.rate_hours * (2.0 ** (1.0 / self.shape) - 1.0)
+        return float(self.rate_hours * (2.0 ** (1.0 / self.shape) - 1.0))
 
 
 def lifetime_prior_from_params(doc: ParamsDocument, record: str) -> LifetimePrior:

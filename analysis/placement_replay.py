@@ -273,14 +273,13 @@ class _Replay:
         if policy == "la-binary":
             host_long = host_exit - now >= LA_BINARY_CUTOFF_HOURS * HOUR_S
             tier = np.where(self.n_vms == 0, 2.0, np.where(host_long == self.vm_long[v], 0.0, 1.0))
-            return tier * 4.0 + key
+            return np.asarray(tier * 4.0 + key, dtype=np.float64)
         delta = self.fixed_exit[v] - host_exit
         cost = np.searchsorted(_LAS_BOUNDS_S, delta, side="right") - 1
-        key = cost * 4.0 + key
+        key = np.asarray(cost * 4.0 + key, dtype=np.float64)
         if policy == "las":
             return key
-        tier = self.tiers[self.vm_class[v]]
-        return tier * 64.0 + key
+        return np.asarray(self.tiers[self.vm_class[v]] * 64.0 + key, dtype=np.float64)
 
     def _place(self, v: int, now: float) -> None:
         c, m = self.cores[v], self.memory[v]
@@ -372,7 +371,7 @@ class _Replay:
     def _refresh(self, now: float) -> None:
         """Every host's latest repredicted VM exit at ``now`` (seed 003 §4.2)."""
         run = self.slots[self.slots >= 0]
-        age_h = (now - self.s.created_s[run]) / HOUR_S
+        age_h = np.asarray((now - self.s.created_s[run]) / HOUR_S, dtype=np.float64)
         rem = expected_remaining_hours(
             self.shape[run], self.rate_h[run], age_h, self.cfg.horizon_hours
         )
@@ -412,8 +411,8 @@ class _Replay:
         pick = busy[np.lexsort((-self.fullness[busy], self.n_vms[busy]))][: self.cfg.defrag_hosts]
         rows = self.slots[pick]
         vms = np.sort(rows[rows >= 0])
-        true_rem = self.s.deleted_s[vms] - now
-        age_h = (now - self.s.created_s[vms]) / HOUR_S
+        true_rem = np.asarray(self.s.deleted_s[vms] - now, dtype=np.float64)
+        age_h = np.asarray((now - self.s.created_s[vms]) / HOUR_S, dtype=np.float64)
         pred = expected_remaining_hours(
             self.shape[vms], self.rate_h[vms], age_h, self.cfg.horizon_hours
         )
