@@ -159,6 +159,8 @@ class PlacementSummary:
     lars_saved_pct: float
     lars_oracle_saved_pct: float
     seconds: float
+    #: every option of the run, by field name
+    parameters: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, with the paper's numbers beside this run's."""
@@ -432,4 +434,5 @@ def placement_summary(
         lars_saved_pct=100.0 * (baseline_m - model_m) / baseline_m if baseline_m else 0.0,
         lars_oracle_saved_pct=100.0 * (baseline_m - oracle_m) / baseline_m if baseline_m else 0.0,
         seconds=round(seconds, 3),
+        parameters=asdict(params),
     )

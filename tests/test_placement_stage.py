@@ -18,6 +18,8 @@ from tracelab.analysis.export import params_document, write_params_json
 from tracelab.analysis.params import FittedParameter, Quantity, write_stage_params
 from tracelab.analysis.placement import PlacementParams, placement_results
 from tracelab.analysis.stage_outputs import read_summary
+from tracelab.reports.model import Number, PageContext
+from tracelab.reports.pages_placement import placement_sections
 
 TABLES = ("replays", "improvement", "empty_hosts_series", "lars", "pools", "lifetime_curve")
 
@@ -169,8 +171,9 @@ def test_dask_map_gives_the_same_tables_as_the_serial_map(data_dir: Path, tmp_pa
     distributed = pytest.importorskip("distributed")
     params = replace(SMALL, pool_hosts=(3,), predictors=("model",))
     placement_results(params, data_dir, tmp_path / "serial")
+    # ":0": a free port; None still binds 8787, which another process on the machine may hold
     with distributed.Client(
-        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
     ) as client:
 
         def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
@@ -180,3 +183,20 @@ def test_dask_map_gives_the_same_tables_as_the_serial_map(data_dir: Path, tmp_pa
     serial, dask = _tables(tmp_path / "serial"), _tables(tmp_path / "dask")
     for name in TABLES:
         assert serial[name].equals(dask[name]), name
+
+
+def test_page_states_this_runs_numbers(data_dir: Path, tmp_path: Path) -> None:
+    out = data_dir / "results" / "azure-2017" / "placement"
+    summary = placement_results(SMALL, data_dir, out)
+    ctx = PageContext(data_dir, tmp_path / "site", "azure-2017")
+    sections = placement_sections(ctx)
+    numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
+    assert numbers["improvement_pp_lava_model"] == pytest.approx(
+        summary.improvement_pp["lava/model"]
+    )
+    assert numbers["lars_baseline_migrations"] == summary.lars_baseline_migrations
+    assert numbers["vms"] == summary.vms
+    files = [f.file for s in sections for f in s.figures]
+    assert "placement_fig6.png" in files
+    assert all((tmp_path / "site" / f).is_file() for f in files)
+    assert set(ctx.reads) == {"results/azure-2017/placement"}
