@@ -221,6 +221,7 @@ class _Replay:
         self.series: list[tuple[float, float]] = []
         self.stranded: list[tuple[float, float]] = []
         self.defrag: list[tuple[float, int, int, int, int]] = []
+        self.defrag_rng = np.random.default_rng(cfg.seed + 104729 * item.pool)
         shapes, counts = np.unique(
             np.stack([s.cores, s.memory_gb], axis=1), axis=0, return_counts=True
         )
@@ -404,13 +405,14 @@ class _Replay:
             self.next_defrag += cfg.defrag_every_s
 
     def _defragment(self, now: float) -> None:
-        """LARS vs the trace order on the hosts a defragmenter would pick now (seed 003 §4.4)."""
+        """LARS vs a lifetime-blind order on the hosts a defragmenter would pick now (§4.4, §6.3)."""
         busy = np.flatnonzero(self.n_vms > 0)
         if busy.size == 0:
             return
         pick = busy[np.lexsort((-self.fullness[busy], self.n_vms[busy]))][: self.cfg.defrag_hosts]
-        rows = self.slots[pick]
-        vms = np.sort(rows[rows >= 0])
+        # the baseline is lifetime-blind: drain host after host, each host's VMs in random order
+        rows = [self.slots[h][self.slots[h] >= 0] for h in pick.tolist()]
+        vms = np.concatenate([self.defrag_rng.permutation(r) for r in rows]).astype(np.int64)
         true_rem = np.asarray(self.s.deleted_s[vms] - now, dtype=np.float64)
         age_h = np.asarray((now - self.s.created_s[vms]) / HOUR_S, dtype=np.float64)
         pred = expected_remaining_hours(

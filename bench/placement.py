@@ -188,7 +188,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"  {key:20s} {summary.empty_host_pct[key]:6.2f} % empty  {pp:+.2f} pp vs Best Fit")
     print(f"  best-fit             {summary.empty_host_pct['best-fit/none']:6.2f} % empty")
     print(
-        f"LARS migrations: trace order {summary.lars_baseline_migrations}, LARS "
+        f"LARS migrations: baseline order {summary.lars_baseline_migrations}, LARS "
         f"{summary.lars_model_migrations}, oracle {summary.lars_oracle_migrations}"
     )
     print(f"subset Best Fit: vectorised {fast:,.0f} events/s, per-host loop {slow:,.0f} events/s")

@@ -227,8 +227,8 @@ def _lars_section(summary: Mapping[str, Any]) -> Section:
     return Section(
         title="LARS: migration order for defragmentation (seed 003 §4.4, Table 2)",
         this_run=(
-            "On the hosts a defragmenter would drain from the Best Fit replays, migrating in trace "
-            "order takes ",
+            "On the hosts a defragmenter would drain from the Best Fit replays, migrating host by "
+            "host in a lifetime-blind order takes ",
             Number("lars_baseline_migrations", float(summary["lars_baseline_migrations"]), ",.0f"),
             " live migrations; LARS (longest repredicted VM first) takes ",
             Number("lars_model_migrations", float(summary["lars_model_migrations"]), ",.0f"),
