@@ -16,7 +16,8 @@ import pytest
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import params_document, write_params_json
 from tracelab.analysis.params import FittedParameter, Quantity, write_stage_params
-from tracelab.analysis.placement import PlacementParams, placement_results
+from tracelab.analysis.placement import PAPER_PLACEMENT_PARAMS, PlacementParams, placement_results
+from tracelab.analysis.stage_api import out_of_range
 from tracelab.analysis.stage_outputs import read_summary
 from tracelab.reports.model import Number, PageContext
 from tracelab.reports.pages_placement import placement_sections
@@ -200,3 +201,9 @@ def test_page_states_this_runs_numbers(data_dir: Path, tmp_path: Path) -> None:
     assert "placement_fig6.png" in files
     assert all((tmp_path / "site" / f).is_file() for f in files)
     assert set(ctx.reads) == {"results/azure-2017/placement"}
+
+
+def test_default_and_paper_options_are_in_range() -> None:
+    assert out_of_range(PlacementParams()) is None
+    assert out_of_range(PAPER_PLACEMENT_PARAMS) is None
+    assert len(PAPER_PLACEMENT_PARAMS.pool_hosts) == 24  # seed 003 Fig. 6 has 24 pools
