@@ -87,8 +87,8 @@ def vmtable_stream(data_dir: Path) -> VmStream:
             f"{folder}: lake vmtable lacks column(s) {', '.join(missing)}; "
             f"re-run `tracelab ingest --trace {TRACE}`"
         )
-    # a VM without cores takes no slot on a host: the replay (slots per host = cores per VM) skips it
-    df = lf.select(_VMTABLE_COLUMNS).filter(pl.col("vmcorecount") > 0).collect()
+    # a VM without cores or a field cannot be placed (slots per host = host cores / VM cores)
+    df = lf.select(_VMTABLE_COLUMNS).drop_nulls().filter(pl.col("vmcorecount") > 0).collect()
     # dense rank of the id: a code fixed by the data alone, whatever the file order
     dep = df["deploymentid"].rank("dense").to_numpy().astype(np.int64) - 1
     return _sorted_stream(
