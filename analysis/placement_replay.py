@@ -222,10 +222,20 @@ class _Replay:
         self.stranded: list[tuple[float, float]] = []
         self.defrag: list[tuple[float, int, int, int, int]] = []
         self.defrag_rng = np.random.default_rng(cfg.seed + 104729 * item.pool)
-        shapes, counts = np.unique(
-            np.stack([s.cores, s.memory_gb], axis=1), axis=0, return_counts=True
+        shapes, inverse, counts = np.unique(
+            np.stack([s.cores, s.memory_gb], axis=1),
+            axis=0,
+            return_inverse=True,
+            return_counts=True,
         )
         self.shapes = shapes
+        self.vm_shape: list[int] = np.asarray(inverse).reshape(-1).tolist()
+        self.shape_c: list[float] = shapes[:, 0].tolist()
+        self.shape_m: list[float] = shapes[:, 1].tolist()
+        # per VM shape, every host's Best Fit key, inf where the shape does not fit: a placement
+        # then needs no feasibility test of its own, and a host change updates one column
+        fits = (shapes[:, :1] <= cfg.host_cores) & (shapes[:, 1:] <= cfg.host_memory_gb)
+        self.masked = np.where(fits, np.full((len(shapes), hosts), 2.0), np.inf)
         rng = np.random.default_rng(cfg.seed + 7919 * item.pool)
         self.draws = (
             rng.choice(len(shapes), size=cfg.inflation_draws, p=counts / counts.sum())
@@ -267,7 +277,7 @@ class _Replay:
     def _score(self, v: int, now: float) -> FloatArray:
         """The lexicographic key of every host for VM ``v`` (lower is better)."""
         policy = self.cfg.policy
-        key = self.fullness
+        key: FloatArray = self.masked[self.vm_shape[v]]
         if policy == "best-fit":
             return key
         host_exit = np.maximum(self.host_exit, now)
@@ -284,9 +294,9 @@ class _Replay:
 
     def _place(self, v: int, now: float) -> None:
         c, m = self.cores[v], self.memory[v]
-        feasible = (self.free_c >= c) & (self.free_m >= m)
-        h = int(np.where(feasible, self._score(v, now), np.inf).argmin())
-        if not feasible[h]:
+        key = self._score(v, now)
+        h = int(key.argmin())
+        if key[h] == np.inf:
             self.rejected += 1
             return
         self._add(v, h, c, m)
@@ -300,12 +310,19 @@ class _Replay:
         if self.cfg.policy == "lava":
             self._lava_after_place(h, v, now, was_empty)
 
+    def _host_changed(self, h: int, fc: float, fm: float) -> None:
+        full = fc / self.cfg.host_cores + fm / self.cfg.host_memory_gb
+        self.fullness[h] = full
+        masked = self.masked
+        for j, (sc, sm) in enumerate(zip(self.shape_c, self.shape_m, strict=True)):
+            masked[j, h] = full if sc <= fc and sm <= fm else np.inf
+
     def _add(self, v: int, h: int, c: float, m: float) -> None:
         """Host ``h`` takes VM ``v``: Python lists hold the scalars, numpy arrays mirror them."""
         fc = self.free_c_l[h] = self.free_c_l[h] - c
         fm = self.free_m_l[h] = self.free_m_l[h] - m
         self.free_c[h], self.free_m[h] = fc, fm
-        self.fullness[h] = fc / self.cfg.host_cores + fm / self.cfg.host_memory_gb
+        self._host_changed(h, fc, fm)
         self.count[h] += 1
         self.n_vms[h] = self.count[h]
         slot = self.free_slots[h].pop()
@@ -346,7 +363,7 @@ class _Replay:
                 self.host_exit[h] = self.fixed_exit[row[row >= 0]].max()
         self.free_c_l[h], self.free_m_l[h] = fc, fm
         self.free_c[h], self.free_m[h] = fc, fm
-        self.fullness[h] = fc / cfg.host_cores + fm / cfg.host_memory_gb
+        self._host_changed(h, fc, fm)
         if cfg.policy == "lava":
             self._lava_after_remove(h, v, now)
 
