@@ -123,3 +123,6 @@ run_admission = consuming_stage(
 run_packing = consuming_stage(
     "packing", "tracelab.analysis.packing:packing_results", "google-packing"
 )
+run_placement = consuming_stage(
+    "placement", "tracelab.analysis.placement:placement_results", "azure-placement"
+)

@@ -223,6 +223,19 @@ STAGES: tuple[Stage, ...] = (
         upstream=("export",),
         methods="§3.2",
     ),
+    Stage(
+        name="placement",
+        command="place",
+        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (seed 003)",
+        traces=(_A,),
+        params="tracelab.analysis.placement:PlacementParams",
+        run="tracelab.flows.consume:run_placement",
+        inputs=(_PARAMS_DOC, Requirement("lake/{trace}/vmtable/*.parquet", _INGEST_CMD)),
+        outputs=("results/{trace}/placement",),
+        pages=("azure-placement",),
+        upstream=("export",),
+        methods="§3.3",
+    ),
 )
 
 _BY_NAME = {s.name: s for s in STAGES}

@@ -7,6 +7,7 @@ from tracelab.reports import pages_analysis as a
 from tracelab.reports import pages_google as g
 from tracelab.reports import pages_packing as pck
 from tracelab.reports import pages_params as pp
+from tracelab.reports import pages_placement as plc
 from tracelab.reports import pages_priors as pr
 from tracelab.reports.model import PageSpec
 
@@ -184,6 +185,15 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
         (_result("admission", "summary.json", "azure-2017"),),
         "tracelab admit",
         adm.admission_sections,
+    ),
+    PageSpec(
+        "azure-placement",
+        "Lifetime-aware VM placement",
+        "azure-2017",
+        "placement",
+        (_result("placement", "summary.json", "azure-2017"),),
+        "tracelab place",
+        plc.placement_sections,
     ),
 )
 
