@@ -381,32 +381,54 @@ class MilpResult:
     optimal: bool
 
 
-def milp_allocation(instance: Instance, time_limit_s: float = 60.0) -> MilpResult:
-    """The MILP of §2.5 with HiGHS, then the average-yield phase on its placement.
+def milp_allocation(
+    instance: Instance, time_limit_s: float = 60.0, upper_load: float | None = None
+) -> MilpResult:
+    """The exact VCSched optimum with HiGHS, then the average-yield phase on its placement.
 
-    Hosts are identical, so w.l.o.g. job k sits on one of hosts 0..k (number hosts by their
-    first job): this cuts the symmetric copies of every solution without changing the optimum.
+    Solved as §2.5's MILP with the α variables eliminated: for a fixed placement the best
+    minimum yield is min(1, 1 / peak CPU load) (the average phase's base shares reach it), so
+    maximising Y over (e, α) equals minimising the peak load L ≥ 1 over e alone (same optimum,
+    about ten times faster on 4 × 12). Hosts are identical, so w.l.o.g. job k sits on one of
+    hosts 0..k (number hosts by their first job), cutting symmetric copies. ``upper_load`` (a
+    heuristic's peak load) is a valid cut: the optimum's peak is no larger.
     """
     hosts, jobs = instance.n_hosts, instance.n_jobs
-    a, lower, upper = _vcsched_constraints(instance)
+    c, m = instance.cpu_need, instance.memory
     hj = hosts * jobs
-    cost = np.zeros(a.shape[1])
-    cost[-1] = -1.0
-    ub = np.ones(a.shape[1])
+    one_host = sparse.hstack(
+        [sparse.kron(np.ones((1, hosts)), sparse.identity(jobs)), np.zeros((jobs, 1))]
+    )
+    cpu_rows = sparse.hstack(
+        [sparse.kron(sparse.identity(hosts), c[None, :]), -np.ones((hosts, 1))]
+    )
+    mem_rows = sparse.hstack(
+        [sparse.kron(sparse.identity(hosts), m[None, :]), np.zeros((hosts, 1))]
+    )
+    a = sparse.csr_array(sparse.vstack([one_host, cpu_rows, mem_rows]))
+    lower = np.concatenate([np.ones(jobs), np.full(2 * hosts, -np.inf)])
+    upper = np.concatenate([np.ones(jobs), np.zeros(hosts), np.ones(hosts)])
     host_idx, job_idx = np.divmod(np.arange(hj), jobs)
+    ub = np.ones(hj + 1)
     ub[:hj][host_idx > job_idx] = 0.0
-    ub[hj : 2 * hj][host_idx > job_idx] = 0.0
-    integrality = np.zeros(a.shape[1])
-    integrality[:hj] = 1
+    # L ≥ 1: loads below one host all give yield 1, so the solver need not separate them
+    lb_load = max(1.0, float(c.sum()) / hosts, float(c.max(initial=0.0)))
+    ub[hj] = np.inf if upper_load is None else max(lb_load, upper_load + EPS)
+    lb = np.zeros(hj + 1)
+    lb[hj] = lb_load
+    cost = np.zeros(hj + 1)
+    cost[hj] = 1.0
+    integrality = np.ones(hj + 1)
+    integrality[hj] = 0
     res = milp(
         cost,
         constraints=LinearConstraint(a, lower, upper),
         integrality=integrality,
-        bounds=Bounds(np.zeros(a.shape[1]), ub),
+        bounds=Bounds(lb, ub),
         options={"time_limit": time_limit_s},
     )
     if res.x is None:
         return MilpResult(None, float("nan"), res.status == 2)
     e = np.asarray(res.x[:hj]).reshape(hosts, jobs)
     host = np.argmax(e, axis=0).astype(np.int64)
-    return MilpResult(placement_allocation(instance, host), float(-res.fun), res.status == 0)
+    return MilpResult(placement_allocation(instance, host), 1.0 / float(res.fun), res.status == 0)
