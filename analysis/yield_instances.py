@@ -45,7 +45,7 @@ def truncated_normal(
         return np.full(size, min(max(mean, low), high))
     a, b = ndtr((low - mean) / sd), ndtr((high - mean) / sd)
     u = a + (b - a) * rng.random(size)
-    return np.clip(mean + sd * ndtri(u), low, high)
+    return np.asarray(np.clip(mean + sd * ndtri(u), low, high), dtype=np.float64)
 
 
 def paper_instance(spec: InstanceSpec) -> Instance:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -224,14 +225,11 @@ def _placement_runners(
     runners: dict[str, Callable[[], IntArray | None]] = {}
     for name in s.algorithms:
         if name.startswith("MCB"):
-            variant = int(name[3:])
-            runners[name] = lambda v=variant: mcb_placement(inst, v, s.yield_tolerance)
+            runners[name] = partial(mcb_placement, inst, int(name[3:]), s.yield_tolerance)
         elif name in ("GR", "SG"):
-            runners[name] = lambda by_mem=name == "SG": greedy_placement(inst, by_mem)
+            runners[name] = partial(greedy_placement, inst, name == "SG")
         elif name in ("GB", "SGB"):
-            runners[name] = lambda by_mem=name == "SGB": backtracking_placement(
-                inst, by_mem, s.backtrack_limit
-            )
+            runners[name] = partial(backtracking_placement, inst, name == "SGB", s.backtrack_limit)
     return runners
 
 
@@ -589,5 +587,7 @@ def yield_summary(tables: dict[str, pl.DataFrame], sources: tuple[str, ...]) -> 
         milp_over_mcb8_pct=_gap(gaps, headline, "MILP", "MCB8"),
         lp_over_milp_pct=_gap(gaps, headline, "LP", "MILP"),
         milp_over_greedy_pct={g: _gap(gaps, headline, "MILP", g) for g in GREEDY_NAMES},
-        mcb8_ms_500=float(1e3 * mcb8["seconds"].mean()) if mcb8.height else float("nan"),
+        mcb8_ms_500=1e3 * float(mcb8.select(pl.col("seconds").mean()).item())
+        if mcb8.height
+        else float("nan"),
     )
