@@ -64,7 +64,7 @@ class YieldParams:
     algorithms: tuple[str, ...] = option(ALGORITHMS, "algorithms to run", choices=ALGORITHMS)
     small_hosts: int = option(4, "hosts of the small problems (§4.1: 4)", minimum=1, maximum=64)
     small_jobs: tuple[int, ...] = option(
-        (6, 8, 10, 12), "jobs of the small problems", minimum=1, maximum=64
+        (6, 8, 10), "jobs of the small problems (§4.1: 6, 8, 10, 12)", minimum=1, maximum=64
     )
     small_instances: int = option(
         1, "instances per small problem spec (paper: 10)", minimum=0, maximum=1000
@@ -115,6 +115,7 @@ PAPER_YIELD_PARAMS = YieldParams(
     small_instances=10,
     large_instances=100,
     slacks=PAPER_SLACKS,
+    small_jobs=(6, 8, 10, 12),
     large_jobs=(100, 250, 500),
     rounding_max_jobs=100_000,
     milp_max_jobs=12,
