@@ -221,18 +221,21 @@ def backtracking_placement(
 
     Two prunings keep the first placement found equal to plain backtracking's while spending
     fewer attempts on dead subtrees: hosts in the same (load, free memory) state are tried once
-    (the subtrees are the same up to relabelling), and a depth whose remaining jobs need more
-    memory than all hosts have free is a dead end at once.
+    (the subtrees are the same up to relabelling), and a depth is a dead end at once when the
+    remaining jobs need more memory than all hosts have free or the largest of them fits nowhere.
     """
     order = _greedy_order(instance, sort_by_memory).tolist()
     cpu, mem = instance.cpu_need.tolist(), instance.memory.tolist()
     n, hosts = len(order), instance.n_hosts
-    suffix = np.concatenate([np.cumsum(instance.memory[order][::-1])[::-1], [0.0]]).tolist()
+    ordered_mem = instance.memory[order][::-1]
+    suffix = np.concatenate([np.cumsum(ordered_mem)[::-1], [0.0]]).tolist()
+    suffix_max = np.concatenate([np.maximum.accumulate(ordered_mem)[::-1], [0.0]]).tolist()
     load, free = [0.0] * hosts, [1.0] * hosts
     host = [-1] * instance.n_jobs
 
     def candidates(depth: int) -> list[int]:
-        if suffix[depth] > sum(free) + EPS:
+        # free memory only shrinks deeper down: a remaining job that fits nowhere now never will
+        if suffix[depth] > sum(free) + EPS or suffix_max[depth] > max(free) + EPS:
             return []
         need = mem[order[depth]]
         fits = sorted((load[h], h) for h in range(hosts) if free[h] >= need - EPS)
