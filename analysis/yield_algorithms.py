@@ -219,37 +219,42 @@ def backtracking_placement(
     """GB / SGB: GR's choices explored depth first, backtracking on a memory dead end, until
     ``max_attempts`` job placements were tried (§3.3).
 
-    Two prunings keep the first placement found equal to plain backtracking's while spending
-    fewer attempts on dead subtrees: hosts in the same (load, free memory) state are tried once
-    (the subtrees are the same up to relabelling), and a depth is a dead end at once when the
-    remaining jobs need more memory than all hosts have free or the largest of them fits nowhere.
+    Whether a subtree holds a complete placement depends only on the depth and the free memory
+    of the hosts (loads only order them), so these prunings skip dead subtrees only and the
+    placement found is plain backtracking's: hosts with equal free memory are tried once per
+    depth; a depth is dead at once when its remaining jobs need more memory than is free, when
+    the largest fits nowhere, or when more of them need over half a host than hosts have over
+    half their memory free (two such jobs never share a host).
     """
+    if (first := greedy_placement(instance, sort_by_memory)) is not None:
+        return first  # the first path of the search is GR's own
     order = _greedy_order(instance, sort_by_memory).tolist()
     cpu, mem = instance.cpu_need.tolist(), instance.memory.tolist()
     n, hosts = len(order), instance.n_hosts
-    ordered_mem = instance.memory[order][::-1]
-    suffix = np.concatenate([np.cumsum(ordered_mem)[::-1], [0.0]]).tolist()
-    suffix_max = np.concatenate([np.maximum.accumulate(ordered_mem)[::-1], [0.0]]).tolist()
+    backwards = instance.memory[order][::-1]
+    suffix = np.concatenate([np.cumsum(backwards)[::-1], [0.0]]).tolist()
+    suffix_max = np.concatenate([np.maximum.accumulate(backwards)[::-1], [0.0]]).tolist()
+    suffix_big = np.concatenate([np.cumsum(backwards > 0.5 + EPS)[::-1], [0]]).tolist()
     load, free = [0.0] * hosts, [1.0] * hosts
     host = [-1] * instance.n_jobs
 
     def candidates(depth: int) -> list[int]:
-        # free memory only shrinks deeper down: a remaining job that fits nowhere now never will
-        if suffix[depth] > sum(free) + EPS or suffix_max[depth] > max(free) + EPS:
+        if (
+            suffix[depth] > sum(free) + EPS
+            or suffix_max[depth] > max(free) + EPS
+            or suffix_big[depth] > sum(f > 0.5 + EPS for f in free)
+        ):
             return []
         need = mem[order[depth]]
-        fits = sorted((load[h], h) for h in range(hosts) if free[h] >= need - EPS)
-        seen: set[tuple[float, float]] = set()
+        seen: set[float] = set()
         out = []
-        for ld, h in fits:
-            state = (round(ld, 12), round(free[h], 12))
-            if state not in seen:
-                seen.add(state)
+        for _, h in sorted((load[h], h) for h in range(hosts) if free[h] >= need - EPS):
+            if (key := round(free[h], 12)) not in seen:
+                seen.add(key)
                 out.append(h)
         return out
 
-    stack = [candidates(0)] if n else []
-    position = [0]
+    stack, position = [candidates(0)], [0]
     attempts = 0
     while stack:
         depth = len(stack) - 1
