@@ -96,7 +96,7 @@ def trace_jobs(data_dir: Path) -> TraceJobs:
         .agg(pl.col("cpu_request").max(), pl.col("memory_request").max())
         .filter(pl.col("cpu_request") > 0)
         .sort("job_id", "task_index")
-        .collect()
+        .collect(engine="streaming")  # the full trace has ~144M task events
     )
     if tasks.height == 0:
         raise TracelabError(
