@@ -220,8 +220,9 @@ def test_gap_table_matches_a_recomputation(serial_out: Path) -> None:
 def test_dask_map_gives_the_same_tables(data_dir: Path, serial_out: Path, tmp_path: Path) -> None:
     distributed = pytest.importorskip("distributed")
     out = tmp_path / "dask"
+    # a random dashboard port: other sessions on this machine may hold 8787
     with distributed.Client(
-        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=None
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
     ) as client:
 
         def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
