@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -132,6 +133,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             params, Path(tmp), Path(tmp) / "yield", map_fn=map_fn, progress=_progress
         )
         seconds = time.perf_counter() - start
+        per_algorithm = (
+            pl.read_parquet(Path(tmp) / "yield" / "runtimes.parquet")
+            .group_by("algorithm")
+            .agg(pl.col("seconds").sum(), (1e3 * pl.col("seconds").max()).alias("max_ms"))
+        )
         if pool:
             pool.shutdown()
         cpu = _cpu_seconds() - cpu_start
@@ -140,10 +146,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"instances: {n} (64 hosts × {params.large_jobs} jobs), algorithms {', '.join(ALGORITHMS)}"
     )
     print(f"wall time: {seconds:.1f} s with {args.workers} worker(s); CPU time {cpu:.1f} s")
+    spent = {str(a): (float(t), float(m)) for a, t, m in per_algorithm.iter_rows()}
     for name in ALGORITHMS:
+        total, worst = spent.get(name, (float("nan"), float("nan")))
         print(
             f"  {name:5s} mean min yield {summary.mean_min_yield.get(name, float('nan')):.4f}"
             f"  failure rate {summary.failure_rate.get(name, float('nan')):.3f}"
+            f"  time {total:8.1f} s (slowest instance {worst:8.1f} ms)"
         )
     print(
         f"MCB8 500 jobs: {summary.mcb8_ms_500:.1f} ms (straightforward baseline {baseline:.1f} ms,"
