@@ -110,6 +110,7 @@ def _progress(done: int, total: int, what: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5 instances per spec (540)")
+    parser.add_argument("--instances", type=int, default=0, help="instances per spec (overrides)")
     parser.add_argument("--workers", type=int, default=1, help="processes for the stage's map")
     parser.add_argument("--backtrack-limit", type=int, default=500_000, help="GB/SGB attempts")
     parser.add_argument("--baseline-instances", type=int, default=20)
@@ -118,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         PAPER_YIELD_PARAMS,
         algorithms=ALGORITHMS,
         small_instances=0,
-        large_instances=5 if args.quick else 100,
+        large_instances=args.instances or (5 if args.quick else 100),
         backtrack_limit=args.backtrack_limit,
     )
     n = len(instance_specs(params))
