@@ -237,18 +237,28 @@ def backtracking_placement(
     suffix_big = np.concatenate([np.cumsum(backwards > 0.5 + EPS)[::-1], [0]]).tolist()
     load, free = [0.0] * hosts, [1.0] * hosts
     host = [-1] * instance.n_jobs
+    # hosts with over half their memory free, kept up to date on every move (hot loop)
+    half_free = [hosts]
+
+    def move(j: int, h: int, sign: float) -> None:
+        was = free[h] > 0.5 + EPS
+        load[h] += sign * cpu[j]
+        free[h] -= sign * mem[j]
+        half_free[0] += (free[h] > 0.5 + EPS) - was
 
     def candidates(depth: int) -> list[int]:
         if (
-            suffix[depth] > sum(free) + EPS
+            suffix_big[depth] > half_free[0]
             or suffix_max[depth] > max(free) + EPS
-            or suffix_big[depth] > sum(f > 0.5 + EPS for f in free)
+            or suffix[depth] > sum(free) + EPS
         ):
             return []
-        need = mem[order[depth]]
+        need = mem[order[depth]] - EPS
+        fitting = [h for h in range(hosts) if free[h] >= need]
+        fitting.sort(key=load.__getitem__)
         seen: set[float] = set()
         out = []
-        for _, h in sorted((load[h], h) for h in range(hosts) if free[h] >= need - EPS):
+        for h in fitting:
             if (key := round(free[h], 12)) not in seen:
                 seen.add(key)
                 out.append(h)
@@ -263,8 +273,7 @@ def backtracking_placement(
         j = order[depth]
         if host[j] >= 0:
             # coming back up: undo this depth's current placement before trying the next host
-            load[host[j]] -= cpu[j]
-            free[host[j]] += mem[j]
+            move(j, host[j], -1.0)
             host[j] = -1
         if position[depth] >= len(stack[depth]) or attempts >= max_attempts:
             stack.pop()
@@ -273,7 +282,8 @@ def backtracking_placement(
         h = stack[depth][position[depth]]
         position[depth] += 1
         attempts += 1
-        host[j], load[h], free[h] = h, load[h] + cpu[j], free[h] - mem[j]
+        host[j] = h
+        move(j, h, 1.0)
         stack.append(candidates(depth + 1) if depth + 1 < n else [])
         position.append(0)
     return None
