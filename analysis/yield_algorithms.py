@@ -139,17 +139,16 @@ def mcb_packing(cpu: FloatArray, memory: FloatArray, n_hosts: int, variant: int)
                     p += 1
                 pointer[which] = p
                 if p < len(jobs):
-                    j = jobs[p]
+                    # pop keeps the list to unplaced jobs; the pointer now names the next one
+                    j = jobs.pop(p)
                     host[j] = h
                     room_cpu -= cpu_l[j]
                     room_mem -= mem_l[j]
-                    pointer[which] = p + 1
                     left -= 1
                     placed = True
                     break
             if not placed:
                 break
-        lists = [[j for j in jobs if host[j] < 0] for jobs in lists]
     return np.asarray(host, dtype=np.int64) if left == 0 else None
 
 

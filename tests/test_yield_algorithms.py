@@ -10,6 +10,7 @@ from scipy.optimize import linprog
 
 from tracelab.analysis.yield_algorithms import (
     Allocation,
+    FloatArray,
     Instance,
     allocation_yields,
     average_yield_allocation,
@@ -22,6 +23,7 @@ from tracelab.analysis.yield_algorithms import (
     mcb_allocation,
     mcb_packing,
     mcb_placement,
+    mcb_sort_key,
     milp_allocation,
     placement_min_yield,
     rounding_allocation,
@@ -300,3 +302,41 @@ def test_backtracking_equals_greedy_when_greedy_succeeds_and_finds_feasible_ones
         assert gb.tolist() == gr.tolist()
     # unbounded backtracking fails only when no placement fits in memory
     assert (gb is None) == (brute_force_min_yield(inst) is None)
+
+
+def _rescanning_packing(
+    cpu: FloatArray, mem: FloatArray, hosts: int, variant: int
+) -> list[int] | None:
+    """§3.4 read literally: every choice rescans its list from the top (reference)."""
+    key = mcb_sort_key(cpu, mem, variant)
+    order = sorted(range(cpu.size), key=lambda j: (key[j], j))
+    lists = [[j for j in order if cpu[j] > mem[j]], [j for j in order if cpu[j] <= mem[j]]]
+    host = [-1] * cpu.size
+    for h in range(hosts):
+        room = [1.0 + 1e-9, 1.0 + 1e-9]
+        while True:
+            first = 0 if room[0] >= room[1] else 1
+            found = None
+            for which in (first, 1 - first):
+                found = next(
+                    ((which, j) for j in lists[which] if cpu[j] <= room[0] and mem[j] <= room[1]),
+                    None,
+                )
+                if found:
+                    break
+            if found is None:
+                break
+            lists[found[0]].remove(found[1])
+            host[found[1]] = h
+            room = [room[0] - cpu[found[1]], room[1] - mem[found[1]]]
+    return None if lists[0] or lists[1] else host
+
+
+@pytest.mark.parametrize("variant", range(1, 9))
+def test_mcb_packing_equals_a_rescanning_reference(variant: int) -> None:
+    for seed in range(12):
+        inst = _paper(8, 30, slack=0.1 + 0.07 * seed, cv=0.75, seed=seed)
+        y = 0.3 + 0.05 * seed
+        got = mcb_packing(y * inst.cpu_need, inst.memory, inst.n_hosts, variant)
+        expected = _rescanning_packing(y * inst.cpu_need, inst.memory, inst.n_hosts, variant)
+        assert (None if got is None else got.tolist()) == expected
