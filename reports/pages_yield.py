@@ -350,7 +350,7 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
         ctx.out_dir,
         "yield_runtime",
         alt="Mean run time in milliseconds versus number of jobs per algorithm, log scale.",
-        caption="Mean run time per instance vs jobs (seed 001 Figs. 5, 14, 18); MILP and RRND/RRNZ include HiGHS.",
+        caption="Mean CPU time per instance vs jobs (seed 001 Figs. 5, 14, 18; the paper: wall time on a dedicated Xeon); MILP and RRND/RRNZ include HiGHS.",
     ) as (ax, figs):
         for algorithm in COMPARED:
             line = (
@@ -376,7 +376,7 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
     return Section(
         title="Run time (seed 001 Figs. 5, 14, 18)",
         this_run=(
-            "Wall-clock times of this run on its machine (they are the only numbers that change between runs); "
+            "CPU times of the computing thread in this run (the only numbers that change between runs); "
             "the largest MCB8 instances took ",
             Number(
                 "mcb8_ms_largest",
