@@ -182,6 +182,15 @@ def test_outputs_and_summary(serial_out: Path) -> None:
     assert solved.height == small.len()
     assert np.allclose(solved["lp_bound"], solved["lp_bound_solver"], atol=1e-8)
     assert "seconds" not in results.columns
+    # on every small instance: heuristics ≤ MILP ≤ LP bound
+    wide = results.filter(pl.col("solved")).pivot(
+        on="algorithm", index="instance_id", values="min_yield"
+    )
+    exact = wide.filter(pl.col("MILP").is_not_null())
+    assert exact.height > 0
+    for name in ("MCB1", "MCB8", "GR", "SG", "GB", "SGB", "RRND", "RRNZ"):
+        assert (exact[name].fill_null(0.0) <= exact["MILP"] + 1e-7).all(), name
+    assert (exact["MILP"] <= exact["LP"] + 1e-7).all()
     summary = json.loads((serial_out / "summary.json").read_text())
     paper_ids = instances.filter(pl.col("source") == "paper")["instance_id"]
     mcb8 = results.filter(
