@@ -87,3 +87,30 @@ def test_sections_of_a_tiny_run(tmp_path: Path) -> None:
     assert all(r.startswith(f"results/{TRACE}/yield") for r in ctx.reads)
     table = sections[0].tables[0]
     assert table.rows[0][1:] == ("MCB8", summary.best_mcb)
+
+
+def test_trace_section(tmp_path: Path) -> None:
+    from test_yield_stage import write_lake
+
+    write_lake(tmp_path)
+    params = YieldParams(
+        sources=("trace",),
+        slacks=(0.2, 0.6),
+        trace_jobs=(8, 30),
+        trace_instances=2,
+        milp_max_jobs=8,
+        rounding_max_jobs=8,
+        backtrack_limit=1000,
+    )
+    summary = yield_results(params, tmp_path, tmp_path / "results" / TRACE / "yield")
+    assert summary.headline_source == "trace"
+    ctx = PageContext(tmp_path, tmp_path / "site", TRACE)
+    sections = yield_sections(ctx)
+    trace = [s for s in sections if "trace" in s.title]
+    assert len(trace) == 1
+    numbers = {f.key: f.value for f in trace[0].this_run if isinstance(f, Number)}
+    assert numbers["n_trace_instances"] == 8
+    instances = pl.read_parquet(ctx.results("yield") / "instances.parquet")
+    expected = instances["total_cpu_need"].sum() / instances["n_hosts"].sum()
+    assert numbers["trace_cpu_per_host"] == pytest.approx(expected)
+    assert trace[0].figures
