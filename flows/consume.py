@@ -126,3 +126,4 @@ run_packing = consuming_stage(
 run_placement = consuming_stage(
     "placement", "tracelab.analysis.placement:placement_results", "azure-placement"
 )
+run_yield = consuming_stage("yield", "tracelab.analysis.yield_sched:yield_results", "google-yield")

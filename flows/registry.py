@@ -211,6 +211,22 @@ STAGES: tuple[Stage, ...] = (
         methods="§3.1",
     ),
     Stage(
+        name="yield",
+        command="yield",
+        help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
+        traces=(_G,),
+        params="tracelab.analysis.yield_sched:YieldParams",
+        run="tracelab.flows.consume:run_yield",
+        inputs=(
+            Requirement("lake/{trace}/task_events/*.parquet", _INGEST_CMD),
+            Requirement("lake/{trace}/machine_events/*.parquet", _INGEST_CMD),
+        ),
+        outputs=("results/{trace}/yield",),
+        pages=("google-yield",),
+        upstream=("derive",),
+        methods="§3.4",
+    ),
+    Stage(
         name="admission",
         command="admit",
         help="cluster admission control on the exported Gamma priors (seed 004)",

@@ -9,6 +9,7 @@ from tracelab.reports import pages_packing as pck
 from tracelab.reports import pages_params as pp
 from tracelab.reports import pages_placement as plc
 from tracelab.reports import pages_priors as pr
+from tracelab.reports import pages_yield as yld
 from tracelab.reports.model import PageSpec
 
 _G = "google-2011"
@@ -176,6 +177,15 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
         (_result("packing", "summary.json"),),
         "tracelab pack --trace google-2011",
         pck.packing_sections,
+    ),
+    PageSpec(
+        "google-yield",
+        "Yield maximisation (VCSched)",
+        _G,
+        "yield",
+        (_result("yield", "summary.json"),),
+        "tracelab yield --trace google-2011",
+        yld.yield_sections,
     ),
     PageSpec(
         "azure-admission",
