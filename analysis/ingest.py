@@ -36,6 +36,8 @@ Choices (documented in the README):
 from __future__ import annotations
 
 import gzip
+import os
+import stat
 import time
 import zlib
 from collections.abc import Iterator
@@ -50,6 +52,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
 
 Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]
@@ -61,6 +64,9 @@ MANIFEST_NAME = "_manifest.parquet"
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
+#: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
+#: real parts reject a header line or a few bad lines, never nine in ten
+GARBAGE_SHARE = 0.9
 #: a byte that never occurs in a well-formed trace line; used as the "separator" when the
 #: native reader is asked for whole lines (a line containing it sends the file down the
 #: validated path, which does not depend on it)
@@ -159,67 +165,145 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
     """Raw files of every table of ``trace`` under ``raw_root``, found with each ``Table.raw_glob``.
 
     A folder under the root that is not a table of the trace is an error naming the known tables;
-    files in a table folder that do not match its glob are listed as ignored. For azure-2017 a
-    single ``vmtable.csv[.gz]`` at the root (the published layout) is accepted as well.
+    so is anything ingest would otherwise skip without a word: an unreadable file or folder, a
+    FIFO or other special file, a dangling symlink, a part file at the wrong level (at the root or
+    in a subfolder of a table folder). Other files in a table folder that do not match its glob
+    are listed as ignored. For azure-2017 a single ``vmtable.csv[.gz]`` at the root (the published
+    layout) is accepted as well.
     """
     if not raw_root.is_dir():
         raise FileNotFoundError(
             f"raw folder {raw_root} does not exist; pass --raw DIR or put the files there"
         )
+    root_entries = _listing(raw_root)
     tables = trace_tables(trace)
     files: list[RawFile] = []
     problems: list[RawProblem] = []
     seen: set[Path] = set()
     for name, tbl in sorted(tables.items()):
-        for path in sorted(raw_root.glob(tbl.raw_glob)):
+        candidates = sorted(raw_root.glob(tbl.raw_glob))
+        if trace == "azure-2017":
+            candidates += [raw_root / f"{name}{suffix}" for suffix in RAW_SUFFIXES]
+        for path in candidates:
             if path.is_file() and path.name.endswith(RAW_SUFFIXES) and path not in seen:
                 seen.add(path)
-                files.append(_raw_file(tbl.name, path, raw_root))
-        for suffix in RAW_SUFFIXES:
-            root_file = raw_root / f"{name}{suffix}"
-            if root_file.is_file() and trace == "azure-2017" and root_file not in seen:
-                seen.add(root_file)
-                files.append(_raw_file(name, root_file, raw_root))
+                unreadable = _unreadable(path)
+                if unreadable:
+                    problems.append(_error(path.relative_to(raw_root).as_posix(), unreadable))
+                else:
+                    files.append(_raw_file(tbl.name, path, raw_root))
     known = ", ".join(sorted(tables))
-    for child in sorted(raw_root.iterdir()):
+    for child in root_entries:
         if child.name.startswith("."):
             continue
         if child.is_dir() and child.name not in tables:
             problems.append(
-                RawProblem(
-                    path=child.name,
-                    reason=f"unknown table folder {child.name!r} for {trace}; "
+                _error(
+                    child.name,
+                    f"unknown table folder {child.name!r} for {trace}; "
                     f"the known tables are: {known} (rename or move the folder)",
-                    is_error=True,
                 )
             )
         elif child.is_dir():
             glob = tables[child.name].raw_glob
-            for path in sorted(child.rglob("*")):
-                if path.is_file() and path not in seen:
-                    rel = path.relative_to(raw_root).as_posix()
-                    problems.append(
-                        RawProblem(
-                            path=rel,
-                            reason=f"ignored: does not match {glob} with suffix .csv or .csv.gz "
-                            "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)",
-                            is_error=False,
-                        )
-                    )
+            problems += _folder_problems(child, raw_root, glob, seen, depth=1)
+        elif child not in seen and child.name.startswith("part-"):
+            problems += _entry_problems(child, raw_root, "", seen, depth=0)
+    return RawDiscovery(*_unique_output_names(files, problems))
+
+
+def _error(rel: str, reason: str) -> RawProblem:
+    return RawProblem(path=rel, reason=reason, is_error=True)
+
+
+def _listing(raw_root: Path) -> list[Path]:
+    """The raw root's entries; one line naming the folder when it cannot be read."""
+    try:
+        return sorted(raw_root.iterdir())
+    except OSError as exc:
+        raise TracelabError(
+            f"cannot read raw folder {raw_root}: {exc.strerror or exc}; "
+            "check its permissions (or pass another --raw DIR)"
+        ) from None
+
+
+def _unreadable(path: Path) -> str:
+    """Why ``path`` cannot be opened for reading, or "" when it can."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}; check its permissions"
+    return ""
+
+
+def _folder_problems(
+    folder: Path, raw_root: Path, glob: str, seen: set[Path], depth: int
+) -> list[RawProblem]:
+    rel = folder.relative_to(raw_root).as_posix()
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as exc:
+        return [
+            _error(rel, f"cannot read the folder: {exc.strerror or exc}; check its permissions")
+        ]
+    problems: list[RawProblem] = []
+    for child in children:
+        problems += _entry_problems(child, raw_root, glob, seen, depth)
+    return problems
+
+
+def _entry_problems(
+    path: Path, raw_root: Path, glob: str, seen: set[Path], depth: int
+) -> list[RawProblem]:
+    """What is wrong with one entry that discovery did not take (empty when it took it)."""
+    rel = path.relative_to(raw_root).as_posix()
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        target = path.readlink() if path.is_symlink() else "?"
+        return [_error(rel, f"dangling symlink to {target}; fix or delete the link")]
+    except OSError as exc:
+        return [_error(rel, f"cannot read it: {exc.strerror or exc}; check its permissions")]
+    if stat.S_ISDIR(mode):
+        if path.is_symlink():
+            return [_error(rel, "a linked folder inside a table folder is not read; link files")]
+        return _folder_problems(path, raw_root, glob, seen, depth + 1)
+    if not stat.S_ISREG(mode):
+        return [_error(rel, "not a regular file (FIFO, socket or device); replace it by the file")]
+    if path in seen:
+        return []
+    if depth != 1 and path.name.endswith(RAW_SUFFIXES):
+        return [
+            _error(
+                rel,
+                "part file at the wrong level: ingest reads <table>/part-*.csv[.gz] only "
+                "(move it into its table folder)",
+            )
+        ]
+    reason = (
+        f"ignored: does not match {glob} with suffix .csv or .csv.gz "
+        "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)"
+    )
+    return [RawProblem(path=rel, reason=reason, is_error=False)]
+
+
+def _unique_output_names(
+    files: list[RawFile], problems: list[RawProblem]
+) -> tuple[tuple[RawFile, ...], tuple[RawProblem, ...]]:
+    """Files sorted by table then path, the first of any two with the same output name kept."""
     files.sort(key=lambda f: (f.table, f.rel))
     kept: dict[tuple[str, str], RawFile] = {}
     for raw in files:
         first = kept.setdefault((raw.table, raw.stem), raw)
         if first is not raw:
             problems.append(
-                RawProblem(
-                    path=raw.rel,
-                    reason=f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
+                _error(
+                    raw.rel,
+                    f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
                     "(keep only one of the two files)",
-                    is_error=True,
                 )
             )
-    return RawDiscovery(files=tuple(kept.values()), problems=tuple(problems))
+    return tuple(kept.values()), tuple(problems)
 
 
 def _raw_file(table_name: str, path: Path, raw_root: Path) -> RawFile:
@@ -288,6 +372,9 @@ def convert_file(
     ``chunk_bytes`` bounds the memory of the validated path; ``wrong_format_share`` is the share
     of lines with the wrong field count from which the whole file is declared the wrong format.
     """
+    if chunk_bytes < 1:
+        # a zero-byte read means end of file: every line would be lost, so refuse it
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
     started = time.perf_counter()
     started_at = datetime.now(UTC)
     paths.parquet.parent.mkdir(parents=True, exist_ok=True)
@@ -707,28 +794,45 @@ def _reject_table(bad: pl.DataFrame, source_file: str) -> pa.Table:
 
 
 def _wrong_format_error(table: Table, counts: _Counts, share: float) -> str:
-    if counts.rows_read == 0 or counts.wrong_field_count < share * counts.rows_read:
+    """Why the whole file is the wrong format, or "" when it is not.
+
+    A file is the wrong format when at least ``share`` of its lines have the wrong field count,
+    or when (nearly) every line is rejected for any reason (:data:`GARBAGE_SHARE`): a UTF-16
+    file or a gzip of a gzip may have the right commas, but not one valid line, and must not
+    pass as ok with nothing written.
+    """
+    if counts.rows_read == 0:
         return ""
     hint = (
         " — is this the original headerless vmtable?"
         if table.trace == "azure-2017"
         else f" — is this an original headerless {table.name} part file?"
     )
-    return (
-        f"{_expected_fields_text(table)}, found {counts.typical_wrong_count} in "
-        f"{counts.wrong_field_count} of {counts.rows_read} lines{hint} "
-        f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
-    )
+    kept = f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
+    if counts.wrong_field_count >= share * counts.rows_read:
+        return (
+            f"{_expected_fields_text(table)}, found {counts.typical_wrong_count} in "
+            f"{counts.wrong_field_count} of {counts.rows_read} lines{hint} {kept}"
+        )
+    if counts.rows_rejected >= GARBAGE_SHARE * counts.rows_read:
+        return (
+            f"{counts.rows_rejected} of {counts.rows_read} lines rejected{hint} (UTF-8 CSV, "
+            f"compressed at most once) {kept}"
+        )
+    return ""
 
 
 def _reject_everything(
     table: Table, raw: RawFile, paths: LakePaths, counts: _Counts, chunk_bytes: int
 ) -> None:
     """Rewrite the rejects so they hold every line of a file declared the wrong format."""
-    whole_file = (
-        f"file rejected: most lines have the wrong field count ({counts.typical_wrong_count}"
-    )
-    whole_file += f" instead of {len(table.columns)})"
+    if counts.wrong_field_count >= counts.rows_rejected - counts.wrong_field_count:
+        whole_file = (
+            f"file rejected: most lines have the wrong field count ({counts.typical_wrong_count}"
+            f" instead of {len(table.columns)})"
+        )
+    else:
+        whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
     paths.rejects_tmp.unlink(missing_ok=True)
     line = 0
     with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as out:
