@@ -64,6 +64,7 @@ MANIFEST_NAME = "_manifest.parquet"
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
 #: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
 #: real parts reject a header line or a few bad lines, never nine in ten
 GARBAGE_SHARE = 0.9
@@ -436,28 +437,27 @@ def convert_file(
 # --------------------------------------------------------------------------- native path
 
 
-def _native_read_schema(table: Table) -> dict[str, pl.DataType]:
-    # booleans are 0/1 in the files: read them as integers, check and cast in the query
-    schema = table.polars_schema()
-    return {c.name: (pl.Int64() if c.kind == "bool" else schema[c.name]) for c in table.columns}
+def _text_schema(table: Table) -> dict[str, pl.DataType]:
+    # every field is read as text and typed by the same rules as the validated path
+    return {c.name: pl.String() for c in table.columns}
 
 
 def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFrame:
-    """The native conversion as a lazy query; it raises on any line that is not clean."""
-    guard_failed = (
-        pl.when(_dirty_row(table)).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
-    )
+    """The native conversion as a lazy query; it raises on any line that is not clean.
+
+    Polars only splits the lines into fields; :func:`value_rules` types them, so a value is
+    valid on this path exactly when it is valid on the validated path.
+    """
+    typed, checks = value_rules(table)
+    dirty = pl.any_horizontal([bad for bad, _ in checks])
+    guard_failed = pl.when(dirty).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
     lf = pl.scan_csv(
         source,
         has_header=False,
-        schema=_native_read_schema(table),
+        schema=_text_schema(table),
         quote_char=None,
         raise_if_empty=False,
     )
-    typed = [
-        pl.col(c.name).cast(pl.Boolean) if c.kind == "bool" else pl.col(c.name)
-        for c in table.columns
-    ]
     return (
         lf.with_row_index(SOURCE_ROW, offset=1)
         # strict cast of "dirty" raises inside the streaming query: the whole query fails
@@ -470,17 +470,67 @@ def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFr
     )
 
 
-def _dirty_row(table: Table) -> pl.Expr:
-    conditions: list[pl.Expr] = []
+#: a decimal number as the trace writes it; a float of this form that is not finite overflowed
+_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DIGITS = r"^[+-]?[0-9]+$"
+
+
+def value_rules(table: Table) -> tuple[list[pl.Expr], list[tuple[pl.Expr, pl.Expr]]]:
+    """The one definition of a valid value, over text columns named after the table's columns.
+
+    Returns the typed columns and, per check, (a non-null boolean "this value is invalid", the
+    reason). An empty field is NULL. Integers and booleans are what Polars' string cast accepts
+    (digits with an optional sign; no spaces, no CR, no exponent), booleans 0 or 1; floats must
+    be finite (``1e400`` is out of range, ``inf`` and ``nan`` are not numbers); text must not hold
+    a NUL byte; a mandatory field must not be empty.
+    """
+    typed_columns: list[pl.Expr] = []
+    checks: list[tuple[pl.Expr, pl.Expr]] = []
     for column in table.columns:
-        col = pl.col(column.name)
+        name = column.name
+        raw = pl.col(name)
+        value = pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
+        present = value.is_not_null()
+        if column.kind in ("int", "bool"):
+            typed = value.cast(pl.Int64, strict=False)
+        elif column.kind == "float":
+            typed = value.cast(pl.Float64, strict=False)
+        else:
+            typed = value
+        unparsed = present & typed.is_null()
+        if column.kind == "int":
+            huge = value.str.contains(_DIGITS)
+            checks.append(
+                (
+                    unparsed,
+                    pl.when(huge)
+                    .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
+                    .otherwise(pl.format("{}: not an integer: '{}'", pl.lit(name), value)),
+                )
+            )
+        elif column.kind == "float":
+            not_finite = present & ~typed.is_finite().fill_null(True)
+            overflow = value.str.contains(_DECIMAL)
+            checks.append(
+                (
+                    unparsed | not_finite,
+                    pl.when(not_finite & overflow)
+                    .then(pl.format("{}: number out of float64 range: '{}'", pl.lit(name), value))
+                    .otherwise(pl.format("{}: not a number: '{}'", pl.lit(name), value)),
+                )
+            )
+            typed = pl.when(not_finite).then(None).otherwise(typed)
+        elif column.kind == "bool":
+            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
+            checks.append((bad, pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value)))
+            typed = typed.cast(pl.Boolean)
+        else:
+            has_nul = value.str.contains("\x00", literal=True)
+            checks.append((has_nul, pl.format("{}: NUL byte in text", pl.lit(name))))
         if column.mandatory:
-            conditions.append(col.is_null())
-        if column.kind == "bool":
-            conditions.append(col.is_not_null() & ~col.is_in([0, 1]))
-        if column.kind == "str":
-            conditions.append(col.str.contains("\x00", literal=True).fill_null(False))
-    return pl.any_horizontal(conditions)
+            checks.append((value.is_null(), pl.lit(f"{name}: mandatory field is empty")))
+        typed_columns.append(typed.alias(name))
+    return typed_columns, [(bad.fill_null(False), message) for bad, message in checks]
 
 
 def _native_convert(table: Table, raw: RawFile, out_tmp: Path) -> int | None:
@@ -589,19 +639,11 @@ def _open_raw(raw: RawFile) -> BinaryIO:
 def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
     """Chunks of the decompressed file, each ending at a line end (the last may not)."""
     fh = _open_raw(raw)
-    carry = b""
     try:
         with fh:
-            while True:
-                try:
-                    block = fh.read(chunk_bytes)
-                except (EOFError, OSError, zlib.error) as exc:
-                    raise RawFileError(
-                        f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
-                        "download or copy the file again"
-                    ) from exc
-                if not block:
-                    break
+            # a UTF-8 BOM is an encoding mark, not data: Polars' reader drops it too
+            carry = _read_block(fh, len(_UTF8_BOM), raw).removeprefix(_UTF8_BOM)
+            while block := _read_block(fh, chunk_bytes, raw):
                 data = carry + block
                 cut = data.rfind(b"\n")
                 if cut < 0:
@@ -618,6 +660,16 @@ def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
         fh.close()
     if carry:
         yield carry
+
+
+def _read_block(fh: BinaryIO, size: int, raw: RawFile) -> bytes:
+    try:
+        return fh.read(size)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise RawFileError(
+            f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
+            "download or copy the file again"
+        ) from exc
 
 
 def _chunk_lines(chunk: bytes, first_line: int) -> pl.DataFrame:
@@ -667,47 +719,14 @@ def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
     """Per line: the typed columns, and ``reason`` (NULL for a good line, else why it is rejected).
 
     Also ``n_fields`` (the line's field count) and ``wrong_field_count`` (rejected for that
-    reason). Pure: tests call it directly.
+    reason). Values are typed by :func:`value_rules`, as on the native path. Pure: tests call it
+    directly.
     """
     n_cols = len(table.columns)
     text = pl.col("text")
-    fields = text.str.split_exact(",", n_cols - 1).struct.field
-    parsed: list[pl.Expr] = []
-    problems: list[pl.Expr] = []
-    for i, column in enumerate(table.columns):
-        raw = fields(f"field_{i}")
-        value = pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
-        name = column.name
-        if column.kind in ("int", "bool"):
-            typed = value.cast(pl.Int64, strict=False)
-        elif column.kind == "float":
-            typed = value.cast(pl.Float64, strict=False)
-        else:
-            typed = value
-        unparsed = value.is_not_null() & typed.is_null()
-        if column.kind == "int":
-            huge = unparsed & value.str.contains(r"^[+-]?[0-9]+$")
-            problems.append(
-                pl.when(huge)
-                .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
-                .when(unparsed)
-                .then(pl.format("{}: not an integer: '{}'", pl.lit(name), value))
-            )
-        elif column.kind == "float":
-            problems.append(
-                pl.when(unparsed).then(pl.format("{}: not a number: '{}'", pl.lit(name), value))
-            )
-        elif column.kind == "bool":
-            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
-            problems.append(
-                pl.when(bad).then(pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value))
-            )
-            typed = typed.cast(pl.Boolean)
-        if column.mandatory:
-            problems.append(
-                pl.when(value.is_null()).then(pl.lit(f"{name}: mandatory field is empty"))
-            )
-        parsed.append(typed.alias(name))
+    fields = text.str.split_exact(",", n_cols - 1).struct.rename_fields(table.column_names)
+    typed, checks = value_rules(table)
+    problems = [pl.when(bad).then(message) for bad, message in checks]
     lowered = text.str.to_lowercase().str.split(",")
     header_like = lowered.list.eval(
         pl.element().str.strip_chars().is_in(_header_names(table))
@@ -731,16 +750,27 @@ def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("header line (column names); the published files have no header"))
         .otherwise(pl.concat_str(problems, separator="; ", ignore_nulls=True))
     )
-    return lines.select(
-        "source_line",
-        "text",
-        "raw_bytes",
-        n_fields.cast(pl.Int64).alias("n_fields"),
-        (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
-        .fill_null(False)
-        .alias("wrong_field_count"),
-        pl.when(reason == "").then(pl.lit(None, dtype=pl.String)).otherwise(reason).alias("reason"),
-        *parsed,
+    # Polars' reader drops one CR at the end of every field, as the CR of a CRLF line end (which
+    # _chunk_lines drops for the last field): the same bytes give the same value on both paths
+    cr_dropped = [pl.col(c).str.strip_suffix("\r") for c in table.column_names[:-1]]
+    return (
+        lines.with_columns(fields.alias("_fields"))
+        .unnest("_fields")
+        .with_columns(cr_dropped)
+        .select(
+            "source_line",
+            "text",
+            "raw_bytes",
+            n_fields.cast(pl.Int64).alias("n_fields"),
+            (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
+            .fill_null(False)
+            .alias("wrong_field_count"),
+            pl.when(reason == "")
+            .then(pl.lit(None, dtype=pl.String))
+            .otherwise(reason)
+            .alias("reason"),
+            *typed,
+        )
     )
 
 
