@@ -24,7 +24,12 @@ flow) records the outcome in the manifest (:mod:`analysis.ingest_manifest`).
 Choices (documented in the README):
 
 * blank line → rejected ("blank line"); it is a physical line, so it is counted in ``rows_read``;
-* CRLF line endings → accepted, the ``\\r`` is dropped;
+* CRLF line endings → accepted, the ``\\r`` is dropped; so is one ``\\r`` ending any field (Polars'
+  reader drops it, and both paths must give the same value for the same bytes);
+* a UTF-8 BOM at the start of a file → dropped by both paths;
+* a value is valid by one definition, :func:`value_rules`, on both paths: no surrounding spaces,
+  floats finite (``1e400`` is rejected as out of range, ``inf``/``nan`` as not numbers);
+* (nearly) every line rejected (UTF-16, a gzip of a gzip) → status error, every line in the rejects;
 * empty file (0 bytes, or a gzip of nothing) → status ok, 0 rows, an empty typed Parquet file;
 * same bytes as another file of the run → status duplicate, no output (see the flow);
 * an integer that does not fit int64, a non-number in a numeric column, a boolean other than
