@@ -40,6 +40,7 @@ Choices (documented in the README):
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
 import os
 import stat
@@ -66,6 +67,8 @@ Method = Literal["native", "validated", "none"]
 TMP_SUFFIX = ".tmp"
 REJECTS_DIR = "_rejects"
 MANIFEST_NAME = "_manifest.parquet"
+#: names of the parts a generator writes before they are complete (analysis.synthetic.csvparts)
+GENERATOR_LEFTOVERS = ("_pending-*", "_*.csv.gz.tmp")
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -213,9 +216,29 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
         elif child.is_dir():
             glob = tables[child.name].raw_glob
             problems += _folder_problems(child, raw_root, glob, seen, depth=1)
-        elif child not in seen and child.name.startswith("part-"):
+        elif child not in seen and (child.name.startswith("part-") or _is_leftover(child)):
             problems += _entry_problems(child, raw_root, "", seen, depth=0)
+    if not files and not any(p.is_error for p in problems):
+        globs = ", ".join(sorted(t.raw_glob for t in tables.values()))
+        problems.append(
+            _error(".", f"no raw files under {raw_root} (expected {globs}); check --raw")
+        )
     return RawDiscovery(*_unique_output_names(files, problems))
+
+
+def raw_files_present(raw_dir: Path) -> bool:
+    """True when ``raw_dir`` holds a file that is not a leftover of an interrupted generation.
+
+    ``tracelab run`` generates the default sample when this is False, so a generation killed
+    half-way is redone instead of leaving ingest with nothing but pending parts.
+    """
+    if not raw_dir.is_dir():
+        return False
+    return any(p.is_file() and not _is_leftover(p) for p in raw_dir.rglob("*"))
+
+
+def _is_leftover(path: Path) -> bool:
+    return any(fnmatch.fnmatchcase(path.name, pattern) for pattern in GENERATOR_LEFTOVERS)
 
 
 def _error(rel: str, reason: str) -> RawProblem:
@@ -278,6 +301,14 @@ def _entry_problems(
         return [_error(rel, "not a regular file (FIFO, socket or device); replace it by the file")]
     if path in seen:
         return []
+    if _is_leftover(path):
+        return [
+            _error(
+                rel,
+                "left by an interrupted `tracelab generate`: generate again into this folder "
+                "(it clears them) or delete the folder's generated files",
+            )
+        ]
     if depth != 1 and path.name.endswith(RAW_SUFFIXES):
         return [
             _error(

@@ -180,3 +180,32 @@ def test_chunk_mb_zero_is_refused_before_anything_is_recorded(
     assert not (lake / TRACE / "_manifest.parquet").exists()
     summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
     assert [(r.rows_read, r.rows_written, r.rows_rejected) for r in summary.rows] == [(6, 5, 1)]
+
+
+def test_generator_leftovers_fail_ingest_and_let_run_generate_again(tmp_path: Path) -> None:
+    # a generation killed half-way (the names analysis.synthetic.csvparts writes)
+    raw = tmp_path / "raw"
+    _write(raw / "task_events/_pending-00000.csv.gz", gzip.compress(b"x"))
+    _write(raw / "task_events/__pending-00001.csv.gz.tmp", b"half")
+    _write(raw / "job_events/_part-00000-of-00001.csv.gz.tmp", b"half")
+    found = discover_raw_files(TRACE, raw)
+    assert found.files == ()
+    errors = {p.path: p.reason for p in found.problems if p.is_error}
+    assert sorted(errors) == [
+        "job_events/_part-00000-of-00001.csv.gz.tmp",
+        "task_events/__pending-00001.csv.gz.tmp",
+        "task_events/_pending-00000.csv.gz",
+    ]
+    assert all("interrupted `tracelab generate`" in r for r in errors.values())
+    # before: `run` saw files, skipped generating, and ingest reported ok with 0 files
+    assert not ingest.raw_files_present(raw)
+    _write(raw / "job_events/part-00000-of-00001.csv", _job_lines(0, 1))
+    assert ingest.raw_files_present(raw)
+
+
+def test_a_raw_root_without_raw_files_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "task_events").mkdir()
+    found = discover_raw_files(TRACE, tmp_path)
+    (problem,) = found.problems
+    assert problem.is_error
+    assert f"no raw files under {tmp_path}" in problem.reason
