@@ -182,7 +182,7 @@ def params_document(
         records.extend(r.to_dict() for r in parsed)
     traces = sorted({str(r["trace"]) for r in records})
     when = created_at or datetime.now(UTC)
-    doc: dict[str, Any] = {
+    document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "code_version": version or code_version(),
         "created_at": when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -197,8 +197,8 @@ def params_document(
         "records": records,
         "records_sha256": records_sha256(records),
     }
-    doc["document_sha256"] = document_sha256(doc)
-    return doc
+    document["document_sha256"] = document_sha256(document)
+    return document
 
 
 def validate_params_document(doc: Any, *, where: str = "params document") -> None:
