@@ -9,6 +9,7 @@ import pytest
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.safety import checked_run_id
+from tracelab.flows.settings import Settings, settings_from_env
 from tracelab.reports.site import build_site
 
 T0 = datetime(2026, 11, 22, 16, 30, tzinfo=UTC)
@@ -43,3 +44,39 @@ def test_a_killed_builds_temp_folder_is_cleaned_by_the_next_build(tmp_path: Path
     build = build_site(tmp_path, specs=[], now=T0, strict=True)
     assert not leftover.exists()
     assert sorted(p.name for p in runs.iterdir()) == [build.run_id]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TRACELAB_DUCKDB_THREADS", "-2"),
+        ("TRACELAB_DUCKDB_THREADS", "two"),
+        ("TRACELAB_WORKERS", "1e9"),
+        ("TRACELAB_WORKERS", "99999999"),
+        ("TRACELAB_DUCKDB_MEMORY", "lots"),
+        ("TRACELAB_DUCKDB_MEMORY", "8GB; drop"),
+        ("TRACELAB_DASK_ADDRESS", "tcp://host:port/../x y"),
+        ("TRACELAB_DATA", ""),
+        ("TRACELAB_DATA", "a\nb"),
+    ],
+)
+def test_bad_environment_variables_are_one_line_errors(name: str, value: str) -> None:
+    # before: int() raised a ValueError traceback, or the value went through unchecked
+    with pytest.raises(TracelabError, match=f"environment variable {name}=") as caught:
+        settings_from_env({name: value})
+    assert "\n" not in str(caught.value).replace(repr(value), "")
+
+
+def test_good_environment_variables_are_read() -> None:
+    env = {
+        "TRACELAB_DATA": "/srv/data",
+        "TRACELAB_DUCKDB_THREADS": "2",
+        "TRACELAB_DUCKDB_MEMORY": "512MiB",
+        "TRACELAB_DASK_ADDRESS": "tcp://10.0.0.5:8786",
+        "TRACELAB_WORKERS": "0",
+    }
+    settings = settings_from_env(env)
+    assert settings.data_dir == Path("/srv/data")
+    assert (settings.duckdb_threads, settings.duckdb_memory_limit) == (2, "512MiB")
+    assert settings.dask_address == "tcp://10.0.0.5:8786"
+    assert settings_from_env({}) == Settings()
