@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
+import xxhash
 
 #: manifest statuses whose file is in the lake (an `error` file contributes nothing)
 _IN_LAKE = ("ok", "skipped-unchanged")
@@ -51,12 +52,53 @@ def files_fingerprint(paths: Iterable[Path]) -> str:
 
 @dataclass(frozen=True)
 class StageState:
-    """What a stage last ran on: the fingerprint of its inputs when it succeeded."""
+    """What a stage last ran on (its inputs' fingerprint) and what it left (its outputs)."""
 
     stage: str
     trace: str
     input_fingerprint: str
     finished_at: str
+    #: every output file (relative path → size and checksum) when the stage succeeded; empty in
+    #: states written before outputs were recorded, which therefore never count as intact
+    outputs: dict[str, str] = field(default_factory=dict)
+
+
+def output_digests(output: Path) -> dict[str, str]:
+    """Size and checksum of a stage's output file, or of every file under its output folder.
+
+    Temp and hidden files (a killed writer's leftovers) are not outputs. XXH3-128 reads the
+    derived tables at memory speed, so checking them costs far less than rerunning the stage.
+    """
+    if output.is_file():
+        files = {output.name: output}
+    elif output.is_dir():
+        files = {
+            p.relative_to(output).as_posix(): p
+            for p in sorted(output.rglob("*"))
+            if p.is_file()
+            and not p.name.startswith(".")
+            and not p.name.endswith((".tmp", ".partial"))
+        }
+    else:
+        files = {}
+    return {rel: _digest(path) for rel, path in files.items()}
+
+
+def _digest(path: Path) -> str:
+    h = xxhash.xxh3_128()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return f"{path.stat().st_size}:{h.hexdigest()}"
+
+
+def outputs_intact(state: StageState, output: Path) -> bool:
+    """True when every output the stage recorded still exists with the same bytes, and no other.
+
+    A deleted, truncated or replaced derived file makes the stage run again instead of being
+    reported "unchanged" while its page says "not available".
+    """
+    return bool(state.outputs) and output_digests(output) == state.outputs
 
 
 def read_stage_state(path: Path) -> StageState | None:
