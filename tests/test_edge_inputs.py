@@ -9,6 +9,7 @@ import pytest
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.safety import checked_run_id
+from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings, settings_from_env
 from tracelab.reports.site import build_site
 
@@ -80,3 +81,15 @@ def test_good_environment_variables_are_read() -> None:
     assert (settings.duckdb_threads, settings.duckdb_memory_limit) == (2, "512MiB")
     assert settings.dask_address == "tcp://10.0.0.5:8786"
     assert settings_from_env({}) == Settings()
+
+
+def test_report_command_refuses_a_traversing_run_id_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = tmp_path / "deep" / "data"
+    assert main(["report", "--data", str(data), "--run-id", "../../../x"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0
+    assert "is not a valid run id" in err
+    assert not (tmp_path / "x").exists()
+    assert not list(tmp_path.rglob("x"))
