@@ -81,6 +81,7 @@ GARBAGE_SHARE = 0.9
 #: validated path, which does not depend on it)
 _LINE_SEPARATOR = "\x1f"
 _LINE = "line"
+_GUARD = "__tracelab_guard"
 #: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
 _MAX_LINE_BYTES = 64 << 20
 
@@ -484,7 +485,8 @@ def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFr
     Polars only splits the lines into fields; :func:`value_rules` types them, so a value is
     valid on this path exactly when it is valid on the validated path.
     """
-    typed, checks = value_rules(table)
+    # Polars reads an empty field as NULL already
+    typed, checks = value_rules(table, empty_is_null=True)
     dirty = pl.any_horizontal([bad for bad, _ in checks])
     guard_failed = pl.when(dirty).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
     lf = pl.scan_csv(
@@ -496,13 +498,16 @@ def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFr
     )
     return (
         lf.with_row_index(SOURCE_ROW, offset=1)
-        # strict cast of "dirty" raises inside the streaming query: the whole query fails
-        .filter(guard_failed == 0)
+        # one select: the casts are shared by the typed columns and the guard
         .select(
             *typed,
             pl.lit(source_file, dtype=pl.String).alias(SOURCE_FILE),
             pl.col(SOURCE_ROW).cast(pl.Int64),
+            # strict cast of "dirty" raises inside the streaming query: the whole query fails
+            guard_failed.alias(_GUARD),
         )
+        .filter(pl.col(_GUARD) == 0)
+        .drop(_GUARD)
     )
 
 
@@ -511,21 +516,28 @@ _DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _DIGITS = r"^[+-]?[0-9]+$"
 
 
-def value_rules(table: Table) -> tuple[list[pl.Expr], list[tuple[pl.Expr, pl.Expr]]]:
+def value_rules(
+    table: Table, *, empty_is_null: bool = False
+) -> tuple[list[pl.Expr], list[tuple[pl.Expr, pl.Expr]]]:
     """The one definition of a valid value, over text columns named after the table's columns.
 
     Returns the typed columns and, per check, (a non-null boolean "this value is invalid", the
     reason). An empty field is NULL. Integers and booleans are what Polars' string cast accepts
     (digits with an optional sign; no spaces, no CR, no exponent), booleans 0 or 1; floats must
     be finite (``1e400`` is out of range, ``inf`` and ``nan`` are not numbers); text must not hold
-    a NUL byte; a mandatory field must not be empty.
+    a NUL byte; a mandatory field must not be empty. ``empty_is_null`` says the reader already
+    turned empty fields into NULL (Polars' CSV reader does), which saves a pass per column.
     """
     typed_columns: list[pl.Expr] = []
     checks: list[tuple[pl.Expr, pl.Expr]] = []
     for column in table.columns:
         name = column.name
         raw = pl.col(name)
-        value = pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
+        value = (
+            raw
+            if empty_is_null
+            else pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
+        )
         present = value.is_not_null()
         if column.kind in ("int", "bool"):
             typed = value.cast(pl.Int64, strict=False)
