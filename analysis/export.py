@@ -4,8 +4,8 @@
 :func:`analysis.params.write_stage_params` into one document; ``write_params_json`` validates it
 against ``analysis/params_schema.json`` and writes it atomically; ``write_params_csv`` writes one
 row per (record, parameter). Later stages get parameters only through :func:`load_params`, which
-refuses another major version, a schema-invalid document, or records edited after the export
-(``records_sha256``).
+refuses another major version, a schema-invalid document, or any edit after the export
+(``records_sha256`` covers the records, ``document_sha256`` every other field too).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import STAGE_PARAMS_FILE, FittedParameter
 
-SCHEMA_VERSION = "1.0.0"
+SCHEMA_VERSION = "1.1.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
 MANIFEST_NAME = "_manifest.parquet"
@@ -103,6 +103,13 @@ def records_sha256(records: list[dict[str, Any]]) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
+def document_sha256(doc: dict[str, Any]) -> str:
+    """sha256 of the whole document but this hash, as canonical JSON: any edit changes it."""
+    rest = {k: v for k, v in doc.items() if k != "document_sha256"}
+    canonical = json.dumps(rest, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
 def stage_param_files(results_dir: Path) -> list[Path]:
     """Every ``<trace>/<stage>/params.json`` under the results directory, sorted."""
     return sorted(results_dir.glob(f"*/*/{STAGE_PARAMS_FILE}"))
@@ -163,7 +170,7 @@ def params_document(
         records.extend(r.to_dict() for r in parsed)
     traces = sorted({str(r["trace"]) for r in records})
     when = created_at or datetime.now(UTC)
-    return {
+    document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "code_version": version or code_version(),
         "created_at": when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -178,6 +185,8 @@ def params_document(
         "records": records,
         "records_sha256": records_sha256(records),
     }
+    document["document_sha256"] = document_sha256(document)
+    return document
 
 
 def validate_params_document(doc: Any, *, where: str = "params document") -> None:
@@ -203,6 +212,11 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
     if records_sha256(doc["records"]) != doc["records_sha256"]:
         raise TracelabError(
             f"{where}: records_sha256 does not match the records (the document was edited after "
+            "export); re-run `tracelab export`"
+        )
+    if document_sha256(doc) != doc["document_sha256"]:
+        raise TracelabError(
+            f"{where}: document_sha256 does not match the document (a field was edited after "
             "export); re-run `tracelab export`"
         )
 

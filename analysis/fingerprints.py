@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import polars as pl
@@ -54,38 +54,53 @@ def files_fingerprint(paths: Iterable[Path]) -> str:
 
 @dataclass(frozen=True)
 class StageState:
-    """What a stage last ran on: the fingerprint of its inputs when it succeeded.
-
-    ``outputs_fingerprint`` is :func:`outputs_fingerprint` of what it wrote, so a deleted or
-    changed output makes the stage run again instead of being reported unchanged.
-    """
+    """What a stage last ran on (its inputs' fingerprint) and what it left (its outputs)."""
 
     stage: str
     trace: str
     input_fingerprint: str
     finished_at: str
-    outputs_fingerprint: str = ""
+    #: every output file (relative path → size and checksum) when the stage succeeded; empty in
+    #: states written before outputs were recorded, which therefore never count as intact
+    outputs: dict[str, str] = field(default_factory=dict)
 
 
-def outputs_fingerprint(paths: Iterable[Path]) -> str:
-    """Fingerprint of every file under ``paths`` (relative names and XXH3-128 of the bytes).
+def output_digests(output: Path) -> dict[str, str]:
+    """Size and checksum of a stage's output file, or of every file under its output folder.
 
-    Streamed, so a multi-GB derived table costs a read at memory speed, not its size in RAM; a
-    missing path counts as absent, so deleting an output changes the fingerprint.
+    Temp and hidden files (a killed writer's leftovers) are not outputs. XXH3-128 reads the
+    derived tables at memory speed, so checking them costs far less than rerunning the stage.
     """
-    h = hashlib.sha256()
-    for root in sorted(paths):
-        files = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else [root]
-        for path in files:
-            if not path.is_file():
-                h.update(f"{path}=absent".encode())
-                continue
-            digest = xxhash.xxh3_128()
-            with path.open("rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    digest.update(chunk)
-            h.update(f"{path.relative_to(root.parent)}={digest.hexdigest()}".encode())
-    return h.hexdigest()
+    if output.is_file():
+        files = {output.name: output}
+    elif output.is_dir():
+        files = {
+            p.relative_to(output).as_posix(): p
+            for p in sorted(output.rglob("*"))
+            if p.is_file()
+            and not p.name.startswith(".")
+            and not p.name.endswith((".tmp", ".partial"))
+        }
+    else:
+        files = {}
+    return {rel: _digest(path) for rel, path in files.items()}
+
+
+def _digest(path: Path) -> str:
+    h = xxhash.xxh3_128()
+    with path.open("rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return f"{path.stat().st_size}:{h.hexdigest()}"
+
+
+def outputs_intact(state: StageState, output: Path) -> bool:
+    """True when every output the stage recorded still exists with the same bytes, and no other.
+
+    A deleted, truncated or replaced derived file makes the stage run again instead of being
+    reported "unchanged" while its page says "not available".
+    """
+    return bool(state.outputs) and output_digests(output) == state.outputs
 
 
 def read_stage_state(path: Path) -> StageState | None:

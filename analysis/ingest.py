@@ -24,7 +24,12 @@ flow) records the outcome in the manifest (:mod:`analysis.ingest_manifest`).
 Choices (documented in the README):
 
 * blank line → rejected ("blank line"); it is a physical line, so it is counted in ``rows_read``;
-* CRLF line endings → accepted, the ``\\r`` is dropped;
+* CRLF line endings → accepted, the ``\\r`` is dropped; so is one ``\\r`` ending any field (Polars'
+  reader drops it, and both paths must give the same value for the same bytes);
+* a UTF-8 BOM at the start of a file → dropped by both paths;
+* a value is valid by one definition, :func:`value_rules`, on both paths: no surrounding spaces,
+  floats finite (``1e400`` is rejected as out of range, ``inf``/``nan`` as not numbers);
+* (nearly) every line rejected (UTF-16, a gzip of a gzip) → status error, every line in the rejects;
 * empty file (0 bytes, or a gzip of nothing) → status ok, 0 rows, an empty typed Parquet file;
 * same bytes as another file of the run → status duplicate, no output (see the flow);
 * an integer that does not fit int64, a non-number in a numeric column, a boolean other than
@@ -35,7 +40,10 @@ Choices (documented in the README):
 
 from __future__ import annotations
 
+import fnmatch
 import gzip
+import os
+import stat
 import time
 import zlib
 from collections.abc import Iterator
@@ -50,6 +58,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import xxhash
 
+from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
 
 Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]
@@ -58,14 +67,21 @@ Method = Literal["native", "validated", "none"]
 TMP_SUFFIX = ".tmp"
 REJECTS_DIR = "_rejects"
 MANIFEST_NAME = "_manifest.parquet"
+#: names of the parts a generator writes before they are complete (analysis.synthetic.csvparts)
+GENERATOR_LEFTOVERS = ("_pending-*", "_*.csv.gz.tmp")
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz")
 _GZIP_MAGIC = b"\x1f\x8b"
+_UTF8_BOM = b"\xef\xbb\xbf"
+#: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
+#: real parts reject a header line or a few bad lines, never nine in ten
+GARBAGE_SHARE = 0.9
 #: a byte that never occurs in a well-formed trace line; used as the "separator" when the
 #: native reader is asked for whole lines (a line containing it sends the file down the
 #: validated path, which does not depend on it)
 _LINE_SEPARATOR = "\x1f"
 _LINE = "line"
+_GUARD = "__tracelab_guard"
 #: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
 _MAX_LINE_BYTES = 64 << 20
 
@@ -159,67 +175,173 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
     """Raw files of every table of ``trace`` under ``raw_root``, found with each ``Table.raw_glob``.
 
     A folder under the root that is not a table of the trace is an error naming the known tables;
-    files in a table folder that do not match its glob are listed as ignored. For azure-2017 a
-    single ``vmtable.csv[.gz]`` at the root (the published layout) is accepted as well.
+    so is anything ingest would otherwise skip without a word: an unreadable file or folder, a
+    FIFO or other special file, a dangling symlink, a part file at the wrong level (at the root or
+    in a subfolder of a table folder). Other files in a table folder that do not match its glob
+    are listed as ignored. For azure-2017 a single ``vmtable.csv[.gz]`` at the root (the published
+    layout) is accepted as well.
     """
     if not raw_root.is_dir():
         raise FileNotFoundError(
             f"raw folder {raw_root} does not exist; pass --raw DIR or put the files there"
         )
+    root_entries = _listing(raw_root)
     tables = trace_tables(trace)
     files: list[RawFile] = []
     problems: list[RawProblem] = []
     seen: set[Path] = set()
     for name, tbl in sorted(tables.items()):
-        for path in sorted(raw_root.glob(tbl.raw_glob)):
+        candidates = sorted(raw_root.glob(tbl.raw_glob))
+        if trace == "azure-2017":
+            candidates += [raw_root / f"{name}{suffix}" for suffix in RAW_SUFFIXES]
+        for path in candidates:
             if path.is_file() and path.name.endswith(RAW_SUFFIXES) and path not in seen:
                 seen.add(path)
-                files.append(_raw_file(tbl.name, path, raw_root))
-        for suffix in RAW_SUFFIXES:
-            root_file = raw_root / f"{name}{suffix}"
-            if root_file.is_file() and trace == "azure-2017" and root_file not in seen:
-                seen.add(root_file)
-                files.append(_raw_file(name, root_file, raw_root))
+                unreadable = _unreadable(path)
+                if unreadable:
+                    problems.append(_error(path.relative_to(raw_root).as_posix(), unreadable))
+                else:
+                    files.append(_raw_file(tbl.name, path, raw_root))
     known = ", ".join(sorted(tables))
-    for child in sorted(raw_root.iterdir()):
+    for child in root_entries:
         if child.name.startswith("."):
             continue
         if child.is_dir() and child.name not in tables:
             problems.append(
-                RawProblem(
-                    path=child.name,
-                    reason=f"unknown table folder {child.name!r} for {trace}; "
+                _error(
+                    child.name,
+                    f"unknown table folder {child.name!r} for {trace}; "
                     f"the known tables are: {known} (rename or move the folder)",
-                    is_error=True,
                 )
             )
         elif child.is_dir():
             glob = tables[child.name].raw_glob
-            for path in sorted(child.rglob("*")):
-                if path.is_file() and path not in seen:
-                    rel = path.relative_to(raw_root).as_posix()
-                    problems.append(
-                        RawProblem(
-                            path=rel,
-                            reason=f"ignored: does not match {glob} with suffix .csv or .csv.gz "
-                            "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)",
-                            is_error=False,
-                        )
-                    )
+            problems += _folder_problems(child, raw_root, glob, seen, depth=1)
+        elif child not in seen and (child.name.startswith("part-") or _is_leftover(child)):
+            problems += _entry_problems(child, raw_root, "", seen, depth=0)
+    if not files and not any(p.is_error for p in problems):
+        globs = ", ".join(sorted(t.raw_glob for t in tables.values()))
+        problems.append(
+            _error(".", f"no raw files under {raw_root} (expected {globs}); check --raw")
+        )
+    return RawDiscovery(*_unique_output_names(files, problems))
+
+
+def raw_files_present(raw_dir: Path) -> bool:
+    """True when ``raw_dir`` holds a file that is not a leftover of an interrupted generation.
+
+    ``tracelab run`` generates the default sample when this is False, so a generation killed
+    half-way is redone instead of leaving ingest with nothing but pending parts.
+    """
+    if not raw_dir.is_dir():
+        return False
+    return any(p.is_file() and not _is_leftover(p) for p in raw_dir.rglob("*"))
+
+
+def _is_leftover(path: Path) -> bool:
+    return any(fnmatch.fnmatchcase(path.name, pattern) for pattern in GENERATOR_LEFTOVERS)
+
+
+def _error(rel: str, reason: str) -> RawProblem:
+    return RawProblem(path=rel, reason=reason, is_error=True)
+
+
+def _listing(raw_root: Path) -> list[Path]:
+    """The raw root's entries; one line naming the folder when it cannot be read."""
+    try:
+        return sorted(raw_root.iterdir())
+    except OSError as exc:
+        raise TracelabError(
+            f"cannot read raw folder {raw_root}: {exc.strerror or exc}; "
+            "check its permissions (or pass another --raw DIR)"
+        ) from None
+
+
+def _unreadable(path: Path) -> str:
+    """Why ``path`` cannot be opened for reading, or "" when it can."""
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as exc:
+        return f"cannot read the file: {exc.strerror or exc}; check its permissions"
+    return ""
+
+
+def _folder_problems(
+    folder: Path, raw_root: Path, glob: str, seen: set[Path], depth: int
+) -> list[RawProblem]:
+    rel = folder.relative_to(raw_root).as_posix()
+    try:
+        children = sorted(folder.iterdir())
+    except OSError as exc:
+        return [
+            _error(rel, f"cannot read the folder: {exc.strerror or exc}; check its permissions")
+        ]
+    problems: list[RawProblem] = []
+    for child in children:
+        problems += _entry_problems(child, raw_root, glob, seen, depth)
+    return problems
+
+
+def _entry_problems(
+    path: Path, raw_root: Path, glob: str, seen: set[Path], depth: int
+) -> list[RawProblem]:
+    """What is wrong with one entry that discovery did not take (empty when it took it)."""
+    rel = path.relative_to(raw_root).as_posix()
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        target = path.readlink() if path.is_symlink() else "?"
+        return [_error(rel, f"dangling symlink to {target}; fix or delete the link")]
+    except OSError as exc:
+        return [_error(rel, f"cannot read it: {exc.strerror or exc}; check its permissions")]
+    if stat.S_ISDIR(mode):
+        if path.is_symlink():
+            return [_error(rel, "a linked folder inside a table folder is not read; link files")]
+        return _folder_problems(path, raw_root, glob, seen, depth + 1)
+    if not stat.S_ISREG(mode):
+        return [_error(rel, "not a regular file (FIFO, socket or device); replace it by the file")]
+    if path in seen:
+        return []
+    if _is_leftover(path):
+        return [
+            _error(
+                rel,
+                "left by an interrupted `tracelab generate`: generate again into this folder "
+                "(it clears them) or delete the folder's generated files",
+            )
+        ]
+    if depth != 1 and path.name.endswith(RAW_SUFFIXES):
+        return [
+            _error(
+                rel,
+                "part file at the wrong level: ingest reads <table>/part-*.csv[.gz] only "
+                "(move it into its table folder)",
+            )
+        ]
+    reason = (
+        f"ignored: does not match {glob} with suffix .csv or .csv.gz "
+        "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)"
+    )
+    return [RawProblem(path=rel, reason=reason, is_error=False)]
+
+
+def _unique_output_names(
+    files: list[RawFile], problems: list[RawProblem]
+) -> tuple[tuple[RawFile, ...], tuple[RawProblem, ...]]:
+    """Files sorted by table then path, the first of any two with the same output name kept."""
     files.sort(key=lambda f: (f.table, f.rel))
     kept: dict[tuple[str, str], RawFile] = {}
     for raw in files:
         first = kept.setdefault((raw.table, raw.stem), raw)
         if first is not raw:
             problems.append(
-                RawProblem(
-                    path=raw.rel,
-                    reason=f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
+                _error(
+                    raw.rel,
+                    f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
                     "(keep only one of the two files)",
-                    is_error=True,
                 )
             )
-    return RawDiscovery(files=tuple(kept.values()), problems=tuple(problems))
+    return tuple(kept.values()), tuple(problems)
 
 
 def _raw_file(table_name: str, path: Path, raw_root: Path) -> RawFile:
@@ -288,6 +410,9 @@ def convert_file(
     ``chunk_bytes`` bounds the memory of the validated path; ``wrong_format_share`` is the share
     of lines with the wrong field count from which the whole file is declared the wrong format.
     """
+    if chunk_bytes < 1:
+        # a zero-byte read means end of file: every line would be lost, so refuse it
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
     started = time.perf_counter()
     started_at = datetime.now(UTC)
     paths.parquet.parent.mkdir(parents=True, exist_ok=True)
@@ -349,51 +474,111 @@ def convert_file(
 # --------------------------------------------------------------------------- native path
 
 
-def _native_read_schema(table: Table) -> dict[str, pl.DataType]:
-    # booleans are 0/1 in the files: read them as integers, check and cast in the query
-    schema = table.polars_schema()
-    return {c.name: (pl.Int64() if c.kind == "bool" else schema[c.name]) for c in table.columns}
+def _text_schema(table: Table) -> dict[str, pl.DataType]:
+    # every field is read as text and typed by the same rules as the validated path
+    return {c.name: pl.String() for c in table.columns}
 
 
 def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFrame:
-    """The native conversion as a lazy query; it raises on any line that is not clean."""
-    guard_failed = (
-        pl.when(_dirty_row(table)).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
-    )
+    """The native conversion as a lazy query; it raises on any line that is not clean.
+
+    Polars only splits the lines into fields; :func:`value_rules` types them, so a value is
+    valid on this path exactly when it is valid on the validated path.
+    """
+    # Polars reads an empty field as NULL already
+    typed, checks = value_rules(table, empty_is_null=True)
+    dirty = pl.any_horizontal([bad for bad, _ in checks])
+    guard_failed = pl.when(dirty).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
     lf = pl.scan_csv(
         source,
         has_header=False,
-        schema=_native_read_schema(table),
+        schema=_text_schema(table),
         quote_char=None,
         raise_if_empty=False,
     )
-    typed = [
-        pl.col(c.name).cast(pl.Boolean) if c.kind == "bool" else pl.col(c.name)
-        for c in table.columns
-    ]
     return (
         lf.with_row_index(SOURCE_ROW, offset=1)
-        # strict cast of "dirty" raises inside the streaming query: the whole query fails
-        .filter(guard_failed == 0)
+        # one select: the casts are shared by the typed columns and the guard
         .select(
             *typed,
             pl.lit(source_file, dtype=pl.String).alias(SOURCE_FILE),
             pl.col(SOURCE_ROW).cast(pl.Int64),
+            # strict cast of "dirty" raises inside the streaming query: the whole query fails
+            guard_failed.alias(_GUARD),
         )
+        .filter(pl.col(_GUARD) == 0)
+        .drop(_GUARD)
     )
 
 
-def _dirty_row(table: Table) -> pl.Expr:
-    conditions: list[pl.Expr] = []
+#: a decimal number as the trace writes it; a float of this form that is not finite overflowed
+_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DIGITS = r"^[+-]?[0-9]+$"
+
+
+def value_rules(
+    table: Table, *, empty_is_null: bool = False
+) -> tuple[list[pl.Expr], list[tuple[pl.Expr, pl.Expr]]]:
+    """The one definition of a valid value, over text columns named after the table's columns.
+
+    Returns the typed columns and, per check, (a non-null boolean "this value is invalid", the
+    reason). An empty field is NULL. Integers and booleans are what Polars' string cast accepts
+    (digits with an optional sign; no spaces, no CR, no exponent), booleans 0 or 1; floats must
+    be finite (``1e400`` is out of range, ``inf`` and ``nan`` are not numbers); text must not hold
+    a NUL byte; a mandatory field must not be empty. ``empty_is_null`` says the reader already
+    turned empty fields into NULL (Polars' CSV reader does), which saves a pass per column.
+    """
+    typed_columns: list[pl.Expr] = []
+    checks: list[tuple[pl.Expr, pl.Expr]] = []
     for column in table.columns:
-        col = pl.col(column.name)
+        name = column.name
+        raw = pl.col(name)
+        value = (
+            raw
+            if empty_is_null
+            else pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
+        )
+        present = value.is_not_null()
+        if column.kind in ("int", "bool"):
+            typed = value.cast(pl.Int64, strict=False)
+        elif column.kind == "float":
+            typed = value.cast(pl.Float64, strict=False)
+        else:
+            typed = value
+        unparsed = present & typed.is_null()
+        if column.kind == "int":
+            huge = value.str.contains(_DIGITS)
+            checks.append(
+                (
+                    unparsed,
+                    pl.when(huge)
+                    .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
+                    .otherwise(pl.format("{}: not an integer: '{}'", pl.lit(name), value)),
+                )
+            )
+        elif column.kind == "float":
+            not_finite = present & ~typed.is_finite().fill_null(True)
+            overflow = value.str.contains(_DECIMAL)
+            checks.append(
+                (
+                    unparsed | not_finite,
+                    pl.when(not_finite & overflow)
+                    .then(pl.format("{}: number out of float64 range: '{}'", pl.lit(name), value))
+                    .otherwise(pl.format("{}: not a number: '{}'", pl.lit(name), value)),
+                )
+            )
+            typed = pl.when(not_finite).then(None).otherwise(typed)
+        elif column.kind == "bool":
+            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
+            checks.append((bad, pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value)))
+            typed = typed.cast(pl.Boolean)
+        else:
+            has_nul = value.str.contains("\x00", literal=True)
+            checks.append((has_nul, pl.format("{}: NUL byte in text", pl.lit(name))))
         if column.mandatory:
-            conditions.append(col.is_null())
-        if column.kind == "bool":
-            conditions.append(col.is_not_null() & ~col.is_in([0, 1]))
-        if column.kind == "str":
-            conditions.append(col.str.contains("\x00", literal=True).fill_null(False))
-    return pl.any_horizontal(conditions)
+            checks.append((value.is_null(), pl.lit(f"{name}: mandatory field is empty")))
+        typed_columns.append(typed.alias(name))
+    return typed_columns, [(bad.fill_null(False), message) for bad, message in checks]
 
 
 def _native_convert(table: Table, raw: RawFile, out_tmp: Path) -> int | None:
@@ -502,19 +687,11 @@ def _open_raw(raw: RawFile) -> BinaryIO:
 def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
     """Chunks of the decompressed file, each ending at a line end (the last may not)."""
     fh = _open_raw(raw)
-    carry = b""
     try:
         with fh:
-            while True:
-                try:
-                    block = fh.read(chunk_bytes)
-                except (EOFError, OSError, zlib.error) as exc:
-                    raise RawFileError(
-                        f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
-                        "download or copy the file again"
-                    ) from exc
-                if not block:
-                    break
+            # a UTF-8 BOM is an encoding mark, not data: Polars' reader drops it too
+            carry = _read_block(fh, len(_UTF8_BOM), raw).removeprefix(_UTF8_BOM)
+            while block := _read_block(fh, chunk_bytes, raw):
                 data = carry + block
                 cut = data.rfind(b"\n")
                 if cut < 0:
@@ -531,6 +708,16 @@ def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
         fh.close()
     if carry:
         yield carry
+
+
+def _read_block(fh: BinaryIO, size: int, raw: RawFile) -> bytes:
+    try:
+        return fh.read(size)
+    except (EOFError, OSError, zlib.error) as exc:
+        raise RawFileError(
+            f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
+            "download or copy the file again"
+        ) from exc
 
 
 def _chunk_lines(chunk: bytes, first_line: int) -> pl.DataFrame:
@@ -580,47 +767,14 @@ def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
     """Per line: the typed columns, and ``reason`` (NULL for a good line, else why it is rejected).
 
     Also ``n_fields`` (the line's field count) and ``wrong_field_count`` (rejected for that
-    reason). Pure: tests call it directly.
+    reason). Values are typed by :func:`value_rules`, as on the native path. Pure: tests call it
+    directly.
     """
     n_cols = len(table.columns)
     text = pl.col("text")
-    fields = text.str.split_exact(",", n_cols - 1).struct.field
-    parsed: list[pl.Expr] = []
-    problems: list[pl.Expr] = []
-    for i, column in enumerate(table.columns):
-        raw = fields(f"field_{i}")
-        value = pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
-        name = column.name
-        if column.kind in ("int", "bool"):
-            typed = value.cast(pl.Int64, strict=False)
-        elif column.kind == "float":
-            typed = value.cast(pl.Float64, strict=False)
-        else:
-            typed = value
-        unparsed = value.is_not_null() & typed.is_null()
-        if column.kind == "int":
-            huge = unparsed & value.str.contains(r"^[+-]?[0-9]+$")
-            problems.append(
-                pl.when(huge)
-                .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
-                .when(unparsed)
-                .then(pl.format("{}: not an integer: '{}'", pl.lit(name), value))
-            )
-        elif column.kind == "float":
-            problems.append(
-                pl.when(unparsed).then(pl.format("{}: not a number: '{}'", pl.lit(name), value))
-            )
-        elif column.kind == "bool":
-            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
-            problems.append(
-                pl.when(bad).then(pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value))
-            )
-            typed = typed.cast(pl.Boolean)
-        if column.mandatory:
-            problems.append(
-                pl.when(value.is_null()).then(pl.lit(f"{name}: mandatory field is empty"))
-            )
-        parsed.append(typed.alias(name))
+    fields = text.str.split_exact(",", n_cols - 1).struct.rename_fields(table.column_names)
+    typed, checks = value_rules(table)
+    problems = [pl.when(bad).then(message) for bad, message in checks]
     lowered = text.str.to_lowercase().str.split(",")
     header_like = lowered.list.eval(
         pl.element().str.strip_chars().is_in(_header_names(table))
@@ -644,16 +798,27 @@ def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("header line (column names); the published files have no header"))
         .otherwise(pl.concat_str(problems, separator="; ", ignore_nulls=True))
     )
-    return lines.select(
-        "source_line",
-        "text",
-        "raw_bytes",
-        n_fields.cast(pl.Int64).alias("n_fields"),
-        (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
-        .fill_null(False)
-        .alias("wrong_field_count"),
-        pl.when(reason == "").then(pl.lit(None, dtype=pl.String)).otherwise(reason).alias("reason"),
-        *parsed,
+    # Polars' reader drops one CR at the end of every field, as the CR of a CRLF line end (which
+    # _chunk_lines drops for the last field): the same bytes give the same value on both paths
+    cr_dropped = [pl.col(c).str.strip_suffix("\r") for c in table.column_names[:-1]]
+    return (
+        lines.with_columns(fields.alias("_fields"))
+        .unnest("_fields")
+        .with_columns(cr_dropped)
+        .select(
+            "source_line",
+            "text",
+            "raw_bytes",
+            n_fields.cast(pl.Int64).alias("n_fields"),
+            (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
+            .fill_null(False)
+            .alias("wrong_field_count"),
+            pl.when(reason == "")
+            .then(pl.lit(None, dtype=pl.String))
+            .otherwise(reason)
+            .alias("reason"),
+            *typed,
+        )
     )
 
 
@@ -707,28 +872,45 @@ def _reject_table(bad: pl.DataFrame, source_file: str) -> pa.Table:
 
 
 def _wrong_format_error(table: Table, counts: _Counts, share: float) -> str:
-    if counts.rows_read == 0 or counts.wrong_field_count < share * counts.rows_read:
+    """Why the whole file is the wrong format, or "" when it is not.
+
+    A file is the wrong format when at least ``share`` of its lines have the wrong field count,
+    or when (nearly) every line is rejected for any reason (:data:`GARBAGE_SHARE`): a UTF-16
+    file or a gzip of a gzip may have the right commas, but not one valid line, and must not
+    pass as ok with nothing written.
+    """
+    if counts.rows_read == 0:
         return ""
     hint = (
         " — is this the original headerless vmtable?"
         if table.trace == "azure-2017"
         else f" — is this an original headerless {table.name} part file?"
     )
-    return (
-        f"{_expected_fields_text(table)}, found {counts.typical_wrong_count} in "
-        f"{counts.wrong_field_count} of {counts.rows_read} lines{hint} "
-        f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
-    )
+    kept = f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
+    if counts.wrong_field_count >= share * counts.rows_read:
+        return (
+            f"{_expected_fields_text(table)}, found {counts.typical_wrong_count} in "
+            f"{counts.wrong_field_count} of {counts.rows_read} lines{hint} {kept}"
+        )
+    if counts.rows_rejected >= GARBAGE_SHARE * counts.rows_read:
+        return (
+            f"{counts.rows_rejected} of {counts.rows_read} lines rejected{hint} (UTF-8 CSV, "
+            f"compressed at most once) {kept}"
+        )
+    return ""
 
 
 def _reject_everything(
     table: Table, raw: RawFile, paths: LakePaths, counts: _Counts, chunk_bytes: int
 ) -> None:
     """Rewrite the rejects so they hold every line of a file declared the wrong format."""
-    whole_file = (
-        f"file rejected: most lines have the wrong field count ({counts.typical_wrong_count}"
-    )
-    whole_file += f" instead of {len(table.columns)})"
+    if counts.wrong_field_count >= counts.rows_rejected - counts.wrong_field_count:
+        whole_file = (
+            f"file rejected: most lines have the wrong field count ({counts.typical_wrong_count}"
+            f" instead of {len(table.columns)})"
+        )
+    else:
+        whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
     paths.rejects_tmp.unlink(missing_ok=True)
     line = 0
     with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as out:

@@ -16,7 +16,14 @@ from typing import Literal
 
 import polars as pl
 
-from tracelab.analysis.ingest import MANIFEST_NAME, TMP_SUFFIX, RawFile, Status, lake_paths
+from tracelab.analysis.ingest import (
+    MANIFEST_NAME,
+    TMP_SUFFIX,
+    RawFile,
+    Status,
+    lake_paths,
+    remove_outputs,
+)
 
 MANIFEST_SCHEMA: dict[str, pl.DataType] = {
     "table": pl.String(),
@@ -66,6 +73,8 @@ class FilePlan:
     #: for ``skip``: the previous manifest row; for ``duplicate``: the file it duplicates
     previous: ManifestRow | None
     duplicate_of: str
+    #: for a ``convert`` of a renamed or moved file: the vanished path whose rows it replaces
+    moved_from: str = ""
 
 
 def manifest_path(lake_trace_dir: Path) -> Path:
@@ -123,11 +132,26 @@ def files_to_checksum_first(
     size_count: dict[int, int] = {}
     for raw in files:
         size_count[raw.size_bytes] = size_count.get(raw.size_bytes, 0) + 1
+    # a file of the size of a vanished file may be that file renamed or moved
+    for row in _vanished_rows(files, previous):
+        size_count[row.bytes] = size_count.get(row.bytes, 0) + 2
     return tuple(
         raw
         for raw in files
         if size_count[raw.size_bytes] > 1 or _may_be_unchanged(raw, previous, lake_trace_dir)
     )
+
+
+def _vanished_rows(
+    files: tuple[RawFile, ...], previous: dict[tuple[str, str], ManifestRow]
+) -> list[ManifestRow]:
+    """Rows of files ingested before whose path no longer exists; their lake rows are kept."""
+    present = {(raw.table, raw.rel) for raw in files}
+    return [
+        row
+        for key, row in previous.items()
+        if key not in present and row.status in ("ok", "skipped-unchanged")
+    ]
 
 
 def _may_be_unchanged(
@@ -150,35 +174,61 @@ def plan_files(
 ) -> list[FilePlan]:
     """Decide per file: convert, skip (unchanged since its last ok ingest) or duplicate.
 
-    A file with the same bytes as an earlier file of this run (files sorted by table, path) is a
-    duplicate of the first: it is not converted, so its rows are never counted twice. A file
-    missing from ``checksums`` (see :func:`files_to_checksum_first`) is converted, with an empty
-    checksum that the conversion fills in.
+    Files are identified by content as well as path, so no row is counted twice. A file with the
+    same bytes as another file of this run is a duplicate of the one already in the lake under
+    its path (else of the first in table, path order): it is not converted. A file with the same
+    bytes as a file ingested before whose path has vanished is that file renamed or moved: it is
+    converted and replaces the vanished file's rows (``moved_from``). A file missing from
+    ``checksums`` (see :func:`files_to_checksum_first`) is converted, with an empty checksum that
+    the conversion fills in.
     """
-    first_by_checksum: dict[str, str] = {}
-    plans: list[FilePlan] = []
     needed = {raw.rel for raw in files_to_checksum_first(files, previous, lake_trace_dir)}
+    missing = sorted(raw.rel for raw in files if raw.rel in needed and not checksums.get(raw.rel))
+    if missing:
+        raise ValueError(f"{missing[0]}: its checksum is needed to plan it")
+    unchanged = {
+        raw.rel
+        for raw in files
+        if _may_be_unchanged(raw, previous, lake_trace_dir)
+        and previous[(raw.table, raw.rel)].checksum == checksums.get(raw.rel)
+    }
+    # the copies already in the lake under their own path keep their rows
+    first_by_checksum = {checksums[rel]: rel for rel in sorted(unchanged, reverse=True)}
+    vanished = {(row.table, row.checksum): row.path for row in _vanished_rows(files, previous)}
+    plans: list[FilePlan] = []
     for raw in files:
         checksum = checksums.get(raw.rel, "")
-        if not checksum:
-            if raw.rel in needed:
-                raise ValueError(f"{raw.rel}: its checksum is needed to plan it")
-            plans.append(FilePlan(raw, "", "convert", previous.get((raw.table, raw.rel)), ""))
-            continue
-        if checksum in first_by_checksum:
-            plans.append(FilePlan(raw, checksum, "duplicate", None, first_by_checksum[checksum]))
-            continue
-        first_by_checksum[checksum] = raw.rel
         before = previous.get((raw.table, raw.rel))
-        unchanged = (
-            before is not None
-            and before.status in ("ok", "skipped-unchanged")
-            and before.bytes == raw.size_bytes
-            and before.checksum == checksum
-            and lake_paths(lake_trace_dir, raw).parquet.is_file()
-        )
-        plans.append(FilePlan(raw, checksum, "skip" if unchanged else "convert", before, ""))
+        if not checksum:
+            plans.append(FilePlan(raw, "", "convert", before, ""))
+            continue
+        first = first_by_checksum.setdefault(checksum, raw.rel)
+        if first != raw.rel:
+            plans.append(FilePlan(raw, checksum, "duplicate", None, first))
+        elif raw.rel in unchanged:
+            plans.append(FilePlan(raw, checksum, "skip", before, ""))
+        else:
+            moved = vanished.pop((raw.table, checksum), "")
+            plans.append(FilePlan(raw, checksum, "convert", before, "", moved))
     return plans
+
+
+def forget_moved(
+    manifest: pl.DataFrame, plans: list[FilePlan], lake_trace_dir: Path
+) -> pl.DataFrame:
+    """Delete the lake outputs of the vanished files that ``plans`` convert under a new path.
+
+    Returns the manifest without their rows. The outputs go first: if a kill follows, the
+    manifest still holds the vanished row and the next run plans the same move again.
+    """
+    moved = [(p.raw.table, p.moved_from) for p in plans if p.moved_from]
+    for table, rel in moved:
+        old = RawFile(table=table, path=Path(rel), rel=rel, size_bytes=0)
+        remove_outputs(lake_paths(lake_trace_dir, old))
+    if not moved:
+        return manifest
+    gone = pl.DataFrame(moved, schema={"table": pl.String(), "path": pl.String()}, orient="row")
+    return manifest.join(gone, on=["table", "path"], how="anti")
 
 
 def conversion_batches(

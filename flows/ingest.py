@@ -52,6 +52,7 @@ from tracelab.analysis.ingest_manifest import (
     ManifestRow,
     conversion_batches,
     files_to_checksum_first,
+    forget_moved,
     manifest_rows,
     plan_files,
     read_manifest,
@@ -170,6 +171,9 @@ def ingest_flow(
     """
     logger = get_run_logger()
     started = time.perf_counter()
+    if chunk_mb < 1:
+        # a zero-byte read is end of file: the validated path would read no line at all
+        raise TracelabError(f"--chunk-mb must be at least 1 (got {chunk_mb}); use the default 32")
     trace_tables(trace)  # unknown trace id: a clear error before anything is touched
     lake_trace_dir = lake_dir / trace
     removed = clean_temp_files(lake_trace_dir)
@@ -185,6 +189,8 @@ def ingest_flow(
     first = files_to_checksum_first(found.files, previous, lake_trace_dir)
     checksums = checksums_of(first, 2) if first else {}
     plans = plan_files(found.files, checksums, previous, lake_trace_dir)
+    # a renamed or moved file replaces the rows of its vanished path, never adds to them
+    manifest = forget_moved(manifest, plans, lake_trace_dir)
     now = datetime.now(UTC)
     rows: list[ManifestRow] = []
     for plan in plans:

@@ -1,8 +1,10 @@
 """One writer per data directory: an advisory lock that a killed run cannot leave stuck.
 
-The lock is ``fcntl.flock`` on ``DATA/.tracelab.lock``. The kernel drops a flock when its process
-dies (SIGKILL included), so a lock from a killed run is never held; the file still names that
-run's pid, which is how a stale lock is recognised and reported.
+The lock is ``fcntl.flock`` on the data directory itself (an open directory descriptor), so
+deleting or replacing ``DATA/.tracelab.lock`` cannot let a second writer in; that file only names
+the holder. The kernel drops a flock when its process dies (SIGKILL included), so a lock from a
+killed run is never held; the file still names that run's pid, which is how a stale lock is
+recognised and reported.
 """
 
 from __future__ import annotations
@@ -65,7 +67,9 @@ def data_dir_lock(data_dir: Path, command: str, *, wait_seconds: float = 0.0) ->
     """
     data_dir.mkdir(parents=True, exist_ok=True)
     path = data_dir / LOCK_NAME
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    # the lock is on the directory itself, which cannot be deleted while it holds data: deleting
+    # or replacing the lock file (which only names the holder) cannot let a second writer in
+    fd = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY)
     deadline = time.monotonic() + wait_seconds
     try:
         while True:
@@ -98,13 +102,22 @@ def data_dir_lock(data_dir: Path, command: str, *, wait_seconds: float = 0.0) ->
             "command": command,
             "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, json.dumps(record).encode(), 0)
+        _write_holder(path, json.dumps(record))
         try:
             yield
         finally:
             # an empty file means "released cleanly"; a pid left behind means the holder died
-            os.ftruncate(fd, 0)
+            _write_holder(path, "")
             fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
+
+
+def _write_holder(path: Path, text: str) -> None:
+    """(Re)write the holder file; it is recreated when someone deleted it."""
+    holder_fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        os.ftruncate(holder_fd, 0)
+        os.pwrite(holder_fd, text.encode(), 0)
+    finally:
+        os.close(holder_fd)

@@ -25,10 +25,11 @@ from tracelab.analysis.fingerprints import (
     combined_fingerprint,
     files_fingerprint,
     lake_fingerprint,
-    outputs_fingerprint,
+    output_digests,
     read_stage_state,
     write_stage_state,
 )
+from tracelab.analysis.ingest import raw_files_present
 from tracelab.analysis.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
@@ -75,12 +76,18 @@ def unchanged_since_last_success(
     state = read_stage_state(_state_path(stage.name, trace, settings))
     if state is None or state.input_fingerprint != input_fingerprint:
         return None
-    outputs = stage.output_paths(settings.data_dir, trace)
-    if not all(p.exists() for p in outputs):
-        return None
-    if state.outputs_fingerprint != outputs_fingerprint(outputs):
+    if not state.outputs or state.outputs != _output_digests(stage, trace, settings):
         return None
     return state
+
+
+def _output_digests(stage: Stage, trace: str, settings: Settings) -> dict[str, str]:
+    """Size and checksum of every file the stage wrote, keyed ``<output>/<file>``."""
+    return {
+        f"{out.relative_to(settings.data_dir)}/{name}": digest
+        for out in stage.output_paths(settings.data_dir, trace)
+        for name, digest in output_digests(out).items()
+    }
 
 
 def incremental_timing(
@@ -95,7 +102,7 @@ def incremental_timing(
         return StageTiming(stage.name, trace, "unchanged", 0.0, note)
     timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
     if timing.status == "ok":
-        outputs = outputs_fingerprint(stage.output_paths(settings.data_dir, trace))
+        outputs = _output_digests(stage, trace, settings)
         finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         state = StageState(stage.name, trace, input_fingerprint, finished, outputs)
         write_stage_state(_state_path(stage.name, trace, settings), state)
@@ -103,8 +110,9 @@ def incremental_timing(
 
 
 def has_raw_files(raw_dir: Path) -> bool:
-    """True when ``raw_dir`` holds at least one file (at any depth)."""
-    return raw_dir.is_dir() and any(p.is_file() for p in raw_dir.rglob("*"))
+    """True when ``raw_dir`` holds a raw file (a killed generation's leftovers do not count, so
+    the default sample is generated again instead of wedging the data directory)."""
+    return raw_files_present(raw_dir)
 
 
 def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTiming:

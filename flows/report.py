@@ -14,6 +14,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
+from tracelab.analysis.safety import checked_run_id
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.model import Page
@@ -99,6 +100,8 @@ def print_summary(build: SiteBuild) -> None:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    if args.run_id is not None:
+        checked_run_id(args.run_id)  # at the edge: before any flow or folder is started
     build = report_flow(settings.data_dir, run_id=args.run_id, reuse_unchanged=args.if_changed)
     print_summary(build)
     return 0

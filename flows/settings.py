@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
+
+from tracelab.analysis.errors import TracelabError
 
 
 @dataclass(frozen=True)
@@ -58,17 +61,54 @@ class Settings:
 
 
 def settings_from_env(env: dict[str, str] | None = None) -> Settings:
-    """Settings from ``TRACELAB_*`` environment variables, defaults elsewhere."""
+    """Settings from ``TRACELAB_*`` environment variables, defaults elsewhere.
+
+    Each value is checked here, at the edge: a bad one is a one-line :class:`TracelabError`
+    naming the variable, what it holds and what it accepts.
+    """
     env = dict(os.environ) if env is None else env
-    temp = env.get("TRACELAB_DUCKDB_TEMP")
+    temp = _env_text(env, "TRACELAB_DUCKDB_TEMP", "")
+    memory = _env_text(env, "TRACELAB_DUCKDB_MEMORY", "8GB")
+    if not _MEMORY.fullmatch(memory):
+        raise _env_error("TRACELAB_DUCKDB_MEMORY", memory, "a size such as 8GB, 512MB or 2GiB")
+    address = _env_text(env, "TRACELAB_DASK_ADDRESS", "")
+    if address and not _DASK_ADDRESS.fullmatch(address):
+        raise _env_error("TRACELAB_DASK_ADDRESS", address, "a scheduler address, tcp://host:port")
+    data = _env_text(env, "TRACELAB_DATA", "data")
+    if not data:
+        raise _env_error("TRACELAB_DATA", data, "a directory path (unset it for ./data)")
     return Settings(
-        data_dir=Path(env.get("TRACELAB_DATA", "data")),
-        duckdb_threads=int(env.get("TRACELAB_DUCKDB_THREADS", "0")),
-        duckdb_memory_limit=env.get("TRACELAB_DUCKDB_MEMORY", "8GB"),
+        data_dir=Path(data),
+        duckdb_threads=_env_count(env, "TRACELAB_DUCKDB_THREADS"),
+        duckdb_memory_limit=memory,
         duckdb_temp_dir=Path(temp) if temp else None,
-        dask_address=env.get("TRACELAB_DASK_ADDRESS") or None,
-        workers=int(env.get("TRACELAB_WORKERS", "0")),
+        dask_address=address or None,
+        workers=_env_count(env, "TRACELAB_WORKERS"),
     )
+
+
+_MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
+_DASK_ADDRESS = re.compile(r"((tcp|tls|ws|wss|ucx|inproc)://)?[A-Za-z0-9._\[\]:-]+(:[0-9]{1,5})?")
+#: a count beyond this is a typo, not a machine (DuckDB threads, local Dask workers)
+_MAX_COUNT = 4096
+
+
+def _env_error(name: str, value: str, accepted: str) -> TracelabError:
+    return TracelabError(f"environment variable {name}={value!r} is not valid: expected {accepted}")
+
+
+def _env_text(env: dict[str, str], name: str, default: str) -> str:
+    value = env.get(name, default)
+    if "\x00" in value or "\n" in value:
+        raise _env_error(name, value, "one line of text")
+    return value.strip()
+
+
+def _env_count(env: dict[str, str], name: str) -> int:
+    text = _env_text(env, name, "0")
+    if not text.isdigit() or int(text) > _MAX_COUNT:
+        raise _env_error(name, text, f"a whole number from 0 (all cores) to {_MAX_COUNT}")
+    return int(text)
 
 
 def duckdb_connection(settings: Settings, database: str = ":memory:") -> duckdb.DuckDBPyConnection:

@@ -11,13 +11,18 @@ from __future__ import annotations
 import mimetypes
 import posixpath
 import sys
+import threading
+from collections.abc import Callable
 from functools import partial
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 LOOPBACK = "127.0.0.1"
+_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+_BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 #: decoding rounds before a path that keeps changing is refused outright
 _MAX_DECODES = 4
 
@@ -60,10 +65,23 @@ class SiteHandler(BaseHTTPRequestHandler):
     server_version = "tracelab-serve"
     sys_version = ""
 
-    def __init__(self, *args: object, root: Path, quiet: bool = False, **kwargs: object) -> None:
+    def __init__(
+        self,
+        *args: object,
+        root: Path,
+        quiet: bool = False,
+        timeout_s: float = 10.0,
+        **kwargs: object,
+    ) -> None:
         self.root = root
         self.quiet = quiet
+        self.timeout_s = timeout_s
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+    def setup(self) -> None:
+        super().setup()
+        # every read, of the request and of the wait for it alike, gives up after this long
+        self.connection.settimeout(self.timeout_s)
 
     def do_GET(self) -> None:
         self._send(body=True)
@@ -72,6 +90,11 @@ class SiteHandler(BaseHTTPRequestHandler):
         self._send(body=False)
 
     def _send(self, *, body: bool) -> None:
+        if not is_loopback_host(self.headers.get("Host")):
+            # a page of another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its
+            # own name: refusing any non-loopback Host keeps the site out of its reach
+            self.send_error(HTTPStatus.BAD_REQUEST, "Host must be 127.0.0.1, localhost or [::1]")
+            return
         try:
             target = resolve_site_path(self.root, self.path)
         except UnicodeDecodeError:
@@ -99,7 +122,68 @@ class SiteHandler(BaseHTTPRequestHandler):
             sys.stderr.write(f"{self.address_string()} {format % args}\n")
 
 
-def site_server(root: Path, port: int, *, quiet: bool = False) -> ThreadingHTTPServer:
-    """A server for ``root`` bound to 127.0.0.1 only (``port`` 0 picks a free port)."""
-    handler = partial(SiteHandler, root=root.resolve(), quiet=quiet)
-    return ThreadingHTTPServer((LOOPBACK, port), handler)
+def is_loopback_host(host: str | None) -> bool:
+    """True for a ``Host`` header naming the loopback interface, with or without a port."""
+    if not host:
+        return False
+    name = host.strip().lower()
+    if name.startswith("["):
+        name = name[: name.find("]") + 1] if "]" in name else ""
+    else:
+        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name
+    return name in _LOOPBACK_NAMES
+
+
+class SiteServer(ThreadingHTTPServer):
+    """A threading server with at most ``max_connections`` connections served at once.
+
+    One more connection is answered ``503`` and closed at once, so a client holding many
+    half-open connections cannot pile up threads; each handler's socket timeout (the read and
+    idle timeout) frees its slot when a client stops sending.
+    """
+
+    daemon_threads = True
+
+    def __init__(
+        self, address: tuple[str, int], handler: Callable[..., Any], *, max_connections: int
+    ) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def site_server(
+    root: Path,
+    port: int,
+    *,
+    quiet: bool = False,
+    timeout_s: float = 10.0,
+    max_connections: int = 32,
+) -> SiteServer:
+    """A server for ``root`` bound to 127.0.0.1 only (``port`` 0 picks a free port).
+
+    ``timeout_s`` bounds how long a connection may stay silent, while sending its request or
+    idle; ``max_connections`` bounds the connections served at once.
+    """
+    handler = partial(SiteHandler, root=root.resolve(), quiet=quiet, timeout_s=timeout_s)
+    return SiteServer((LOOPBACK, port), handler, max_connections=max_connections)

@@ -36,6 +36,7 @@ from typing import Any
 import jinja2
 
 from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     Parameter,
@@ -157,7 +158,8 @@ def build_site(
     site_dir = data_dir / "site"
     runs_dir = site_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
-    run_id = run_id or new_run_id(site_dir, now)
+    remove_stale_temp_dirs(runs_dir)  # left by killed builds; the caller holds the data lock
+    run_id = checked_run_id(run_id) if run_id is not None else new_run_id(site_dir, now)
     final_dir = runs_dir / run_id
     if final_dir.exists():
         raise TracelabError(f"report run {final_dir} exists already: pick another --run-id")

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
+from tracelab.analysis.schemas import AZURE_2017, GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.cli import main
 from tracelab.flows.derive import derive_flow
 from tracelab.flows.settings import Settings
@@ -32,9 +32,12 @@ def _typed(frame: pl.DataFrame, table: str, source_file: str) -> pl.DataFrame:
     ).select(*schema, SOURCE_FILE, SOURCE_ROW)
 
 
-def test_flow_fails_with_the_offending_rows(prefect_harness: None, tmp_path: Path) -> None:
+def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
+    prefect_harness: None, tmp_path: Path
+) -> None:
     lake = tmp_path / "lake" / "google-2011"
-    # a SCHEDULE inside the window with no SUBMIT before it: the paper's queue goes below zero
+    # a SCHEDULE inside the window with no SUBMIT before it (a mid-trace window, issue 12): it
+    # is not subtracted, as its SUBMIT was never added, so the queue stays at zero
     te = pl.DataFrame(
         {
             "time": [700_000_000],
@@ -52,16 +55,49 @@ def test_flow_fails_with_the_offending_rows(prefect_harness: None, tmp_path: Pat
     )
     _write_lake_table(lake, "task_events", _typed(full, "task_events", "part-0"), "part-0")
     settings = Settings(data_dir=tmp_path, duckdb_memory_limit="512MB", duckdb_threads=1)
-    with pytest.raises(TracelabError, match=r"assert_queue_length_non_negative: 1 offending row"):
-        derive_flow(settings=settings, tables=("agg_queue_length",))
-    # the tables themselves were written; only the invariant failed
-    assert (tmp_path / "derived" / "google-2011" / "agg_queue_length.parquet").is_file()
-    run = derive_flow(settings=settings, tables=("agg_queue_length",), check_invariants=False)
+    run = derive_flow(settings=settings, tables=("agg_queue_length",))
     assert [t.name for t in run.tables] == [
         "fct_task_transitions",
         "fct_task_transitions_collapsed",
         "agg_queue_length",
     ]
+    assert all(c.holds for c in run.checks)
+    queue = pl.read_parquet(tmp_path / "derived" / "google-2011" / "agg_queue_length.parquet")
+    assert queue.select("schedules", "unqueued_schedules", "queue_length").rows() == [(1, 1, 0)]
+
+
+def test_flow_fails_with_the_offending_rows(prefect_harness: None, tmp_path: Path) -> None:
+    lake = tmp_path / "lake" / "azure-2017"
+    # a VM deleted before it was created: assert_azure_vm_times_valid names it
+    vm = {
+        "vmid": ["vm1"],
+        "subscriptionid": ["s1"],
+        "deploymentid": ["d1"],
+        "vmcreated": [600],
+        "vmdeleted": [300],
+        "maxcpu": [1.0],
+        "avgcpu": [0.5],
+        "p95maxcpu": [0.9],
+        "vmcategory": ["Interactive"],
+        "vmcorecount": [2],
+        "vmmemory": [4.0],
+        SOURCE_ROW: [1],
+    }
+    schema = AZURE_2017["vmtable"].polars_schema()
+    frame = pl.DataFrame(vm).with_columns(
+        *(pl.col(c).cast(t) for c, t in schema.items()),
+        pl.lit("vmtable.csv.gz").alias(SOURCE_FILE),
+        pl.col(SOURCE_ROW).cast(pl.Int64()),
+    )
+    _write_lake_table(lake, "vmtable", frame.select(*schema, SOURCE_FILE, SOURCE_ROW), "vmtable")
+    settings = Settings(data_dir=tmp_path, duckdb_memory_limit="512MB", duckdb_threads=1)
+    tables = ("fct_azure_vm_lifetimes",)
+    with pytest.raises(TracelabError, match=r"assert_azure_vm_times_valid: 1 offending row"):
+        derive_flow(settings=settings, trace="azure-2017", tables=tables)
+    # the tables themselves were written; only the invariant failed
+    assert (tmp_path / "derived" / "azure-2017" / "fct_azure_vm_lifetimes.parquet").is_file()
+    run = derive_flow(settings=settings, trace="azure-2017", tables=tables, check_invariants=False)
+    assert [t.name for t in run.tables] == ["fct_azure_vm_lifetimes"]
 
 
 def test_cli_without_a_lake_names_the_ingest_command(

@@ -14,6 +14,7 @@ import pytest
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import (
     SCHEMA_PATH,
+    document_sha256,
     load_params,
     params_document,
     records_sha256,
@@ -83,7 +84,7 @@ def test_document_is_valid_against_the_schema_file(data_dir: Path) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(doc)
-    assert doc["schema_version"] == "1.0.0"
+    assert doc["schema_version"] == "1.1.0"
     assert doc["created_at"] == "2026-01-02T03:04:05Z"
     assert doc["traces"] == ["azure-2017", "google-2011"]
     assert doc["sources"] == [
@@ -113,6 +114,7 @@ def _rewrite(path: Path, change: dict[str, object], *, reseal: bool) -> None:
     doc.update(change)
     if reseal:
         doc["records_sha256"] = records_sha256(doc["records"])
+        doc["document_sha256"] = document_sha256(doc)
     path.write_text(json.dumps(doc))
 
 
@@ -144,7 +146,7 @@ def test_other_major_versions_are_refused(data_dir: Path, version: str) -> None:
 
 def test_newer_minor_version_is_read(data_dir: Path) -> None:
     path = write_params_json(_doc(data_dir), data_dir / "exports" / "params.json")
-    _rewrite(path, {"schema_version": "1.7.2"}, reseal=False)
+    _rewrite(path, {"schema_version": "1.7.2"}, reseal=True)
     assert load_params(path).schema_version == "1.7.2"
 
 
@@ -152,6 +154,7 @@ def test_invalid_document_is_never_written(data_dir: Path) -> None:
     doc = _doc(data_dir)
     doc["records"][0]["ks_distance"] = 7.0  # type: ignore[index]
     doc["records_sha256"] = records_sha256(doc["records"])  # type: ignore[arg-type]
+    doc["document_sha256"] = document_sha256(doc)
     target = data_dir / "exports" / "params.json"
     with pytest.raises(TracelabError, match="ks_distance"):
         write_params_json(doc, target)
@@ -221,3 +224,29 @@ def test_export_flow_and_cli(
     assert "wrote" in capsys.readouterr().out
     assert main(["export", "--data", str(data_dir / "none")]) == 1
     assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"code_version": "0.0.1"},
+        {"traces": ["google-2011"]},
+        {"created_at": "2020-01-01T00:00:00Z"},
+        {"schema_version": "1.9.0"},
+    ],
+)
+def test_an_edit_outside_the_records_is_refused(data_dir: Path, change: dict[str, object]) -> None:
+    # before: only the records were hashed, so these edits loaded silently
+    path = write_params_json(_doc(data_dir), data_dir / "exports" / "params.json")
+    _rewrite(path, change, reseal=False)
+    with pytest.raises(TracelabError, match="document_sha256 does not match"):
+        load_params(path)
+
+
+def test_an_edited_source_checksum_is_refused(data_dir: Path) -> None:
+    path = write_params_json(_doc(data_dir), data_dir / "exports" / "params.json")
+    doc = json.loads(path.read_text())
+    doc["sources"][0]["checksum"] = "sha256:forged"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TracelabError, match="document_sha256 does not match"):
+        load_params(path)

@@ -298,3 +298,34 @@ def test_two_files_with_the_same_output_name_are_an_error(tmp_path: Path) -> Non
     assert problem.is_error
     assert problem.path == "job_events/part-00000-of-00001.csv.gz"
     assert "same output name part-00000-of-00001.parquet" in problem.reason
+
+
+def test_utf16_file_is_an_error_with_every_line_kept(tmp_path: Path) -> None:
+    c = _convert(tmp_path, _lines(G1, G2, G3).decode().encode("utf-16"))
+    assert c.result.status == "error"
+    # the last LF is followed by its UTF-16 NUL byte: a fourth physical line
+    assert "4 of 4 lines rejected" in c.result.error
+    assert (c.result.rows_read, c.result.rows_written, c.result.rows_rejected) == (4, 0, 4)
+    assert not c.paths.parquet.exists()
+    assert c.rejects().height == 4
+
+
+def test_gzip_of_a_gzip_is_an_error(tmp_path: Path) -> None:
+    twice = gzip.compress(gzip.compress(_lines(*([G1, G2] * 50))))
+    c = _convert(tmp_path, twice, name="part-00000-of-00001.csv.gz", chunk_bytes=1 << 20)
+    assert c.result.status == "error"
+    assert "lines rejected" in c.result.error
+    assert c.result.rows_written == 0
+    assert not c.paths.parquet.exists()
+
+
+def test_a_few_bad_lines_do_not_fail_the_file(tmp_path: Path) -> None:
+    c = _convert(tmp_path, _lines(G1, "bad", G2, G3))
+    assert c.result.status == "ok"
+    assert (c.result.rows_read, c.result.rows_written, c.result.rows_rejected) == (4, 3, 1)
+
+
+def test_chunk_bytes_zero_is_refused_not_an_empty_file(tmp_path: Path) -> None:
+    # before: every file needing the validated path was "ok" with 0 rows read
+    with pytest.raises(ValueError, match="chunk_bytes must be at least 1"):
+        _convert(tmp_path, _lines(G1, "", G2), chunk_bytes=0)

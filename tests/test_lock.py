@@ -87,3 +87,20 @@ def test_cli_reports_the_lock_in_one_line(
     assert len(err) == 1
     assert err[0].startswith("tracelab derive: error:")
     assert f"pid {proc.pid}" in err[0]
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_lock_stays_held_when_its_file_is_deleted_or_replaced(tmp_path: Path, how: str) -> None:
+    # before: the lock was on the file, so a new file meant a new, free lock
+    proc = _start_holder(tmp_path)
+    try:
+        (tmp_path / LOCK_NAME).unlink()
+        if how == "replaced":
+            (tmp_path / LOCK_NAME).write_text("{}", encoding="utf-8")
+        with pytest.raises(TracelabError, match="is in use by"), data_dir_lock(tmp_path, "second"):
+            pass
+    finally:
+        proc.kill()
+        proc.wait()
+    with data_dir_lock(tmp_path, "after the holder died"):
+        assert (tmp_path / LOCK_NAME).is_file()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
@@ -63,7 +64,7 @@ def server(site: Path) -> Iterator[ThreadingHTTPServer]:
 def _raw_get(port: int, path: str) -> tuple[int, bytes]:
     """Send the request line byte for byte (no client-side normalisation of the path)."""
     with socket.create_connection((LOOPBACK, port), timeout=10) as s:
-        s.sendall(f"GET {path} HTTP/1.0\r\nHost: x\r\n\r\n".encode("latin-1"))
+        s.sendall(f"GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n".encode("latin-1"))
         data = b""
         while chunk := s.recv(65536):
             data += chunk
@@ -135,3 +136,91 @@ def test_serve_without_a_site_says_what_to_run(
     err = capsys.readouterr().err
     assert "tracelab report" in err
     assert str(tmp_path / "site") in err
+
+
+# ------------------------------------------------ timeouts, connection cap, Host (issue 12)
+
+
+def _start(site: Path, **kwargs: float) -> tuple[ThreadingHTTPServer, threading.Thread]:
+    srv = site_server(site, 0, quiet=True, **kwargs)  # type: ignore[arg-type]
+    thread = threading.Thread(target=srv.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    return srv, thread
+
+
+def _stop(srv: ThreadingHTTPServer) -> None:
+    srv.shutdown()
+    srv.server_close()
+
+
+def _raw_request(port: int, host: str | None) -> bytes:
+    with socket.create_connection((LOOPBACK, port), timeout=5) as sock:
+        header = f"Host: {host}\r\n" if host is not None else ""
+        sock.sendall(f"GET /index.html HTTP/1.0\r\n{header}\r\n".encode())
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("127.0.0.1", b"200"),
+        ("127.0.0.1:{port}", b"200"),
+        ("localhost:{port}", b"200"),
+        ("[::1]:{port}", b"200"),
+        ("LOCALHOST", b"200"),
+        ("evil.example", b"400"),
+        ("evil.example:{port}", b"400"),
+        ("127.0.0.1.evil.example", b"400"),
+        ("localhost.", b"400"),
+        (None, b"400"),
+    ],
+)
+def test_only_loopback_host_names_are_answered(
+    server: ThreadingHTTPServer, host: str | None, status: bytes
+) -> None:
+    # before: any Host was answered, so a rebinding page could read the site
+    port = server.server_address[1]
+    reply = _raw_request(port, None if host is None else host.format(port=port))
+    assert reply.split(b" ", 2)[1] == status
+
+
+def test_a_silent_connection_is_closed_after_the_timeout(site: Path) -> None:
+    # before: no timeout, a half-open connection was held for ever
+    srv, _ = _start(site, timeout_s=0.3)
+    try:
+        port = srv.server_address[1]
+        with socket.create_connection((LOOPBACK, port), timeout=5) as idle:
+            started = time.monotonic()
+            assert idle.recv(1024) == b""  # closed by the server, not by our 5 s timeout
+            assert time.monotonic() - started < 4
+        with socket.create_connection((LOOPBACK, port), timeout=5) as partial:
+            partial.sendall(b"GET /index.html HT")  # a request line that never ends
+            assert partial.recv(1024) == b""
+    finally:
+        _stop(srv)
+
+
+def test_connections_beyond_the_cap_get_503_and_slots_come_back(site: Path) -> None:
+    # before: every connection got its own thread, without bound
+    srv, _ = _start(site, timeout_s=30, max_connections=2)
+    try:
+        port = srv.server_address[1]
+        held = [socket.create_connection((LOOPBACK, port), timeout=5) for _ in range(2)]
+        time.sleep(0.2)  # let the server accept both
+        with socket.create_connection((LOOPBACK, port), timeout=5) as extra:
+            assert extra.recv(1024).startswith(b"HTTP/1.0 503")
+        for sock in held:
+            sock.close()
+        deadline = time.monotonic() + 5
+        reply = b""
+        while time.monotonic() < deadline:
+            reply = _raw_request(port, "localhost")
+            if reply.startswith(b"HTTP/1.0 200"):
+                break
+            time.sleep(0.1)
+        assert reply.startswith(b"HTTP/1.0 200")
+    finally:
+        _stop(srv)
