@@ -512,7 +512,10 @@ def queue_sections(ctx: PageContext) -> Sequence[Section]:
                 Number("queue_gap_end", nums.gap_end, ",.0f"),
                 ", is the pending EVICTs the paper's formula never removes (maximum of the corrected series: ",
                 Number("queue_max", nums.max, ",.0f"),
-                ").",
+                "). Only tasks whose SUBMIT is in the loaded parts are counted: a task submitted "
+                "before the first loaded part and SCHEDULEd inside it never entered this queue, "
+                "so its SCHEDULE is not subtracted (agg_queue_length.unqueued_schedules counts "
+                "them), just as agg_running_tasks ignores ends of tasks that started before it.",
             ),
             paper=(
                 "Observation 7: the number of tasks queueing to be scheduled is slightly increasing. "

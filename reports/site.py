@@ -128,6 +128,140 @@ def new_run_id(site_dir: Path, now: datetime) -> str:
     return run_id
 
 
+@dataclass(frozen=True)
+class _PagesOfRun:
+    """The pages a run shows (built now or reused) and what their fingerprint covers."""
+
+    pages: tuple[Page, ...]
+    links: tuple[PageLink, ...]
+    inputs: tuple[str, ...]
+    fingerprint: str
+    pages_from: str
+    note: str
+    reused: bool
+
+
+def _built_pages(
+    specs: Sequence[PageSpec],
+    data_dir: Path,
+    tmp_dir: Path,
+    run_id: str,
+    fingerprint_of: Callable[[tuple[str, ...]], str],
+    *,
+    strict: bool,
+    on_page: Callable[[Page], None] | None,
+) -> _PagesOfRun:
+    built: list[Page] = []
+    reads: list[str] = []
+    for spec in specs:
+        page, page_reads = _page(spec, data_dir, tmp_dir, strict=strict)
+        built.append(page)
+        reads.extend(page_reads)
+        if on_page is not None:
+            on_page(page)
+    pages = tuple(built)
+    inputs_used = page_inputs(specs, reads)
+    failed = any(p.unavailable.startswith(_BUILD_ERROR) for p in pages)
+    return _PagesOfRun(
+        pages=pages,
+        links=tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages),
+        inputs=inputs_used,
+        fingerprint="" if failed else fingerprint_of(inputs_used),
+        pages_from=run_id,
+        note=f"{sum(1 for p in pages if not p.unavailable)}/{len(pages)} pages built",
+        reused=False,
+    )
+
+
+def _reused_pages(specs: Sequence[PageSpec], prior: _BuiltPages) -> _PagesOfRun:
+    pages = tuple(
+        Page(s.slug, s.title, s.trace, s.stage, sources=s.inputs, unavailable=link.unavailable)
+        for s, link in zip(specs, prior.links, strict=True)
+    )
+    note = (
+        f"pages reused from run {prior.run_id}: the checksums of their {len(prior.inputs)} "
+        "inputs, the reports code and package versions are unchanged"
+    )
+    return _PagesOfRun(
+        pages, prior.links, prior.inputs, prior.fingerprint, prior.run_id, note, reused=True
+    )
+
+
+def _run_info(
+    data_dir: Path,
+    run_id: str,
+    now: datetime,
+    shown: _PagesOfRun,
+    timings: Sequence[StageTiming],
+    run_parameters: Sequence[Parameter],
+    package_versions: dict[str, str],
+    params_file: str,
+) -> RunInfo:
+    inputs = {
+        t: trace_inputs(data_dir / "lake" / t / "_manifest.parquet")
+        for t in TRACES
+        if (data_dir / "lake" / t / "_manifest.parquet").is_file()
+    }
+    traces = tuple(
+        t
+        for t in TRACES
+        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
+    )
+    return RunInfo(
+        run_id=run_id,
+        created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
+        traces=traces,
+        pages=shown.links,
+        timings=tuple(timings),
+        parameters=tuple(run_parameters) + stage_parameters(data_dir / "results"),
+        versions=package_versions,
+        inputs=inputs,
+        params_file=params_file,
+        pages_from=shown.pages_from,
+        pages_fingerprint=shown.fingerprint,
+        page_inputs=shown.inputs,
+        sources=data_sources(data_dir, traces),
+    )
+
+
+def _write_run_dir(tmp_dir: Path, run: RunInfo, shown: _PagesOfRun, history: Any) -> None:
+    """run.json, the pages (when built now) and the run's own index, into the temp folder."""
+    env = _environment()
+    (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
+    if not shown.reused:
+        for page in shown.pages:
+            html = env.get_template("page.html").render(page=page, run=run, root="../../")
+            (tmp_dir / page.file).write_text(html, encoding="utf-8")
+    index = env.get_template("index.html").render(
+        run=run,
+        root="../../",
+        prefix="",
+        pages_prefix=f"../{shown.pages_from}/" if shown.reused else "",
+        history=_with_hrefs(history, "../"),
+    )
+    (tmp_dir / "index.html").write_text(index, encoding="utf-8")
+
+
+def _refresh_site_index(site_dir: Path, run: RunInfo, history: Any) -> Path:
+    static = site_dir / "static"
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(TEMPLATES / "style.css", static / "style.css")
+    index = site_dir / "index.html"
+    html = (
+        _environment()
+        .get_template("index.html")
+        .render(
+            run=run,
+            root="",
+            prefix=f"runs/{run.run_id}/",
+            pages_prefix=f"runs/{run.pages_from}/",
+            history=_with_hrefs(history, "runs/"),
+        )
+    )
+    _write_atomic(index, html)
+    return index
+
+
 def build_site(
     data_dir: Path,
     *,
@@ -173,118 +307,33 @@ def build_site(
     tmp_dir = runs_dir / f".{run_id}.tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
     tmp_dir.mkdir(parents=True)
-
     if prior is None:
-        built: list[Page] = []
-        reads: list[str] = []
-        for spec in specs:
-            page, page_reads = _page(spec, data_dir, tmp_dir, strict=strict)
-            built.append(page)
-            reads.extend(page_reads)
-            if on_page is not None:
-                on_page(page)
-        pages = tuple(built)
-        links = tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages)
-        inputs_used = page_inputs(specs, reads)
-        failed = any(p.unavailable.startswith(_BUILD_ERROR) for p in pages)
-        fingerprint = (
-            ""
-            if failed
-            else pages_fingerprint(data_dir, specs, inputs_used, code, package_versions)
+        shown = _built_pages(
+            specs,
+            data_dir,
+            tmp_dir,
+            run_id,
+            lambda used: pages_fingerprint(data_dir, specs, used, code, package_versions),
+            strict=strict,
+            on_page=on_page,
         )
-        pages_from = run_id
-        note = f"{sum(1 for p in pages if not p.unavailable)}/{len(pages)} pages built"
     else:
-        links, inputs_used, fingerprint, pages_from = (
-            prior.links,
-            prior.inputs,
-            prior.fingerprint,
-            prior.run_id,
-        )
-        pages = tuple(
-            Page(s.slug, s.title, s.trace, s.stage, sources=s.inputs, unavailable=link.unavailable)
-            for s, link in zip(specs, links, strict=True)
-        )
-        note = (
-            f"pages reused from run {pages_from}: the checksums of their {len(inputs_used)} "
-            "inputs, the reports code and package versions are unchanged"
-        )
-    report = StageTiming(
-        "report", "all", "unchanged" if prior else "ok", time.perf_counter() - started, note
-    )
-
+        shown = _reused_pages(specs, prior)
+    status = "unchanged" if shown.reused else "ok"
+    report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
     params_file = ""
-    export = data_dir / "exports" / "params.json"
-    if export.is_file():
-        shutil.copyfile(export, tmp_dir / "params.json")
+    if (data_dir / "exports" / "params.json").is_file():
+        shutil.copyfile(data_dir / "exports" / "params.json", tmp_dir / "params.json")
         params_file = "params.json"
-
-    inputs = {
-        t: trace_inputs(data_dir / "lake" / t / "_manifest.parquet")
-        for t in TRACES
-        if (data_dir / "lake" / t / "_manifest.parquet").is_file()
-    }
-    traces = tuple(
-        t
-        for t in TRACES
-        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
+    all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
+    run = _run_info(
+        data_dir, run_id, now, shown, all_timings, run_parameters, package_versions, params_file
     )
-    run = RunInfo(
-        run_id=run_id,
-        created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
-        traces=traces,
-        pages=links,
-        timings=(*(tuple(timings) or recorded_timings(data_dir)), report),
-        parameters=tuple(run_parameters) + stage_parameters(data_dir / "results"),
-        versions=package_versions,
-        inputs=inputs,
-        params_file=params_file,
-        pages_from=pages_from,
-        pages_fingerprint=fingerprint,
-        page_inputs=inputs_used,
-        sources=data_sources(data_dir, traces),
-    )
-    env = _environment()
-    (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
-    if prior is None:
-        for page in pages:
-            html = env.get_template("page.html").render(page=page, run=run, root="../../")
-            (tmp_dir / page.file).write_text(html, encoding="utf-8")
     history = _history(runs_dir, extra=run)
-    (tmp_dir / "index.html").write_text(
-        env.get_template("index.html").render(
-            run=run,
-            root="../../",
-            prefix="",
-            pages_prefix="" if prior is None else f"../{pages_from}/",
-            history=_with_hrefs(history, "../"),
-        ),
-        encoding="utf-8",
-    )
+    _write_run_dir(tmp_dir, run, shown, history)
     tmp_dir.replace(final_dir)
-
-    static = site_dir / "static"
-    static.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(TEMPLATES / "style.css", static / "style.css")
-    index = site_dir / "index.html"
-    _write_atomic(
-        index,
-        env.get_template("index.html").render(
-            run=run,
-            root="",
-            prefix=f"runs/{run_id}/",
-            pages_prefix=f"runs/{pages_from}/",
-            history=_with_hrefs(history, "runs/"),
-        ),
-    )
-    return SiteBuild(
-        run_id=run_id,
-        run_dir=final_dir,
-        index=index,
-        pages=pages,
-        pages_from=pages_from,
-        timing=report,
-    )
+    index = _refresh_site_index(site_dir, run, history)
+    return SiteBuild(run_id, final_dir, index, shown.pages, shown.pages_from, report)
 
 
 def _unchanged_pages(
