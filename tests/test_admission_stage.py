@@ -13,7 +13,7 @@ from admission_helpers import write_params
 
 from tracelab.analysis.admission import AdmissionParams, admission_results
 from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.export import records_sha256
+from tracelab.analysis.export import document_sha256, records_sha256
 from tracelab.analysis.stage_api import out_of_range
 from tracelab.analysis.stage_outputs import read_summary
 
@@ -83,6 +83,7 @@ def test_missing_record_is_a_clear_error(tmp_path: Path) -> None:
     def drop(doc: dict[str, Any]) -> None:
         doc["records"] = [r for r in doc["records"] if r["name"] != "scaleout_alpha_marginal"]
         doc["records_sha256"] = records_sha256(doc["records"])
+        doc["document_sha256"] = document_sha256(doc)
 
     _rewrite(path, drop)
     with pytest.raises(TracelabError) as exc:
