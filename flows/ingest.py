@@ -144,6 +144,47 @@ _WORKERS = 2
 _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=_WORKERS)
 
 
+def _convert_all(
+    trace: str,
+    plans: list[FilePlan],
+    lake_trace_dir: Path,
+    ledger: ManifestLedger,
+    sizes: tuple[int, int, float],
+    show_progress: bool,
+) -> list[ManifestRow]:
+    """Convert every planned file in batches (threads or Dask), recording each batch as it ends.
+
+    ``sizes`` = (chunk MB, batch MB, wrong-format share), as :func:`ingest_flow` takes them.
+    """
+    chunk_mb, batch_mb, wrong_format_share = sizes
+    logger = get_run_logger()
+    to_convert = [p for p in plans if p.action == "convert"]
+    rows: list[ManifestRow] = []
+    with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
+        futures = []
+        pending: dict[object, tuple[FilePlan, ...]] = {}
+        for batch in conversion_batches(plans, batch_mb << 20, _WORKERS):
+            future = convert.submit(
+                trace, batch, lake_trace_dir, chunk_mb, wrong_format_share, _batch_label(batch)
+            )
+            futures.append(future)
+            pending[future.task_run_id] = batch
+        for future in as_completed(futures):
+            batch = pending[future.task_run_id]
+            try:
+                done: list[Converted] = future.result()
+            except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
+                done = [Converted(failed_conversion(exc), plan.checksum) for plan in batch]
+            batch_rows = [converted_row(p, d) for p, d in zip(batch, done, strict=True)]
+            rows.extend(batch_rows)
+            ledger.record(batch_rows)
+            progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
+            for plan, d in zip(batch, done, strict=True):
+                if d.conversion.status == "error":
+                    logger.error("%s: %s", plan.raw.rel, d.conversion.error)
+    return rows
+
+
 @flow(
     name="tracelab-ingest",
     flow_run_name=flow_run_name("ingest"),
@@ -200,30 +241,15 @@ def ingest_flow(
             rows.append(not_converted_row(plan, now))
     ledger = ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
     ledger.record(rows)
-    to_convert = [p for p in plans if p.action == "convert"]
     try:
-        with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
-            futures = []
-            pending: dict[object, tuple[FilePlan, ...]] = {}
-            for batch in conversion_batches(plans, batch_mb << 20, _WORKERS):
-                future = convert.submit(
-                    trace, batch, lake_trace_dir, chunk_mb, wrong_format_share, _batch_label(batch)
-                )
-                futures.append(future)
-                pending[future.task_run_id] = batch
-            for future in as_completed(futures):
-                batch = pending[future.task_run_id]
-                try:
-                    done: list[Converted] = future.result()
-                except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
-                    done = [Converted(failed_conversion(exc), plan.checksum) for plan in batch]
-                batch_rows = [converted_row(p, d) for p, d in zip(batch, done, strict=True)]
-                rows.extend(batch_rows)
-                ledger.record(batch_rows)
-                progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
-                for plan, d in zip(batch, done, strict=True):
-                    if d.conversion.status == "error":
-                        logger.error("%s: %s", plan.raw.rel, d.conversion.error)
+        rows += _convert_all(
+            trace,
+            plans,
+            lake_trace_dir,
+            ledger,
+            (chunk_mb, batch_mb, wrong_format_share),
+            show_progress,
+        )
     finally:
         # also when interrupted: what finished stays recorded
         ledger.flush()

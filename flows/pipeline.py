@@ -34,7 +34,7 @@ from tracelab.analysis.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import ALL, TRACES, Stage, params_json, stages_for
+from tracelab.flows.registry import ALL, TRACES, Stage, StageResult, params_json, stages_for
 from tracelab.flows.report import print_summary, report_flow
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
@@ -132,6 +132,9 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
     else:
         failed = isinstance(rc, int) and rc != 0
         status, note = ("failed", f"exited with status {rc}") if failed else ("ok", "")
+        if isinstance(rc, StageResult):
+            # the index shows each stage's headline numbers beside its timing
+            note = "; ".join(f"{label} {value}" for label, value in rc.headline[:4])
     seconds = time.perf_counter() - started
     print(
         f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
