@@ -125,7 +125,7 @@ def _finish(
     return summary
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/inst_vs_avg")
 def inst_vs_avg_stage(
     settings: Settings, trace: str, seed: int, ks: tuple[int, ...], batch_rows: int
 ) -> dict[str, Any]:
@@ -142,7 +142,7 @@ def inst_vs_avg_stage(
     )
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/variability")
 def variability_stage(settings: Settings, trace: str) -> dict[str, Any]:
     """Figures 2–3: std CDFs, heatmaps, std~mean regressions → ``variability/``."""
     started = time.perf_counter()
@@ -161,7 +161,7 @@ def variability_stage(settings: Settings, trace: str) -> dict[str, Any]:
     )
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/time_invariance")
 def time_invariance_stage(
     settings: Settings,
     trace: str,
@@ -183,7 +183,7 @@ def time_invariance_stage(
     )
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/clustering")
 def clustering_stage(
     settings: Settings,
     trace: str,
@@ -241,7 +241,7 @@ def clustering_stage(
     return _finish(stage_dir, clustering.clustering_tables(frame, chosen, scan), summary, started)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/gaussian_sums")
 def gaussian_sums_stage(
     settings: Settings,
     trace: str,
@@ -296,7 +296,7 @@ def gaussian_sums_stage(
     return _finish(stage_dir, gaussian_sums.gaussian_sums_tables(result), summary, started)
 
 
-@task(cache_policy=NO_CACHE)
+@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/gamma_fits")
 def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int) -> dict[str, Any]:
     """§2.7: Gamma fits of inst mean, inst std (long tasks) and execution time (finished tasks)."""
     started = time.perf_counter()

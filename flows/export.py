@@ -24,7 +24,7 @@ from tracelab.flows.settings import Settings
 FORMATS = ("json", "csv")
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="gather stage params")
 def build_document(data_dir: Path) -> dict[str, Any]:
     """The params document from every stage's params.json under ``data_dir/results``."""
     doc = params_document(data_dir)
@@ -37,7 +37,7 @@ def build_document(data_dir: Path) -> dict[str, Any]:
     return doc
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="write params.{fmt}")
 def write_document(doc: dict[str, Any], out: Path, fmt: str) -> Path:
     """Validate against the schema, then write atomically in ``fmt`` (json or csv)."""
     if fmt == "csv":

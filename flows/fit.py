@@ -34,7 +34,7 @@ from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="derive azure-2017 tables")
 def derive_azure(
     settings: Settings, vmtable_csv: Path | None, shutdown_min_vms: int
 ) -> dict[str, int]:
@@ -55,7 +55,7 @@ def derive_azure(
         con.close()
 
 
-@task(cache_policy=NONE)
+@task(cache_policy=NONE, task_run_name="fit azure-2017 priors")
 def fit_priors(
     settings: Settings,
     seed: int,
