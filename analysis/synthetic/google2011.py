@@ -1328,7 +1328,7 @@ def _truth_document(
         },
         "idle_share": uf.IDLE_SHARE,
         "avg_model": "cpu_rate = (1 - a) * mu + a * y; y an independent draw of the window's "
-        "inst distribution, mu its mean, a ~ U(0.4, 0.7) per task; idle tasks: "
+        f"inst distribution, mu its mean, a ~ U{uf.AVG_WEIGHT_RANGE} per task; idle tasks: "
         f"Exponential(mean {uf.IDLE_AVG_MEAN})",
         "shift": {
             "probability": SHIFT_PROBABILITY,
