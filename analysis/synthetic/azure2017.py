@@ -16,7 +16,7 @@ Model (seed 004 §2.1, all rates per hour):
   parameter ``s``; the scale-out rate is ``r = rho * lambda**alpha`` (equivalently
   ``rho = r * (1/lambda)**alpha``: deployments with long-lived cores scale slower);
 * the arrival adds ``1 + Poisson(initial_size_mean)`` cores, every scale-out ``1 + Poisson(s)``,
-  split into VMs of 1, 2 or 4 cores (7 cores -> 4 + 2 + 1); every VM lives
+  split into VMs of 1, 2, 4 or 8 cores (15 cores -> 8 + 4 + 2 + 1); every VM lives
   ``Exponential(lambda)`` hours, so each of its cores has an exponential lifetime;
 * scale-outs are Poisson(r) in time while the deployment has active cores; a deployment
   whose cores have all ended is dead (no later scale-out);
@@ -92,10 +92,11 @@ class AzureModel:
 
     lifetime_rate: GammaPrior = GammaPrior(2.0, 40.0, "1/hour", "hour")
     normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 4.0, "hour^(alpha-1)", "hour^(1-alpha)")
-    scaleout_size: GammaPrior = GammaPrior(1.5, 1.0, "cores", "1/cores")
+    #: seed 004 App. B: ~145 cores per deployment (a ~21-core start plus ~14 scale-outs of ~9 cores)
+    scaleout_size: GammaPrior = GammaPrior(1.5, 0.19, "cores", "1/cores")
     alpha: float = 0.6
     #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)
-    initial_size_mean: float = 6.0
+    initial_size_mean: float = 20.0
     #: rate of the exponential maximal age, per mean core lifetime (mean 25 core lifetimes)
     shutdown_rate: float = 0.04
     #: survivors: the process also runs this many seconds before the window
@@ -213,12 +214,15 @@ def _hash(rng: np.random.Generator) -> str:
 
 
 def _powers_of_two(cores: int) -> list[int]:
-    """VM core counts of one scale-out: binary decomposition, largest VM 4 cores."""
+    """VM core counts of one scale-out: binary decomposition, largest VM 8 cores.
+
+    V1 VMs have 1 to 24+ cores; 8 keeps a ~145-core deployment at ~20 VMs.
+    """
     sizes: list[int] = []
-    while cores >= 4:
-        sizes.append(4)
-        cores -= 4
-    bit = 2
+    while cores >= 8:
+        sizes.append(8)
+        cores -= 8
+    bit = 4
     while cores:
         if cores >= bit:
             sizes.append(bit)

@@ -7,18 +7,26 @@ is in the same part index), each part sorted by time (ties keep each task's even
 (time, file, row) order of METHODS §1.1 is every task's true event order. ``machine_events`` and
 ``machine_attributes`` are one part each.
 
-Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``):
+Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``), calibrated
+to seed 000/002 and the real task_events parts 2-3 (``analysis/calibration.py`` checks a run):
 
-* jobs are *service* (30%, long-running tasks, mostly production priority 9–11) or *batch*
-  (short tasks, priorities mostly 0–4); 10% of service and 3% of batch jobs were submitted before
-  the window: their tasks have SUBMIT and SCHEDULE at time 0 and run into the window. Other jobs
-  are submitted uniformly over the horizon; most tasks at the job's time, some seconds later.
-* each task lives up to four *incarnations*. An incarnation is SUBMIT, then (2.5%) a death while
+* jobs are *service* (20%, 1 + Poisson(9) tasks) or *batch* (1 + lognormal(2.3, 1.2) tasks, at
+  most 501). 55% of service jobs and 0.5% of batch jobs have a production priority (9-11), so
+  production is ~6% of tasks (seed 002 §4.1); production service tasks run for days (90%), other
+  service tasks mostly for hours, batch tasks for minutes. 10% of service and 3% of batch jobs
+  were submitted before the window: their tasks have SUBMIT and SCHEDULE at time 0 and run into
+  the window. Other jobs are submitted uniformly over the horizon; most tasks at the job's time,
+  some seconds later.
+* each task lives up to 16 *incarnations*. An incarnation is SUBMIT, then (2.5%) a death while
   pending — FAIL, KILL, LOST or, as in the real trace (seed 002 §2.2), EVICT — or a SCHEDULE after
-  a pending time (25% at the same microsecond as the SUBMIT) on a machine, then FINISH, EVICT,
-  FAIL, KILL or LOST. EVICT/FAIL/KILL are followed by a resubmission with probability 0.95/0.7/0.25,
-  FINISH by a restart with probability 0.05 (service 0.1), LOST never. 5% of pending and running
-  periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU request.
+  a lognormal pending time (median 2 s, never 0 µs: the real parts never SCHEDULE in the SUBMIT's
+  microsecond) on a machine, then FINISH, EVICT, FAIL, KILL or LOST. A new SUBMIT follows 1-12 µs
+  later with the real parts' probabilities: after EVICT 0.999, FAIL 0.9, KILL 0.38, FINISH 0.03,
+  LOST never. 12% of batch tasks *crash-loop* (they mostly FAIL after 1-40 minutes and are
+  resubmitted), which makes submissions ~1.9x new submissions (seed 002 §2.2). Short runs are
+  log-uniform in [30 s, 2 h] (~40% of executions under 5 minutes, seed 002 Fig. 8). 5% of
+  pending and running periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU
+  request.
 * CPU requests follow usage (seed 002 §4.1, Figure 9: requests exceed usage, production uses
   about half of what it requests): a task's request is its true mean ``cpu_rate`` (the
   ``true_avg_mean`` below, = ``true_inst_mean`` except for idle tasks) times an overcommit
@@ -29,7 +37,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   Every true mean is below 1, so every production request >= the task's true inst mean. A
   shifting task's request covers its window-weighted mean over its whole life, so after the shift
   it may use more than it requests (seed 002 §4.1: tasks can exceed their quota, up to ~2x).
-  Memory requests stay per job.
+  Memory requests stay per job, lognormal around 0.06 (production) and 0.015 (other jobs), so
+  production holds > 80% of the memory used (seed 002 §4.1).
 * events after the horizon are not written, except that 3% of incarnations still running at the
   horizon end with their terminal event at 2^63-1 ("after the window"). Machine IDs are NULL while
   pending. 0.2% of task/job rows carry a ``missing info`` code and (task rows) NULL requests.
@@ -38,8 +47,10 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   at the last task end.
 * task_usage: one row per full 300 s window, aligned to 600 s, inside each run (SCHEDULE to its
   end, or the horizon), on the incarnation's machine. inst and avg come from the task's usage
-  family (:mod:`analysis.synthetic.usage_families`); tasks with >= 48 windows shift, with
-  probability SHIFT_PROBABILITY, at a window drawn in [0.75 n, n - 12].
+  family (:mod:`analysis.synthetic.usage_families`: ~0.027 core per long task, mostly below
+  0.1 core, production leaning to the heavier families); tasks with >= 24 windows change phase,
+  with probability SHIFT_PROBABILITY, at a window drawn in [max(ceil(0.7 n), 12), n - 12]
+  (seed 000 §3.4: KS rejects ~30% of long tasks at Δ = 12).
 * machines: a fleet ADDed at time 0; 3% are REMOVEd and re-ADDed, 3% ADDed during the window,
   5% UPDATEd; tasks only run on machines present all along. machine_attributes gives every
   machine a few attributes (integer or hash values, a few deleted later); task_constraints puts
@@ -57,8 +68,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
 * ``special_rows``: task_events rows at time 0, at 2^63-1, with missing info, SUBMIT+SCHEDULE at
   the same microsecond (pairs), EVICTs straight from pending, FINISH->SUBMIT restarts,
   resubmissions after EVICT/FAIL/KILL, usage rows of failed tasks;
-* ``families``: per family ``code``, ``share`` (of non-idle tasks), the ``inst`` and ``after_shift``
-  distributions with the parameter ranges; ``idle_share`` (tasks with inst 0 in every window);
+* ``families``: per family ``code``, ``share`` (of non-idle tasks, per class ``production`` and
+  ``non_production``), the ``inst`` and ``after_shift`` distributions with the parameter ranges; ``idle_share`` (tasks with inst 0 in every window);
   ``avg_model`` (how cpu_rate is derived from the family);
 * ``cpu_request``: the request model (``production_priority``, ``base``, ``request``,
   ``overcommit`` per class with ``low``, ``high``, ``mean``, ``factor_rule``, ``memory``) and
@@ -66,7 +77,7 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   true mean cpu_rate and of the request in force at the window start, and their ratio
   ``used_over_requested`` (about 1 / mean factor, 0.49 and 0.95, but the cap at 1 gives the
   heavy uniform-family tasks a smaller factor: ~0.57 production, ~0.96 non-production);
-* ``shift``: ``probability`` (per eligible task), ``min_windows`` (48), ``window_rule``,
+* ``shift``: ``probability`` (per eligible task), ``min_windows`` (24), ``window_rule``,
   ``shifted_tasks``, ``share_of_long_nonfailed`` (realised share of long non-failed tasks);
 * ``tasks``: counts of ``tasks``, ``with_usage``, ``long`` (>= 24 windows), ``long_nonfailed``,
   ``failed``, ``per_family`` (all tasks);
@@ -179,7 +190,7 @@ P_BATCH_PRODUCTION = 0.005
 #: duration class of service tasks: long-running (days) for production, mostly hours otherwise
 P_LONG_PRODUCTION_SERVICE = 0.9
 P_LONG_OTHER_SERVICE = 0.10
-P_BATCH_HOURS = 0.03
+P_BATCH_HOURS = 0.02
 P_BEFORE_WINDOW = {"service": 0.10, "batch": 0.03}
 P_PENDING_DEATH = 0.025
 #: pending death types FAIL, KILL, LOST, EVICT
@@ -428,6 +439,22 @@ def fleet_tables(seed: int, cfg: Scale) -> Fleet:
     )
     machine_events.columns = GOOGLE_2011["machine_events"].column_names
 
+    machine_attributes, names, values = _machine_attributes(rng, ids, add_time, m, end)
+    return Fleet(
+        usable_ids=ids[role == 0],
+        machine_events=machine_events,
+        machine_attributes=machine_attributes,
+        attribute_names=tuple(names),
+        attribute_values=tuple(values),
+        users=tuple(_hashes(rng, 40)),
+        logical_names=tuple(_hashes(rng, 200)),
+    )
+
+
+def _machine_attributes(
+    rng: np.random.Generator, ids: IntArray, add_time: IntArray, m: int, end: int
+) -> tuple[pl.DataFrame, list[str], list[tuple[str, ...]]]:
+    """machine_attributes rows (a few deleted later), the attribute names and their values."""
     n_attr = 12
     names = _hashes(rng, n_attr)
     values: list[tuple[str, ...]] = []
@@ -460,15 +487,7 @@ def fleet_tables(seed: int, cfg: Scale) -> Fleet:
         }
     )
     machine_attributes.columns = GOOGLE_2011["machine_attributes"].column_names
-    return Fleet(
-        usable_ids=ids[role == 0],
-        machine_events=machine_events,
-        machine_attributes=machine_attributes,
-        attribute_names=tuple(names),
-        attribute_values=tuple(values),
-        users=tuple(_hashes(rng, 40)),
-        logical_names=tuple(_hashes(rng, 200)),
-    )
+    return machine_attributes, names, values
 
 
 # --- one batch of jobs -----------------------------------------------------------------------
@@ -761,7 +780,7 @@ def _event_rows(rng: np.random.Generator, tasks: _Tasks, lives: _Lives, cfg: Sca
     upd_r = sched_seen & (rng.random((n_t, k_max)) < P_UPDATE) & (lives.run_len >= 2)
     upd_r &= upd_r_time <= horizon_end
     # overcommit factors: one per task, and a fresh one on each UPDATE (pending, running)
-    over_first = overcommit_factors(rng.random(n_t), tasks.production)
+    over_first = overcommit_factors(rng.random(n_t).astype(np.float64), tasks.production)
     over_update = overcommit_factors(rng.random((n_t, k_max, 2)), tasks.production[:, None, None])
     term_time = np.where(after_end, TIME_AFTER_WINDOW_US, lives.end)
     term_emit = lives.exists & ((lives.end <= horizon_end) | after_end)
@@ -985,15 +1004,16 @@ def _run_lengths(
 ) -> IntArray:
     """Run time (µs) of one incarnation: minutes (short), hours, or log-uniform up to 3 horizons.
 
-    Short runs are log-uniform in [10 s, 1.2 h], so ~56% of them end within 5 minutes (seed 002
-    Fig. 8: ~40% of all executions); a crash-looping task runs 2 s to 2 min before it fails.
+    Short runs are log-uniform in [30 s, 2 h] and a crash-looping task runs log-uniform 1 to 40
+    minutes before it fails, so ~42-44% of either end within 5 minutes (seed 002 Fig. 8: ~40%
+    of all executions).
     """
     n = duration_class.size
     second = 1_000_000
-    short = np.exp(rng.uniform(np.log(10 * second), np.log(1.2 * HOUR_US), n))
+    short = np.exp(rng.uniform(np.log(30 * second), np.log(2 * HOUR_US), n))
     hours = np.exp(rng.uniform(np.log(HOUR_US), np.log(6 * HOUR_US), n))
     long = np.exp(rng.uniform(np.log(2.5 * HOUR_US), np.log(3 * horizon_us), n))
-    crash = np.exp(rng.uniform(np.log(2 * second), np.log(120 * second), n))
+    crash = np.exp(rng.uniform(np.log(60 * second), np.log(40 * 60 * second), n))
     return np.select(
         [crash_loop, duration_class == 0, duration_class == 1], [crash, short, hours], long
     ).astype(np.int64)
@@ -1333,7 +1353,8 @@ def _truth_document(
         "shift": {
             "probability": SHIFT_PROBABILITY,
             "min_windows": SHIFT_MIN_WINDOWS,
-            "window_rule": "first shifted window uniform in [ceil(0.75 n), n - 12]",
+            "window_rule": f"first shifted window uniform in [max(ceil({SHIFT_FROM} n), "
+            f"{SHIFT_MIN_AFTER}), n - {SHIFT_MIN_AFTER}]",
             "shifted_tasks": totals.tasks.get("shifted", 0),
             "share_of_long_nonfailed": (
                 totals.tasks.get("shifted_long_nonfailed", 0) / long_nf if long_nf else 0.0

@@ -32,8 +32,8 @@ FAMILIES: tuple[str, ...] = ("mostly_zero", "exponential", "uniform", "bimodal",
 #: Production leans to the heavier families: seed 002 §4.1 finds it is 6% of tasks but uses > 80%
 #: of the CPU
 FAMILY_SHARES: dict[str, tuple[float, ...]] = {
-    "production": (0.22, 0.20, 0.20, 0.18, 0.20),
-    "non_production": (0.40, 0.25, 0.15, 0.12, 0.08),
+    "production": (0.20, 0.18, 0.20, 0.17, 0.25),
+    "non_production": (0.45, 0.27, 0.12, 0.10, 0.06),
 }
 #: share of tasks whose inst is 0 in every window (the analysis drops them, METHODS §1.8)
 IDLE_SHARE = 0.05
@@ -49,10 +49,10 @@ AVG_WEIGHT_RANGE = (0.5, 0.8)
 
 #: per family, the (low, high) range of each uniformly drawn task parameter (params[:, j])
 PARAM_RANGES: dict[int, tuple[tuple[float, float], ...]] = {
-    0: ((0.10, 0.20), (0.06, 0.10)),
+    0: ((0.10, 0.20), (0.08, 0.14)),
     1: ((0.008, 0.016),),
-    2: ((0.02, 0.025), (0.02, 0.03)),
-    3: ((0.4, 0.6), (0.010, 0.014), (0.05, 0.06)),
+    2: ((0.03, 0.035), (0.02, 0.03)),
+    3: ((0.4, 0.6), (0.022, 0.026), (0.07, 0.08)),
     4: ((0.07, 0.10), (4.0, 7.0)),
 }
 
@@ -63,7 +63,7 @@ PARAM_RANGES: dict[int, tuple[tuple[float, float], ...]] = {
 #: for a few percent of the mass, overlapping) the original, so KS on 12 + 12 windows rejects.
 FAMILY_DOC: dict[str, dict[str, str]] = {
     "mostly_zero": {
-        "inst": "0 with prob 1-q, else Uniform(0, h); q ~ U(0.10, 0.20), h ~ U(0.06, 0.10)",
+        "inst": "0 with prob 1-q, else Uniform(0, h); q ~ U(0.10, 0.20), h ~ U(0.08, 0.14)",
         "after_shift": "Uniform(0.003, 0.009) (busy-waiting: nonzero, but in the same 0.01-core bin)",
     },
     "exponential": {
@@ -71,12 +71,12 @@ FAMILY_DOC: dict[str, dict[str, str]] = {
         "after_shift": "0 (a quiet spell)",
     },
     "uniform": {
-        "inst": "Uniform(a, a + w); a ~ U(0.02, 0.025), w ~ U(0.02, 0.03)",
+        "inst": "Uniform(a, a + w); a ~ U(0.03, 0.035), w ~ U(0.02, 0.03)",
         "after_shift": "Uniform(0, 0.01)",
     },
     "bimodal": {
-        "inst": "w: Normal(m1, 0.002), 1-w: Normal(m2, 0.008); w ~ U(0.4, 0.6), "
-        "m1 ~ U(0.010, 0.014), m2 ~ U(0.05, 0.06); clipped at 0",
+        "inst": "w: Normal(m1, 0.0015), 1-w: Normal(m2, 0.006); w ~ U(0.4, 0.6), "
+        "m1 ~ U(0.022, 0.026), m2 ~ U(0.07, 0.08); clipped at 0",
         "after_shift": "0 (a quiet spell)",
     },
     "gamma": {
@@ -88,7 +88,7 @@ FAMILY_DOC: dict[str, dict[str, str]] = {
 
 _POST_ZERO = (0.003, 0.009)
 _POST_UNIFORM = (0.0, 0.01)
-_BIMODAL_SIGMAS = (0.002, 0.008)
+_BIMODAL_SIGMAS = (0.0015, 0.006)
 
 
 @dataclass(frozen=True)
