@@ -120,7 +120,6 @@ def test_two_stage_fit_is_biased_by_small_deployments(
     # small deployments give MLEs like 1/t with an infinite mean: the fitted shape falls. With the
     # calibrated ~145-core deployments (seed 004) few are that small, so the bias is milder than
     # with the old ~35-core ones (shape 0.63x, was < 0.5x)
-    print("two-stage", fit.shape, fit.mean, prior)
     assert fit.shape < 0.75 * prior["shape"]
     assert fit.mean > 1.1 * prior["shape"] / prior["rate"]
     assert np.isfinite(fit.log_likelihood)

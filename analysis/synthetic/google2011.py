@@ -189,7 +189,7 @@ P_SERVICE_PRODUCTION = 0.55
 P_BATCH_PRODUCTION = 0.005
 #: duration class of service tasks: long-running (days) for production, mostly hours otherwise
 P_LONG_PRODUCTION_SERVICE = 0.9
-P_LONG_OTHER_SERVICE = 0.10
+P_LONG_OTHER_SERVICE = 0.07
 P_BATCH_HOURS = 0.02
 P_BEFORE_WINDOW = {"service": 0.10, "batch": 0.03}
 P_PENDING_DEATH = 0.025

@@ -49,11 +49,11 @@ AVG_WEIGHT_RANGE = (0.5, 0.8)
 
 #: per family, the (low, high) range of each uniformly drawn task parameter (params[:, j])
 PARAM_RANGES: dict[int, tuple[tuple[float, float], ...]] = {
-    0: ((0.10, 0.20), (0.08, 0.14)),
+    0: ((0.15, 0.25), (0.075, 0.12)),
     1: ((0.008, 0.016),),
     2: ((0.03, 0.035), (0.02, 0.03)),
     3: ((0.4, 0.6), (0.022, 0.026), (0.07, 0.08)),
-    4: ((0.07, 0.10), (4.0, 7.0)),
+    4: ((0.07, 0.10), (5.0, 8.0)),
 }
 
 #: documented parameter ranges (TRUTH.json): pre-shift and post-shift distributions, in cores
@@ -63,7 +63,7 @@ PARAM_RANGES: dict[int, tuple[tuple[float, float], ...]] = {
 #: for a few percent of the mass, overlapping) the original, so KS on 12 + 12 windows rejects.
 FAMILY_DOC: dict[str, dict[str, str]] = {
     "mostly_zero": {
-        "inst": "0 with prob 1-q, else Uniform(0, h); q ~ U(0.10, 0.20), h ~ U(0.08, 0.14)",
+        "inst": "0 with prob 1-q, else Uniform(0, h); q ~ U(0.15, 0.25), h ~ U(0.075, 0.12)",
         "after_shift": "Uniform(0.003, 0.009) (busy-waiting: nonzero, but in the same 0.01-core bin)",
     },
     "exponential": {
@@ -81,7 +81,7 @@ FAMILY_DOC: dict[str, dict[str, str]] = {
     },
     "gamma": {
         "inst": "Gamma(shape k, scale m / k) (mean m, std m / sqrt(k): the heavy right tail of "
-        "seed 000 Fig. 6); m ~ U(0.07, 0.10), k ~ U(4, 7)",
+        "seed 000 Fig. 6); m ~ U(0.07, 0.10), k ~ U(5, 8)",
         "after_shift": "0 (a quiet spell)",
     },
 }
