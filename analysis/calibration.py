@@ -553,10 +553,10 @@ def load_calibration_inputs(
 
 
 def write_calibration(data_dir: Path, out_dir: Path | None = None) -> list[Path]:
-    """Compute the table for the run in ``data_dir``; write it to ``out_dir``.
+    """Compute the table for the run in ``data_dir`` and write it to ``out_dir``.
 
     ``out_dir`` defaults to ``data_dir/results/google-2011/calibration`` (``table.parquet`` and
-    ``summary.json``).
+    ``summary.json``); the lead's stage registry decides when it runs (after analyze and fit).
     """
     rows = calibration_rows(load_calibration_inputs(data_dir))
     frame = calibration_frame(rows)
@@ -567,6 +567,5 @@ def write_calibration(data_dir: Path, out_dir: Path | None = None) -> list[Path]
         "ok": sum(bool(r.ok) for r in judged),
         "out_of_tolerance": [r.statistic for r in judged if not r.ok],
     }
-    return write_stage_outputs(
-        data_dir / "results" / GOOGLE / "calibration", {"table": frame}, summary
-    )
+    target = out_dir or data_dir / "results" / GOOGLE / "calibration"
+    return write_stage_outputs(target, {"table": frame}, summary)

@@ -113,3 +113,24 @@ def test_the_old_generator_would_fail() -> None:
         assert verdict[name] is False, name
     # rows whose inputs are absent are reported, not judged
     assert verdict["executions shorter than 5 minutes"] is None
+
+
+@pytest.mark.slow
+def test_calibration_page_states_the_table_and_the_ad_scale(
+    default_run: Path, tmp_path: Path
+) -> None:
+    from tracelab.reports.model import HtmlTable, Number, PageContext
+    from tracelab.reports.pages_calibration import calibration_sections
+
+    ctx = PageContext(data_dir=default_run, out_dir=tmp_path, trace="google-2011")
+    sections = calibration_sections(ctx)
+    numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
+    rows = calibration_rows(load_calibration_inputs(default_run))
+    assert numbers["calibration_rows_judged"] == sum(r.ok is not None for r in rows)
+    assert numbers["calibration_rows_ok"] == sum(bool(r.ok) for r in rows)
+    params = read_summary(default_run / "results" / "google-2011" / "gaussian_sums")["parameters"]
+    assert numbers["ad_realizations"] == params["realizations"]
+    assert numbers["ad_sets"] == params["sets"]
+    tables: list[HtmlTable] = [t for s in sections for t in s.tables]
+    assert sum(len(t.rows) for t in tables) == len(rows)
+    assert "derived/azure-2017/agg_azure_population.parquet" in ctx.reads

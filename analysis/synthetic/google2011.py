@@ -355,6 +355,16 @@ def generate_google_2011(
         if writer is not None:
             writer.close()
     files = _finalise_parts(out, n_parts)
+    files.update(_write_fleet(out, fleet, totals))
+    doc = _truth_document(seed, cfg, target_mb, part_mb, n_batches, n_parts, totals, files, fleet)
+    truth = out / "TRUTH.json"
+    truth.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return truth
+
+
+def _write_fleet(out: Path, fleet: Fleet, totals: _Totals) -> dict[str, list[str]]:
+    """machine_events and machine_attributes, one part each; their rows and bytes into totals."""
+    files: dict[str, list[str]] = {}
     for name, frame in (
         ("machine_events", fleet.machine_events),
         ("machine_attributes", fleet.machine_attributes),
@@ -363,10 +373,7 @@ def generate_google_2011(
         totals.raw_bytes[name] = write_gzip_part(path, frame)
         totals.rows[name] = frame.height
         files[name] = [f"{name}/{path.name}"]
-    doc = _truth_document(seed, cfg, target_mb, part_mb, n_batches, n_parts, totals, files, fleet)
-    truth = out / "TRUTH.json"
-    truth.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
-    return truth
+    return files
 
 
 # --- fleet -----------------------------------------------------------------------------------

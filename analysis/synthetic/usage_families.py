@@ -32,8 +32,8 @@ FAMILIES: tuple[str, ...] = ("mostly_zero", "exponential", "uniform", "bimodal",
 #: Production leans to the heavier families: seed 002 §4.1 finds it is 6% of tasks but uses > 80%
 #: of the CPU
 FAMILY_SHARES: dict[str, tuple[float, ...]] = {
-    "production": (0.20, 0.18, 0.20, 0.17, 0.25),
-    "non_production": (0.45, 0.27, 0.12, 0.10, 0.06),
+    "production": (0.15, 0.23, 0.20, 0.17, 0.25),
+    "non_production": (0.38, 0.34, 0.12, 0.10, 0.06),
 }
 #: share of tasks whose inst is 0 in every window (the analysis drops them, METHODS §1.8)
 IDLE_SHARE = 0.05
