@@ -787,7 +787,7 @@ def _event_rows(rng: np.random.Generator, tasks: _Tasks, lives: _Lives, cfg: Sca
     upd_r = sched_seen & (rng.random((n_t, k_max)) < P_UPDATE) & (lives.run_len >= 2)
     upd_r &= upd_r_time <= horizon_end
     # overcommit factors: one per task, and a fresh one on each UPDATE (pending, running)
-    over_first = overcommit_factors(rng.random(n_t).astype(np.float64), tasks.production)
+    over_first = overcommit_factors(np.asarray(rng.random(n_t), dtype=np.float64), tasks.production)
     over_update = overcommit_factors(rng.random((n_t, k_max, 2)), tasks.production[:, None, None])
     term_time = np.where(after_end, TIME_AFTER_WINDOW_US, lives.end)
     term_emit = lives.exists & ((lives.end <= horizon_end) | after_end)
