@@ -13,10 +13,13 @@ final as (
         sum(n_vms)::bigint as vms,
         sum(n_vms) filter (where arrived_in_window)::bigint as vms_in_window,
         sum(n_cores) filter (where arrived_in_window)::bigint as cores_in_window,
-        sum(core_deaths) filter (where arrived_in_window)::bigint as cores_inactive_in_window,
+        -- every core that became inactive, as the paper's totals count them (deaths + shutdowns)
+        sum(cores_ended) filter (where arrived_in_window)::bigint as cores_inactive_in_window,
         count(*) filter (where arrived_in_window and not alive_at_end) as deployments_died_in_window,
         count(*) filter (where arrived_in_window and shut_down) as deployments_shut_down,
         sum(n_scaleouts) filter (where arrived_in_window)::bigint as scaleouts_in_window,
+        -- cores that died of their own (the lifetime fit's events; shutdown ends are censored)
+        sum(core_deaths) filter (where arrived_in_window)::bigint as core_deaths_in_window,
     from deployments
 )
 

@@ -65,6 +65,7 @@ lifetimes as (
         vms.cores,
         vms.lifetime_s,
         vms.censored or (s.shut_down and vms.vmdeleted = d.last_deleted_s) as censored,
+        vms.censored as alive_at_end,
     from vms
     inner join per_deployment_vms as d on vms.deploymentid = d.deploymentid
     inner join shutdowns as s on vms.deploymentid = s.deploymentid
@@ -75,6 +76,9 @@ exposure as (
         deploymentid,
         coalesce(sum(cores) filter (where not censored), 0)::bigint as core_deaths,
         coalesce(sum(cores) filter (where censored), 0)::bigint as censored_cores,
+        -- every core that became inactive inside the window, by its own death or by the shutdown
+        -- (seed 004 App. B's totals count both)
+        coalesce(sum(cores) filter (where not alive_at_end), 0)::bigint as cores_ended,
         sum(cores * lifetime_s)::bigint / 3600.0 as core_exposure_hours,
         count(*) filter (where not censored) as vm_deaths,
         sum(lifetime_s)::bigint / 3600.0 as vm_exposure_hours,
@@ -112,6 +116,7 @@ final as (
         l.n_vms_ending_last,
         -- shut down: at least $shutdown_min_vms VMs end together at the deployment's end
         sd.shut_down,
+        e.cores_ended,
     from per_deployment_vms as d
     inner join scaleouts as s on d.deploymentid = s.deploymentid
     inner join last_endings as l on d.deploymentid = l.deploymentid

@@ -28,6 +28,7 @@ def prefect_harness() -> Iterator[None]:
     """One temporary Prefect server/database for every flow test in the session."""
     from prefect.testing.utilities import prefect_test_harness
 
-    # a loaded 2-core machine can take minutes to start the server (the default is 30 s)
-    with prefect_test_harness(server_startup_timeout=300):
+    # the ephemeral server needs more than Prefect's default 30 s on a loaded (shared) machine
+    timeout = int(os.environ.get("TRACELAB_PREFECT_STARTUP_S", "300"))
+    with prefect_test_harness(server_startup_timeout=timeout):
         yield

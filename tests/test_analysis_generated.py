@@ -19,7 +19,7 @@ from tracelab.analysis.time_invariance import ks_exact_pvalues
 from tracelab.flows.cli import main
 
 TRACE = "google-2011"
-FAMILIES = 5  # mostly_zero, exponential, uniform, bimodal, gaussian (idle tasks are dropped)
+FAMILIES = 5  # mostly_zero, exponential, uniform, bimodal, gamma (idle tasks are dropped)
 
 pytestmark = pytest.mark.slow
 
@@ -88,7 +88,7 @@ def test_regression_matches_truth(analyzed: Path) -> None:
         assert fit["n"] == true["n"]
         assert fit["slope"] == pytest.approx(true["slope"], abs=4 * fit["slope_stderr"])
         assert fit["intercept"] == pytest.approx(true["intercept"], abs=4 * fit["intercept_stderr"])
-    # the generator's avg is a (1-a)/a blend with a in [0.4, 0.7]: std(avg) = a std(inst)
+    # the generator's avg is a (1-a)/a blend with a in [0.5, 0.8]: std(avg) = a std(inst)
     assert summary["regressions"]["inst"]["slope"] > summary["regressions"]["avg"]["slope"]
     assert summary["share_inst_std_above_avg_std"] > 0.9
 

@@ -67,7 +67,7 @@ def test_values_follow_the_published_conventions(
     assert (vms["avgcpu"] <= vms["p95maxcpu"]).all()
     assert (vms["p95maxcpu"] <= vms["maxcpu"]).all()
     assert vms["maxcpu"].max() <= 100.0
-    assert set(vms["vmcorecount"].unique()) <= {1, 2, 4}
+    assert set(vms["vmcorecount"].unique()) <= {1, 2, 4, 8}
     assert (vms["vmmemory"] == vms["vmcorecount"] * 1.75).all()
 
 

@@ -208,7 +208,9 @@ def test_special_times_missing_info_priorities_and_requests(
         & (pl.col("prev_t") == pl.col("time"))
     )
     assert same.height == special["same_microsecond_submit_schedule"]
-    assert same.filter(pl.col("time") > 0).height > 0
+    # the real task_events parts 2-3 never SCHEDULE in the SUBMIT's microsecond inside the window;
+    # tasks submitted before it show both at time 0
+    assert same.filter(pl.col("time") > 0).height == 0
     assert same.filter(pl.col("time") == 0).height > 0
     pri = ev["priority"]
     assert pri.min() == 0
@@ -435,8 +437,12 @@ def test_shifting_tasks_are_detected_by_ks_at_their_window(
     out, truth = trace
     long, tasks = _long_usage(out, truth)
     shifted = tasks.filter(pl.col("shifts"))
+    # every long non-idle task may shift (TRUTH shift.min_windows <= 24) with the documented
+    # probability: the realised share is binomial around it (4 standard errors)
+    p = truth["shift"]["probability"]
+    assert truth["shift"]["min_windows"] <= 24
     share = shifted.height / tasks.height
-    assert 0.1 < share < 0.35
+    assert abs(share - p) < 4 * np.sqrt(p * (1 - p) / tasks.height), (share, p)
     rejected, stable_rejected, n_stable = 0, 0, 0
     for _key, grp in long.group_by("job_id", "task_index"):
         inst = grp.sort("start_time")["sampled_cpu_usage"].to_numpy()

@@ -117,7 +117,9 @@ def test_two_stage_fit_is_biased_by_small_deployments(
     m = deployment_mles(deployments)
     fit = gamma_fit(m.lifetime_rate_per_hour)
     prior = truth["priors"]["lifetime_rate"]
-    # 1-3 VM deployments give MLEs like 1/t with an infinite mean: the fitted shape collapses
-    assert fit.shape < 0.5 * prior["shape"]
-    assert fit.mean > 1.5 * prior["shape"] / prior["rate"]
+    # small deployments give MLEs like 1/t with an infinite mean: the fitted shape falls. With the
+    # calibrated ~145-core deployments (seed 004) few are that small, so the bias is milder than
+    # with the old ~35-core ones (shape 0.63x, was < 0.5x)
+    assert fit.shape < 0.75 * prior["shape"]
+    assert fit.mean > 1.1 * prior["shape"] / prior["rate"]
     assert np.isfinite(fit.log_likelihood)

@@ -16,7 +16,7 @@ Model (seed 004 §2.1, all rates per hour):
   parameter ``s``; the scale-out rate is ``r = rho * lambda**alpha`` (equivalently
   ``rho = r * (1/lambda)**alpha``: deployments with long-lived cores scale slower);
 * the arrival adds ``1 + Poisson(initial_size_mean)`` cores, every scale-out ``1 + Poisson(s)``,
-  split into VMs of 1, 2 or 4 cores (7 cores -> 4 + 2 + 1); every VM lives
+  split into VMs of 1, 2, 4 or 8 cores (15 cores -> 8 + 4 + 2 + 1); every VM lives
   ``Exponential(lambda)`` hours, so each of its cores has an exponential lifetime;
 * scale-outs are Poisson(r) in time while the deployment has active cores; a deployment
   whose cores have all ended is dead (no later scale-out);
@@ -55,6 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import polars as pl
 
 from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
@@ -92,10 +93,11 @@ class AzureModel:
 
     lifetime_rate: GammaPrior = GammaPrior(2.0, 40.0, "1/hour", "hour")
     normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 4.0, "hour^(alpha-1)", "hour^(1-alpha)")
-    scaleout_size: GammaPrior = GammaPrior(1.5, 1.0, "cores", "1/cores")
+    #: seed 004 App. B: ~145 cores per deployment (a ~21-core start plus ~14 scale-outs of ~9 cores)
+    scaleout_size: GammaPrior = GammaPrior(1.5, 0.19, "cores", "1/cores")
     alpha: float = 0.6
     #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)
-    initial_size_mean: float = 6.0
+    initial_size_mean: float = 20.0
     #: rate of the exponential maximal age, per mean core lifetime (mean 25 core lifetimes)
     shutdown_rate: float = 0.04
     #: survivors: the process also runs this many seconds before the window
@@ -169,14 +171,14 @@ def generate_azure_2017(
                     rng.uniform(-model.pre_window_s, 0.0, n_pre),
                 ]
             )
-            rows: list[dict[str, Any]] = []
+            frames: list[pl.DataFrame] = []
             for arrival in arrivals:
                 truth, vms = _deployment(rng, model, float(arrival), subscriptions)
                 if truth is not None:
                     truths.append(truth)
-                    rows.extend(vms)
-            if rows:
-                frame = pl.DataFrame(rows, schema=AZURE_2017["vmtable"].polars_schema())
+                    frames.append(vms)
+            if frames:
+                frame = pl.concat(frames).cast(AZURE_2017["vmtable"].polars_schema())  # type: ignore[arg-type]
                 gz.write(frame.select(columns).write_csv(include_header=False).encode())
             done += n_batch
             if bar is not None:
@@ -213,12 +215,15 @@ def _hash(rng: np.random.Generator) -> str:
 
 
 def _powers_of_two(cores: int) -> list[int]:
-    """VM core counts of one scale-out: binary decomposition, largest VM 4 cores."""
+    """VM core counts of one scale-out: binary decomposition, largest VM 8 cores.
+
+    V1 VMs have 1 to 24+ cores; 8 keeps a ~145-core deployment at ~20 VMs.
+    """
     sizes: list[int] = []
-    while cores >= 4:
-        sizes.append(4)
-        cores -= 4
-    bit = 2
+    while cores >= 8:
+        sizes.append(8)
+        cores -= 8
+    bit = 4
     while cores:
         if cores >= bit:
             sizes.append(bit)
@@ -229,7 +234,7 @@ def _powers_of_two(cores: int) -> list[int]:
 
 def _deployment(
     rng: np.random.Generator, model: AzureModel, arrival_s: float, subscriptions: list[str]
-) -> tuple[_Deployment | None, list[dict[str, Any]]]:
+) -> tuple[_Deployment | None, pl.DataFrame]:
     """Simulate one deployment; ``None`` if it left no VM alive inside the window."""
     lam = float(rng.gamma(model.lifetime_rate.shape, 1.0 / model.lifetime_rate.rate))
     rho = float(
@@ -280,35 +285,15 @@ def _deployment(
 
     visible = vm_end > 0.0
     if not visible.any():
-        return None, []
+        return None, pl.DataFrame()
     vm_start, vm_end, vm_cores_a = vm_start[visible], vm_end[visible], vm_cores_a[visible]
     created = np.maximum(np.floor(vm_start / GRID_S) * GRID_S, 0).astype(np.int64)
     deleted = (np.floor(vm_end / GRID_S) * GRID_S).astype(np.int64)
     deleted = np.minimum(np.maximum(deleted, created + GRID_S), AZURE_CENSORED_VMDELETED_S)
 
     depid = _hash(rng)
-    subscription = subscriptions[int(rng.integers(len(subscriptions)))]
-    category = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
-    n = len(created)
-    avg = rng.uniform(1.0, 60.0, n)
-    p95 = np.minimum(avg + rng.uniform(0.0, 35.0, n), 100.0)
-    peak = np.minimum(p95 + rng.uniform(0.0, 20.0, n), 100.0)
-    rows = [
-        {
-            "vmid": _hash(rng),
-            "subscriptionid": subscription,
-            "deploymentid": depid,
-            "vmcreated": int(created[i]),
-            "vmdeleted": int(deleted[i]),
-            "maxcpu": round(float(peak[i]), 6),
-            "avgcpu": round(float(avg[i]), 6),
-            "p95maxcpu": round(float(p95[i]), 6),
-            "vmcategory": category,
-            "vmcorecount": int(vm_cores_a[i]),
-            "vmmemory": float(vm_cores_a[i]) * _MEMORY_GB_PER_CORE,
-        }
-        for i in range(n)
-    ]
+    rows = _vm_frame(rng, depid, subscriptions, created, deleted, vm_cores_a)
+    n = rows.height
     truth = _Deployment(
         deploymentid=depid,
         arrival_s=arrival_s,
@@ -323,6 +308,42 @@ def _deployment(
         n_cores=int(vm_cores_a.sum()),
     )
     return truth, rows
+
+
+def _vm_frame(
+    rng: np.random.Generator,
+    depid: str,
+    subscriptions: list[str],
+    created: npt.NDArray[np.int64],
+    deleted: npt.NDArray[np.int64],
+    vm_cores_a: npt.NDArray[np.int64],
+) -> pl.DataFrame:
+    """The vmtable rows of one deployment (columns, not a dict per VM: ~20 VMs each)."""
+    subscription = subscriptions[int(rng.integers(len(subscriptions)))]
+    category = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
+    n = len(created)
+    # CPU in percent: avg <= p95 <= max <= 100
+    avg = rng.uniform(1.0, 60.0, n)
+    p95 = np.minimum(avg + rng.uniform(0.0, 35.0, n), 100.0)
+    peak = np.minimum(p95 + rng.uniform(0.0, 20.0, n), 100.0)
+    raw_ids = rng.bytes(48 * n)
+    return pl.DataFrame(
+        {
+            "vmid": [
+                base64.b64encode(raw_ids[48 * i : 48 * (i + 1)]).decode("ascii") for i in range(n)
+            ],
+            "subscriptionid": [subscription] * n,
+            "deploymentid": [depid] * n,
+            "vmcreated": created,
+            "vmdeleted": deleted,
+            "maxcpu": np.round(peak, 6),
+            "avgcpu": np.round(avg, 6),
+            "p95maxcpu": np.round(p95, 6),
+            "vmcategory": [category] * n,
+            "vmcorecount": vm_cores_a.astype(np.int64),
+            "vmmemory": vm_cores_a.astype(np.float64) * _MEMORY_GB_PER_CORE,
+        }
+    )
 
 
 def _truth_document(

@@ -7,18 +7,26 @@ is in the same part index), each part sorted by time (ties keep each task's even
 (time, file, row) order of METHODS §1.1 is every task's true event order. ``machine_events`` and
 ``machine_attributes`` are one part each.
 
-Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``):
+Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``), calibrated
+to seed 000/002 and the real task_events parts 2-3 (``analysis/calibration.py`` checks a run):
 
-* jobs are *service* (30%, long-running tasks, mostly production priority 9–11) or *batch*
-  (short tasks, priorities mostly 0–4); 10% of service and 3% of batch jobs were submitted before
-  the window: their tasks have SUBMIT and SCHEDULE at time 0 and run into the window. Other jobs
-  are submitted uniformly over the horizon; most tasks at the job's time, some seconds later.
-* each task lives up to four *incarnations*. An incarnation is SUBMIT, then (2.5%) a death while
+* jobs are *service* (20%, 1 + Poisson(9) tasks) or *batch* (1 + lognormal(2.3, 1.2) tasks, at
+  most 501). 55% of service jobs and 0.5% of batch jobs have a production priority (9-11), so
+  production is ~6% of tasks (seed 002 §4.1); production service tasks run for days (90%), other
+  service tasks mostly for hours, batch tasks for minutes. 10% of service and 3% of batch jobs
+  were submitted before the window: their tasks have SUBMIT and SCHEDULE at time 0 and run into
+  the window. Other jobs are submitted uniformly over the horizon; most tasks at the job's time,
+  some seconds later.
+* each task lives up to 16 *incarnations*. An incarnation is SUBMIT, then (2.5%) a death while
   pending — FAIL, KILL, LOST or, as in the real trace (seed 002 §2.2), EVICT — or a SCHEDULE after
-  a pending time (25% at the same microsecond as the SUBMIT) on a machine, then FINISH, EVICT,
-  FAIL, KILL or LOST. EVICT/FAIL/KILL are followed by a resubmission with probability 0.95/0.7/0.25,
-  FINISH by a restart with probability 0.05 (service 0.1), LOST never. 5% of pending and running
-  periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU request.
+  a lognormal pending time (median 2 s, never 0 µs: the real parts never SCHEDULE in the SUBMIT's
+  microsecond) on a machine, then FINISH, EVICT, FAIL, KILL or LOST. A new SUBMIT follows 1-12 µs
+  later with the real parts' probabilities: after EVICT 0.999, FAIL 0.9, KILL 0.38, FINISH 0.03,
+  LOST never. 12% of batch tasks *crash-loop* (they mostly FAIL after 1-40 minutes and are
+  resubmitted), which makes submissions ~1.9x new submissions (seed 002 §2.2). Short runs are
+  log-uniform in [30 s, 2 h] (~40% of executions under 5 minutes, seed 002 Fig. 8). 5% of
+  pending and running periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU
+  request.
 * CPU requests follow usage (seed 002 §4.1, Figure 9: requests exceed usage, production uses
   about half of what it requests): a task's request is its true mean ``cpu_rate`` (the
   ``true_avg_mean`` below, = ``true_inst_mean`` except for idle tasks) times an overcommit
@@ -29,7 +37,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   Every true mean is below 1, so every production request >= the task's true inst mean. A
   shifting task's request covers its window-weighted mean over its whole life, so after the shift
   it may use more than it requests (seed 002 §4.1: tasks can exceed their quota, up to ~2x).
-  Memory requests stay per job.
+  Memory requests stay per job, lognormal around 0.06 (production) and 0.015 (other jobs), so
+  production holds > 80% of the memory used (seed 002 §4.1).
 * events after the horizon are not written, except that 3% of incarnations still running at the
   horizon end with their terminal event at 2^63-1 ("after the window"). Machine IDs are NULL while
   pending. 0.2% of task/job rows carry a ``missing info`` code and (task rows) NULL requests.
@@ -38,8 +47,10 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   at the last task end.
 * task_usage: one row per full 300 s window, aligned to 600 s, inside each run (SCHEDULE to its
   end, or the horizon), on the incarnation's machine. inst and avg come from the task's usage
-  family (:mod:`analysis.synthetic.usage_families`); tasks with >= 48 windows shift, with
-  probability SHIFT_PROBABILITY, at a window drawn in [0.75 n, n - 12].
+  family (:mod:`analysis.synthetic.usage_families`: ~0.027 core per long task, mostly below
+  0.1 core, production leaning to the heavier families); tasks with >= 24 windows change phase,
+  with probability SHIFT_PROBABILITY, at a window drawn in [max(ceil(0.7 n), 12), n - 12]
+  (seed 000 §3.4: KS rejects ~30% of long tasks at Δ = 12).
 * machines: a fleet ADDed at time 0; 3% are REMOVEd and re-ADDed, 3% ADDed during the window,
   5% UPDATEd; tasks only run on machines present all along. machine_attributes gives every
   machine a few attributes (integer or hash values, a few deleted later); task_constraints puts
@@ -57,8 +68,8 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
 * ``special_rows``: task_events rows at time 0, at 2^63-1, with missing info, SUBMIT+SCHEDULE at
   the same microsecond (pairs), EVICTs straight from pending, FINISH->SUBMIT restarts,
   resubmissions after EVICT/FAIL/KILL, usage rows of failed tasks;
-* ``families``: per family ``code``, ``share`` (of non-idle tasks), the ``inst`` and ``after_shift``
-  distributions with the parameter ranges; ``idle_share`` (tasks with inst 0 in every window);
+* ``families``: per family ``code``, ``share`` (of non-idle tasks, per class ``production`` and
+  ``non_production``), the ``inst`` and ``after_shift`` distributions with the parameter ranges; ``idle_share`` (tasks with inst 0 in every window);
   ``avg_model`` (how cpu_rate is derived from the family);
 * ``cpu_request``: the request model (``production_priority``, ``base``, ``request``,
   ``overcommit`` per class with ``low``, ``high``, ``mean``, ``factor_rule``, ``memory``) and
@@ -66,7 +77,7 @@ Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, b
   true mean cpu_rate and of the request in force at the window start, and their ratio
   ``used_over_requested`` (about 1 / mean factor, 0.49 and 0.95, but the cap at 1 gives the
   heavy uniform-family tasks a smaller factor: ~0.57 production, ~0.96 non-production);
-* ``shift``: ``probability`` (per eligible task), ``min_windows`` (48), ``window_rule``,
+* ``shift``: ``probability`` (per eligible task), ``min_windows`` (24), ``window_rule``,
   ``shifted_tasks``, ``share_of_long_nonfailed`` (realised share of long non-failed tasks);
 * ``tasks``: counts of ``tasks``, ``with_usage``, ``long`` (>= 24 windows), ``long_nonfailed``,
   ``failed``, ``per_family`` (all tasks);
@@ -117,7 +128,7 @@ from tracelab.analysis.synthetic.csvparts import (
     write_gzip_part,
 )
 
-GENERATOR_VERSION = "1.1.0"
+GENERATOR_VERSION = "2.0.0"
 TRACE = "google-2011"
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
@@ -126,10 +137,14 @@ MACHINE_ADD, MACHINE_REMOVE, MACHINE_UPDATE = range(3)
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
 LONG_WINDOWS = 24
-SHIFT_MIN_WINDOWS = 48
+#: phase changes (seed 000 §3.4: KS rejects ~30% of long tasks at Δ = 12): tasks with at least
+#: SHIFT_MIN_WINDOWS windows change with SHIFT_PROBABILITY at a window uniform in
+#: [max(ceil(SHIFT_FROM n), 12), n - 12], keeping 12 windows on each side
+SHIFT_MIN_WINDOWS = 24
 SHIFT_MIN_AFTER = 12
-SHIFT_PROBABILITY = 0.25
-MAX_INCARNATIONS = 4
+SHIFT_FROM = 0.7
+SHIFT_PROBABILITY = 0.7
+MAX_INCARNATIONS = 16
 #: threads compressing part files while the next batch is generated
 COMPRESS_THREADS = 4
 
@@ -164,26 +179,43 @@ SCALES: dict[str, Scale] = {
 }
 
 # --- life-cycle probabilities (per incarnation) ---------------------------------------------
-P_SERVICE = 0.30
+#: service jobs (long-running tasks); with the task counts below, production (priority >= 9) is
+#: ~6% of tasks (seed 002 §4.1)
+P_SERVICE = 0.20
+SERVICE_TASKS_MEAN = 10
+#: batch jobs: 1 + lognormal(mu, sigma) tasks (capped at 500), mean ~21
+BATCH_TASKS_LOGNORMAL = (2.3, 1.2)
+P_SERVICE_PRODUCTION = 0.55
+P_BATCH_PRODUCTION = 0.005
+#: duration class of service tasks: long-running (days) for production, mostly hours otherwise
+P_LONG_PRODUCTION_SERVICE = 0.9
+P_LONG_OTHER_SERVICE = 0.07
+P_BATCH_HOURS = 0.02
 P_BEFORE_WINDOW = {"service": 0.10, "batch": 0.03}
-P_SAME_MICROSECOND = 0.25
 P_PENDING_DEATH = 0.025
 #: pending death types FAIL, KILL, LOST, EVICT
 PENDING_DEATHS = np.array([FAIL, KILL, LOST, EVICT])
 P_PENDING_DEATHS = np.array([0.30, 0.45, 0.05, 0.20])
 RUN_ENDS = np.array([FINISH, EVICT, FAIL, KILL, LOST])
-P_RUN_ENDS_SERVICE = np.array([0.60, 0.12, 0.06, 0.20, 0.02])
-P_RUN_ENDS_BATCH = np.array([0.86, 0.04, 0.04, 0.05, 0.01])
-#: probability of a new SUBMIT after each terminal type (index = event code)
-P_CONTINUE = np.array([0, 0, 0.95, 0.70, 0.05, 0.25, 0.0, 0, 0])
-P_RESTART_SERVICE = 0.10
+P_RUN_ENDS_SERVICE = np.array([0.50, 0.18, 0.08, 0.22, 0.02])
+P_RUN_ENDS_BATCH = np.array([0.80, 0.06, 0.05, 0.085, 0.005])
+#: a few batch tasks crash-loop: they FAIL fast and are resubmitted again and again, which is
+#: what makes submissions ~1.9x new submissions in the real trace (seed 002 §2.2)
+P_CRASH_LOOP = 0.12
+P_RUN_ENDS_CRASH_LOOP = np.array([0.08, 0.02, 0.85, 0.05, 0.0])
+#: probability of a new SUBMIT after each terminal type (index = event code). Real task_events
+#: parts 2-3: after EVICT 99.9%, FAIL 89-96%, KILL 37-41%, FINISH 0.1-4.5%; LOST never
+P_CONTINUE = np.array([0, 0, 0.999, 0.9, 0.03, 0.38, 0.0, 0, 0])
+P_CONTINUE_CRASH_LOOP = np.array([0, 0, 0.999, 0.97, 0.03, 0.5, 0.0, 0, 0])
 P_UPDATE = 0.05
 P_AFTER_WINDOW_END = 0.03
 P_MISSING_INFO = 0.002
 P_CONSTRAINED = 0.15
-#: mean pending time and resubmission gap (µs)
-PENDING_MEAN_US = 40_000_000
-RESUBMIT_GAP_MEAN_US = 15_000_000
+#: SUBMIT -> SCHEDULE, lognormal (median µs, sigma): real parts 2-3 give a ~2 s median, 90th
+#: percentile 4-29 s, 99th 36-73 s, and never 0 µs
+PENDING_LOGNORMAL_US = (2_000_000, 1.3)
+#: end -> resubmission gap (µs): 3-12 µs in the real parts 2-3
+RESUBMIT_GAP_MEAN_US = 5
 
 # --- CPU requests (seed 002 §4.1, Figure 9) ----------------------------------------------------
 #: lowest production priority (seed 002 §4.1)
@@ -323,6 +355,16 @@ def generate_google_2011(
         if writer is not None:
             writer.close()
     files = _finalise_parts(out, n_parts)
+    files.update(_write_fleet(out, fleet, totals))
+    doc = _truth_document(seed, cfg, target_mb, part_mb, n_batches, n_parts, totals, files, fleet)
+    truth = out / "TRUTH.json"
+    truth.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
+    return truth
+
+
+def _write_fleet(out: Path, fleet: Fleet, totals: _Totals) -> dict[str, list[str]]:
+    """machine_events and machine_attributes, one part each; their rows and bytes into totals."""
+    files: dict[str, list[str]] = {}
     for name, frame in (
         ("machine_events", fleet.machine_events),
         ("machine_attributes", fleet.machine_attributes),
@@ -331,10 +373,7 @@ def generate_google_2011(
         totals.raw_bytes[name] = write_gzip_part(path, frame)
         totals.rows[name] = frame.height
         files[name] = [f"{name}/{path.name}"]
-    doc = _truth_document(seed, cfg, target_mb, part_mb, n_batches, n_parts, totals, files, fleet)
-    truth = out / "TRUTH.json"
-    truth.write_text(json.dumps(doc, indent=2, sort_keys=False) + "\n")
-    return truth
+    return files
 
 
 # --- fleet -----------------------------------------------------------------------------------
@@ -407,6 +446,22 @@ def fleet_tables(seed: int, cfg: Scale) -> Fleet:
     )
     machine_events.columns = GOOGLE_2011["machine_events"].column_names
 
+    machine_attributes, names, values = _machine_attributes(rng, ids, add_time, m, end)
+    return Fleet(
+        usable_ids=ids[role == 0],
+        machine_events=machine_events,
+        machine_attributes=machine_attributes,
+        attribute_names=tuple(names),
+        attribute_values=tuple(values),
+        users=tuple(_hashes(rng, 40)),
+        logical_names=tuple(_hashes(rng, 200)),
+    )
+
+
+def _machine_attributes(
+    rng: np.random.Generator, ids: IntArray, add_time: IntArray, m: int, end: int
+) -> tuple[pl.DataFrame, list[str], list[tuple[str, ...]]]:
+    """machine_attributes rows (a few deleted later), the attribute names and their values."""
     n_attr = 12
     names = _hashes(rng, n_attr)
     values: list[tuple[str, ...]] = []
@@ -439,15 +494,7 @@ def fleet_tables(seed: int, cfg: Scale) -> Fleet:
         }
     )
     machine_attributes.columns = GOOGLE_2011["machine_attributes"].column_names
-    return Fleet(
-        usable_ids=ids[role == 0],
-        machine_events=machine_events,
-        machine_attributes=machine_attributes,
-        attribute_names=tuple(names),
-        attribute_values=tuple(values),
-        users=tuple(_hashes(rng, 40)),
-        logical_names=tuple(_hashes(rng, 200)),
-    )
+    return machine_attributes, names, values
 
 
 # --- one batch of jobs -----------------------------------------------------------------------
@@ -457,26 +504,151 @@ def _choice(rng: np.random.Generator, values: npt.ArrayLike, p: npt.ArrayLike, n
     return np.asarray(rng.choice(np.asarray(values), size=n, p=np.asarray(p)), dtype=np.int64)
 
 
+@dataclass(frozen=True)
+class _Jobs:
+    """Per-job draws of one batch."""
+
+    service: BoolArray
+    before: BoolArray
+    submit: IntArray
+    n_tasks: IntArray
+    priority: IntArray
+    sched_class: IntArray
+    job_id: IntArray
+    user: IntArray
+    logical: IntArray
+    names: pl.Series
+    mem_req: FloatArray
+    disk_req: FloatArray
+    restricted: BoolArray
+
+
+@dataclass(frozen=True)
+class _Tasks:
+    """Per-task draws of one batch (``job`` indexes the batch's jobs)."""
+
+    job: IntArray
+    index: IntArray
+    first_submit: IntArray
+    duration_class: IntArray
+    service: BoolArray
+    crash_loop: BoolArray
+    production: BoolArray
+    fam: uf.TaskFamilies
+
+
+@dataclass(frozen=True)
+class _Lives:
+    """Per task x incarnation: times, outcome, machine (arrays of shape (tasks, MAX_INCARNATIONS))."""
+
+    exists: BoolArray
+    scheduled: BoolArray
+    submit: IntArray
+    sched: IntArray
+    end: IntArray
+    run_len: IntArray
+    term: IntArray
+    machine: IntArray
+
+
+@dataclass(frozen=True)
+class _Events:
+    """task_events rows of one batch, as (task, incarnation, slot) indices, in output order."""
+
+    ti: IntArray
+    ki: IntArray
+    si: IntArray
+    time: IntArray
+    type: IntArray
+    on_machine: BoolArray
+    sched_seen: BoolArray
+    upd_p: BoolArray
+    upd_r: BoolArray
+    upd_r_time: IntArray
+    over_first: FloatArray
+    over_update: FloatArray
+    factor: FloatArray
+
+
 def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables:
     """Jobs, tasks, life cycles, usage and constraints of job batch ``batch``."""
     rng = np.random.default_rng([seed, 2, batch])
-    horizon_end = WINDOW_START_US + cfg.horizon_us
-    n_jobs = cfg.jobs_per_batch
+    jobs = _draw_jobs(rng, batch, cfg, fleet)
+    tasks = _draw_tasks(rng, jobs)
+    lives = _life_cycles(rng, tasks, cfg, fleet)
+    events = _event_rows(rng, tasks, lives, cfg)
+    n_t = tasks.job.size
+    failed = np.zeros(n_t, dtype=bool)
+    failing = np.isin(events.type, [EVICT, FAIL, KILL, LOST])
+    failed[events.ti[failing]] = True
+    job_events = _job_events(rng, tasks.job, events.ti, events.time, events.type, jobs, fleet)
+    win = _usage_windows(rng, tasks, lives, events, cfg)
+    moments = uf.task_moments(tasks.fam, win.n_windows, win.shifts, win.shift_window)
+    task_events = _task_events_frame(rng, jobs, tasks, lives, events, moments, fleet)
+    usage, all_zero = _usage_rows(
+        rng,
+        tasks.fam,
+        win.u_task,
+        win.shifted_row,
+        jobs.mem_req[tasks.job],
+        jobs.disk_req[tasks.job],
+    )
+    t_job_id = jobs.job_id[tasks.job]
+    task_usage = pl.DataFrame(
+        [
+            pl.Series("start_time", win.start_time),
+            pl.Series("end_time", win.start_time + USAGE_WINDOW_US),
+            pl.Series("job_id", t_job_id[win.u_task]),
+            pl.Series("task_index", tasks.index[win.u_task]),
+            pl.Series("machine_id", lives.machine.reshape(-1)[win.rep]),
+            *usage,
+        ]
+    )[np.lexsort((tasks.index[win.u_task], t_job_id[win.u_task], win.start_time))]
+    task_constraints = _task_constraints(rng, tasks.first_submit, t_job_id, tasks.index, fleet)
+    truth = _task_truth(
+        tasks.fam,
+        moments,
+        t_job_id,
+        tasks.index,
+        jobs.priority[tasks.job],
+        win.n_windows,
+        failed,
+        all_zero | (win.n_windows == 0),
+        win.shifts,
+        win.shift_window,
+        events.over_first,
+        cpu_requests(moments.avg_mean, events.over_first),
+    )
+    frames = {
+        "job_events": job_events,
+        "task_events": task_events,
+        "task_usage": task_usage,
+        "task_constraints": task_constraints,
+    }
+    special = _special_counts(lives, events, failed, win.u_task)
+    special["task_events_missing_info"] = int(task_events["missing_info"].is_not_null().sum())
+    for name, frame in frames.items():
+        frame.columns = GOOGLE_2011[name].column_names
+    sums = _request_sums(tasks, events, win, moments)
+    return BatchTables(frames=frames, truth=truth, special=special, request_sums=sums)
 
-    # jobs
+
+def _draw_jobs(rng: np.random.Generator, batch: int, cfg: Scale, fleet: Fleet) -> _Jobs:
+    """Job kind, submit time, size, priority, class, names and per-job memory/disk requests."""
+    n_jobs = cfg.jobs_per_batch
     service = rng.random(n_jobs) < P_SERVICE
     before = np.where(
         service,
         rng.random(n_jobs) < P_BEFORE_WINDOW["service"],
         rng.random(n_jobs) < P_BEFORE_WINDOW["batch"],
     )
-    job_submit = np.where(
+    submit = np.where(
         before, 0, WINDOW_START_US + (rng.random(n_jobs) * cfg.horizon_us).astype(np.int64)
     )
     n_tasks = np.where(
         service,
-        1 + rng.poisson(4, n_jobs),
-        1 + np.minimum(rng.lognormal(1.2, 1.1, n_jobs).astype(np.int64), 300),
+        1 + rng.poisson(SERVICE_TASKS_MEAN - 1, n_jobs),
+        1 + np.minimum(rng.lognormal(*BATCH_TASKS_LOGNORMAL, n_jobs).astype(np.int64), 500),
     ).astype(np.int64)
     prod_pri = _choice(rng, [9, 10, 11], [0.7, 0.2, 0.1], n_jobs)
     low_pri = _choice(
@@ -485,121 +657,146 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
         [0.40, 0.15, 0.15, 0.05, 0.15, 0.02, 0.04, 0.02, 0.02],
         n_jobs,
     )
-    priority = np.where(service & (rng.random(n_jobs) < 0.7), prod_pri, low_pri)
-    priority = np.where(~service & (rng.random(n_jobs) < 0.03), prod_pri, priority)
+    priority = np.where(service & (rng.random(n_jobs) < P_SERVICE_PRODUCTION), prod_pri, low_pri)
+    priority = np.where(~service & (rng.random(n_jobs) < P_BATCH_PRODUCTION), prod_pri, priority)
     sched_class = np.where(
         service,
         _choice(rng, [1, 2, 3], [0.3, 0.5, 0.2], n_jobs),
         _choice(rng, [0, 1], [0.7, 0.3], n_jobs),
     )
-    job_id = 3_418_309 + (batch * n_jobs + np.arange(n_jobs, dtype=np.int64)) * 7
-    user = rng.integers(0, len(fleet.users), n_jobs)
-    logical = rng.integers(0, len(fleet.logical_names), n_jobs)
-    job_names = pl.Series(_hashes(rng, n_jobs))
-    mem_req_job = np.asarray(
-        np.round(np.clip(rng.lognormal(np.log(0.03), 1.0, n_jobs), 5e-4, 1), 5), dtype=np.float64
+    # production jobs hold most memory (seed 002 §4.1: > 80% of memory): larger requests
+    production = priority >= PRODUCTION_PRIORITY
+    mem_median = np.where(production, 0.06, 0.015)
+    return _Jobs(
+        service=service,
+        before=before,
+        submit=submit,
+        n_tasks=n_tasks,
+        priority=priority,
+        sched_class=sched_class,
+        job_id=3_418_309 + (batch * n_jobs + np.arange(n_jobs, dtype=np.int64)) * 7,
+        user=rng.integers(0, len(fleet.users), n_jobs),
+        logical=rng.integers(0, len(fleet.logical_names), n_jobs),
+        names=pl.Series(_hashes(rng, n_jobs)),
+        mem_req=np.asarray(
+            np.round(np.clip(mem_median * rng.lognormal(0.0, 1.0, n_jobs), 5e-4, 1), 5),
+            dtype=np.float64,
+        ),
+        disk_req=np.asarray(
+            np.round(np.clip(rng.lognormal(np.log(0.0004), 0.8, n_jobs), 1e-5, 0.05), 7),
+            dtype=np.float64,
+        ),
+        restricted=rng.random(n_jobs) < 0.1,
     )
-    disk_req_job = np.asarray(
-        np.round(np.clip(rng.lognormal(np.log(0.0004), 0.8, n_jobs), 1e-5, 0.05), 7),
-        dtype=np.float64,
-    )
-    restricted = rng.random(n_jobs) < 0.1
 
-    # tasks
-    t_job = np.repeat(np.arange(n_jobs), n_tasks)
+
+def _draw_tasks(rng: np.random.Generator, jobs: _Jobs) -> _Tasks:
+    """Tasks of every job: index, first SUBMIT, duration class, crash loop, usage family."""
+    t_job = np.repeat(np.arange(jobs.n_tasks.size), jobs.n_tasks)
     n_t = t_job.size
-    job_start = np.cumsum(n_tasks) - n_tasks
-    task_index = np.arange(n_t) - np.repeat(job_start, n_tasks)
-    t_service = service[t_job]
-    t_before = before[t_job]
+    job_start = np.cumsum(jobs.n_tasks) - jobs.n_tasks
+    t_service = jobs.service[t_job]
+    t_before = jobs.before[t_job]
     offset = np.where(
         t_before | (rng.random(n_t) < 0.7), 0, 1 + rng.exponential(5_000_000, n_t).astype(np.int64)
     )
-    first_submit = job_submit[t_job] + offset
+    production = jobs.priority[t_job] >= PRODUCTION_PRIORITY
+    # 0 short, 1 hours, 2 long-running: production services run for days, other services for
+    # hours (seed 002 §4.1: production is 6% of tasks but > 80% of the CPU and memory used)
+    long_share = np.where(production, P_LONG_PRODUCTION_SERVICE, P_LONG_OTHER_SERVICE)
+    u = rng.random(n_t)
     duration_class = np.where(
         t_service,
-        np.where(rng.random(n_t) < 0.9, 2, 0),
-        np.where(rng.random(n_t) < 0.06, 1, 0),
-    )  # 0 short, 1 hours, 2 long-running
-    fam = uf.task_families(rng, n_t)
+        np.where(u < long_share, 2, np.where(u < long_share + 0.3, 1, 0)),
+        np.where(u < P_BATCH_HOURS, 1, 0),
+    )
+    crash_loop = ~t_service & (rng.random(n_t) < P_CRASH_LOOP)
+    return _Tasks(
+        job=t_job,
+        index=np.arange(n_t) - np.repeat(job_start, jobs.n_tasks),
+        first_submit=jobs.submit[t_job] + offset,
+        duration_class=duration_class,
+        service=t_service,
+        crash_loop=crash_loop,
+        production=production,
+        fam=uf.task_families(rng, production),
+    )
 
-    k_max = MAX_INCARNATIONS
-    submit = np.zeros((n_t, k_max), dtype=np.int64)
-    sched = np.zeros((n_t, k_max), dtype=np.int64)
-    end = np.zeros((n_t, k_max), dtype=np.int64)
-    run_len = np.zeros((n_t, k_max), dtype=np.int64)
-    exists = np.zeros((n_t, k_max), dtype=bool)
-    scheduled = np.zeros((n_t, k_max), dtype=bool)
-    term = np.zeros((n_t, k_max), dtype=np.int64)
-    machine = fleet.usable_ids[rng.integers(0, fleet.usable_ids.size, (n_t, k_max))]
 
-    cur_submit = first_submit.copy()
+def _life_cycles(rng: np.random.Generator, tasks: _Tasks, cfg: Scale, fleet: Fleet) -> _Lives:
+    """Up to MAX_INCARNATIONS incarnations per task: SUBMIT, pending, SCHEDULE or death, end."""
+    n_t, k_max = tasks.job.size, MAX_INCARNATIONS
+    horizon_end = WINDOW_START_US + cfg.horizon_us
+    shape = (n_t, k_max)
+    submit, sched, end, run_len, term = (np.zeros(shape, dtype=np.int64) for _ in range(5))
+    exists, scheduled = np.zeros(shape, dtype=bool), np.zeros(shape, dtype=bool)
+    machine = fleet.usable_ids[rng.integers(0, fleet.usable_ids.size, shape)]
+    t_service = tasks.service
+    t_before = tasks.first_submit == 0
+    cur_submit = tasks.first_submit.copy()
     alive = np.ones(n_t, dtype=bool)
-    p_run_end = np.where(t_service[:, None], P_RUN_ENDS_SERVICE, P_RUN_ENDS_BATCH)
+    p_run_end = np.where(
+        tasks.crash_loop[:, None],
+        P_RUN_ENDS_CRASH_LOOP,
+        np.where(t_service[:, None], P_RUN_ENDS_SERVICE, P_RUN_ENDS_BATCH),
+    )
     for k in range(k_max):
         was_before = t_before & (k == 0)
-        u = rng.random((n_t, 4))
-        pend = np.where(
-            was_before | (u[:, 0] < P_SAME_MICROSECOND),
-            0,
-            1 + rng.exponential(PENDING_MEAN_US, n_t).astype(np.int64),
-        )
-        is_sched = was_before | (u[:, 1] >= P_PENDING_DEATH)
-        pdeath = PENDING_DEATHS[_categorical(u[:, 2], P_PENDING_DEATHS)]
-        rend = RUN_ENDS[_categorical_rows(u[:, 3], p_run_end)]
-        r = _run_lengths(rng, duration_class, cfg.horizon_us)
+        u = rng.random((n_t, 3))
+        # real parts 2-3: SUBMIT -> SCHEDULE takes 0.8-29 s (10th-90th percentile, median ~2 s),
+        # never 0 µs; tasks submitted before the window show both at time 0
+        pend = np.where(was_before, 0, _pending_times(rng, n_t))
+        is_sched = was_before | (u[:, 0] >= P_PENDING_DEATH)
+        pdeath = PENDING_DEATHS[_categorical(u[:, 1], P_PENDING_DEATHS)]
+        rend = RUN_ENDS[_categorical_rows(u[:, 2], p_run_end)]
+        r = _run_lengths(rng, tasks.duration_class, tasks.crash_loop, cfg.horizon_us)
         s = cur_submit + pend
         e = np.where(is_sched, np.where(was_before, WINDOW_START_US + r, s + r), s)
-        exists[:, k] = alive
-        submit[:, k] = cur_submit
-        sched[:, k] = s
-        end[:, k] = e
-        run_len[:, k] = r
-        scheduled[:, k] = is_sched
+        exists[:, k], submit[:, k], sched[:, k], end[:, k] = alive, cur_submit, s, e
+        run_len[:, k], scheduled[:, k] = r, is_sched
         term[:, k] = np.where(is_sched, rend, pdeath)
-        p_cont = P_CONTINUE[term[:, k]]
-        p_cont = np.where((term[:, k] == FINISH) & t_service, P_RESTART_SERVICE, p_cont)
+        p_cont = np.where(
+            tasks.crash_loop, P_CONTINUE_CRASH_LOOP[term[:, k]], P_CONTINUE[term[:, k]]
+        )
         cont = (e <= horizon_end) & (rng.random(n_t) < p_cont) & (k + 1 < k_max)
+        # real parts 2-3: the resubmission follows the end by 3-12 µs
         cur_submit = e + 1 + rng.exponential(RESUBMIT_GAP_MEAN_US, n_t).astype(np.int64)
         alive = alive & cont & (cur_submit <= horizon_end)
+    return _Lives(exists, scheduled, submit, sched, end, run_len, term, machine)
 
-    t0_sched = t_before[:, None] & (np.arange(k_max) == 0)[None, :]
-    # a run that started before the window counts from the window start for its windows
-    run_start = np.where(t0_sched, 0, sched)
-    censored = exists & (end > horizon_end)
-    sched_seen = exists & scheduled & (sched <= horizon_end)
+
+def _pending_times(rng: np.random.Generator, n: int) -> IntArray:
+    """SUBMIT -> SCHEDULE (µs, >= 1): lognormal around the real excerpts' ~2 s median."""
+    median, sigma = PENDING_LOGNORMAL_US
+    return np.asarray(1 + rng.lognormal(np.log(median), sigma, n).astype(np.int64))
+
+
+def _event_rows(rng: np.random.Generator, tasks: _Tasks, lives: _Lives, cfg: Scale) -> _Events:
+    """Five event slots per incarnation (SUBMIT, UPDATE_PENDING, SCHEDULE, UPDATE_RUNNING, end)."""
+    n_t, k_max = lives.exists.shape
+    horizon_end = WINDOW_START_US + cfg.horizon_us
+    t0_sched = (tasks.first_submit == 0)[:, None] & (np.arange(k_max) == 0)[None, :]
+    censored = lives.exists & (lives.end > horizon_end)
+    sched_seen = lives.exists & lives.scheduled & (lives.sched <= horizon_end)
     after_end = censored & sched_seen & (rng.random((n_t, k_max)) < P_AFTER_WINDOW_END)
-
-    upd_p_time = submit + (sched - submit) // 2
-    upd_p = exists & (rng.random((n_t, k_max)) < P_UPDATE) & (sched - submit >= 2)
-    upd_p &= upd_p_time <= horizon_end
-    run_from = np.where(t0_sched, WINDOW_START_US, sched)
-    upd_r_time = run_from + run_len // 2
-    upd_r = sched_seen & (rng.random((n_t, k_max)) < P_UPDATE) & (run_len >= 2)
+    upd_p_time = lives.submit + (lives.sched - lives.submit) // 2
+    upd_p = lives.exists & (rng.random((n_t, k_max)) < P_UPDATE)
+    upd_p &= (lives.sched - lives.submit >= 2) & (upd_p_time <= horizon_end)
+    run_from = np.where(t0_sched, WINDOW_START_US, lives.sched)
+    upd_r_time = run_from + lives.run_len // 2
+    upd_r = sched_seen & (rng.random((n_t, k_max)) < P_UPDATE) & (lives.run_len >= 2)
     upd_r &= upd_r_time <= horizon_end
     # overcommit factors: one per task, and a fresh one on each UPDATE (pending, running)
-    t_production = priority[t_job] >= PRODUCTION_PRIORITY
-    over_first = overcommit_factors(rng.random(n_t), t_production)
-    over_update = overcommit_factors(rng.random((n_t, k_max, 2)), t_production[:, None, None])
-
-    # five event slots per incarnation: SUBMIT, UPDATE_PENDING, SCHEDULE, UPDATE_RUNNING, end
-    term_time = np.where(after_end, TIME_AFTER_WINDOW_US, end)
-    term_emit = exists & ((end <= horizon_end) | after_end)
-    slot_mask = np.stack([exists, upd_p, sched_seen, upd_r, term_emit], axis=2)
-    slot_time = np.stack([submit, upd_p_time, sched, upd_r_time, term_time], axis=2)
-    slot_type = np.stack(
-        [
-            np.full_like(term, SUBMIT),
-            np.full_like(term, UPDATE_PENDING),
-            np.full_like(term, SCHEDULE),
-            np.full_like(term, UPDATE_RUNNING),
-            term,
-        ],
-        axis=2,
-    )
-    on_machine = np.stack(
-        [np.zeros_like(exists), np.zeros_like(exists), scheduled, scheduled, scheduled], axis=2
-    )
+    over_first = overcommit_factors(np.asarray(rng.random(n_t), dtype=np.float64), tasks.production)
+    over_update = overcommit_factors(rng.random((n_t, k_max, 2)), tasks.production[:, None, None])
+    term_time = np.where(after_end, TIME_AFTER_WINDOW_US, lives.end)
+    term_emit = lives.exists & ((lives.end <= horizon_end) | after_end)
+    slot_mask = np.stack([lives.exists, upd_p, sched_seen, upd_r, term_emit], axis=2)
+    slot_time = np.stack([lives.submit, upd_p_time, lives.sched, upd_r_time, term_time], axis=2)
+    codes = [SUBMIT, UPDATE_PENDING, SCHEDULE, UPDATE_RUNNING]
+    slot_type = np.stack([*(np.full_like(lives.term, c) for c in codes), lives.term], axis=2)
+    no = np.zeros_like(lives.exists)
+    on_machine = np.stack([no, no, lives.scheduled, lives.scheduled, lives.scheduled], axis=2)
     slot_no = np.arange(5)
     # the factor in force at each slot: an UPDATE replaces it until the incarnation ends; every
     # incarnation starts again from the task's own factor
@@ -613,142 +810,162 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
         ),
     )
     ti, ki, si = np.nonzero(slot_mask)
-    ev_time = slot_time[ti, ki, si]
-    ev_type = slot_type[ti, ki, si]
-    seq = ki * 5 + si
-    order = np.lexsort((seq, ti, ev_time))
-    ti, ki, si, ev_time, ev_type = ti[order], ki[order], si[order], ev_time[order], ev_type[order]
-    n_ev = ti.size
-    ev_machine = machine[ti, ki]
-    ev_on = on_machine[ti, ki, si]
+    order = np.lexsort((ki * 5 + si, ti, slot_time[ti, ki, si]))
+    ti, ki, si = ti[order], ki[order], si[order]
+    return _Events(
+        ti=ti,
+        ki=ki,
+        si=si,
+        time=slot_time[ti, ki, si],
+        type=slot_type[ti, ki, si],
+        on_machine=on_machine[ti, ki, si],
+        sched_seen=sched_seen,
+        upd_p=upd_p,
+        upd_r=upd_r,
+        upd_r_time=upd_r_time,
+        over_first=over_first,
+        over_update=over_update,
+        factor=factor[ti, ki, si],
+    )
+
+
+def _task_events_frame(
+    rng: np.random.Generator,
+    jobs: _Jobs,
+    tasks: _Tasks,
+    lives: _Lives,
+    events: _Events,
+    moments: uf.TaskMoments,
+    fleet: Fleet,
+) -> pl.DataFrame:
+    """The task_events rows; the CPU request is sized from the task's true mean usage (Fig. 9)."""
+    n_ev = events.ti.size
     missing = rng.random(n_ev) < P_MISSING_INFO
     missing_code = rng.choice(3, size=n_ev, p=[0.2, 0.3, 0.5]).astype(np.int64)
-    j_of_ev = t_job[ti]
-    failing = (ev_type == EVICT) | (ev_type == FAIL) | (ev_type == KILL) | (ev_type == LOST)
-    failed = np.zeros(n_t, dtype=bool)
-    failed[ti[failing]] = True
-
-    job_events = _job_events(
-        rng,
-        t_job,
-        ti,
-        ev_time,
-        ev_type,
-        n_jobs,
-        job_id,
-        fleet,
-        user,
-        sched_class,
-        job_names,
-        logical,
-    )
-
-    # usage windows of every run
-    ws_first = np.where(
-        run_start <= WINDOW_START_US,
-        WINDOW_START_US,
-        WINDOW_START_US + -((WINDOW_START_US - run_start) // USAGE_WINDOW_US) * USAGE_WINDOW_US,
-    )
-    run_end = np.minimum(end, horizon_end)
-    n_win = np.where(sched_seen, np.maximum(0, (run_end - ws_first) // USAGE_WINDOW_US), 0)
-    n_windows = n_win.sum(axis=1)
-    win_offset = np.cumsum(n_win, axis=1) - n_win
-    eligible = (n_windows >= SHIFT_MIN_WINDOWS) & (fam.family != uf.IDLE)
-    shifts = eligible & (rng.random(n_t) < SHIFT_PROBABILITY)
-    lo = np.ceil(0.75 * n_windows).astype(np.int64)
-    hi = n_windows - SHIFT_MIN_AFTER
-    shift_window = np.where(shifts, lo + (rng.random(n_t) * (hi - lo + 1)).astype(np.int64), -1)
-    shift_window = np.minimum(shift_window, hi)
-
-    # the request is sized from the task's true mean usage (seed 002 §4.1, Figure 9)
-    moments = uf.task_moments(fam, n_windows, shifts, shift_window)
-    cpu_req = cpu_requests(moments.avg_mean[ti], factor[ti, ki, si])
-    task_events = pl.DataFrame(
+    j = tasks.job[events.ti]
+    cpu_req = cpu_requests(moments.avg_mean[events.ti], events.factor)
+    return pl.DataFrame(
         [
-            pl.Series("time", ev_time),
+            pl.Series("time", events.time),
             nullable(missing_code, ~missing).alias("missing_info"),
-            pl.Series("job_id", job_id[j_of_ev]),
-            pl.Series("task_index", task_index[ti]),
-            nullable(ev_machine, ~ev_on).alias("machine_id"),
-            pl.Series("event_type", ev_type),
-            pl.Series(fleet.users).gather(user[j_of_ev]).alias("user"),
-            pl.Series("scheduling_class", sched_class[j_of_ev]),
-            pl.Series("priority", priority[j_of_ev]),
+            pl.Series("job_id", jobs.job_id[j]),
+            pl.Series("task_index", tasks.index[events.ti]),
+            nullable(lives.machine[events.ti, events.ki], ~events.on_machine).alias("machine_id"),
+            pl.Series("event_type", events.type),
+            pl.Series(fleet.users).gather(jobs.user[j]).alias("user"),
+            pl.Series("scheduling_class", jobs.sched_class[j]),
+            pl.Series("priority", jobs.priority[j]),
             nullable(cpu_req, missing).alias("cpu_request"),
-            nullable(mem_req_job[j_of_ev], missing).alias("memory_request"),
-            nullable(disk_req_job[j_of_ev], missing).alias("disk_space_request"),
-            nullable(restricted[j_of_ev].astype(np.int8), missing).alias(
+            nullable(jobs.mem_req[j], missing).alias("memory_request"),
+            nullable(jobs.disk_req[j], missing).alias("disk_space_request"),
+            nullable(jobs.restricted[j].astype(np.int8), missing).alias(
                 "different_machines_restriction"
             ),
         ]
     )
 
+
+@dataclass(frozen=True)
+class _Windows:
+    """The usage windows of every run: per row its task, time and shift state; per task counts."""
+
+    rep: IntArray
+    u_task: IntArray
+    u_inc: IntArray
+    start_time: IntArray
+    shifted_row: BoolArray
+    n_windows: IntArray
+    shifts: BoolArray
+    shift_window: IntArray
+
+
+def _usage_windows(
+    rng: np.random.Generator, tasks: _Tasks, lives: _Lives, events: _Events, cfg: Scale
+) -> _Windows:
+    """One row per full 300 s window of each run (aligned to the window grid) and the shifts."""
+    k_max = lives.exists.shape[1]
+    horizon_end = WINDOW_START_US + cfg.horizon_us
+    t0_sched = (tasks.first_submit == 0)[:, None] & (np.arange(k_max) == 0)[None, :]
+    # a run that started before the window counts from the window start for its windows
+    run_start = np.where(t0_sched, 0, lives.sched)
+    ws_first = np.where(
+        run_start <= WINDOW_START_US,
+        WINDOW_START_US,
+        WINDOW_START_US + -((WINDOW_START_US - run_start) // USAGE_WINDOW_US) * USAGE_WINDOW_US,
+    )
+    run_end = np.minimum(lives.end, horizon_end)
+    n_win = np.where(events.sched_seen, np.maximum(0, (run_end - ws_first) // USAGE_WINDOW_US), 0)
+    n_windows = n_win.sum(axis=1)
+    win_offset = np.cumsum(n_win, axis=1) - n_win
+    shifts, shift_window = _draw_shifts(rng, n_windows, tasks.fam.family)
     flat_n = n_win.reshape(-1)
     rep = np.repeat(np.arange(flat_n.size), flat_n)
     within = np.arange(rep.size) - np.repeat(np.cumsum(flat_n) - flat_n, flat_n)
     u_task = rep // k_max
-    start_time = ws_first.reshape(-1)[rep] + within * USAGE_WINDOW_US
     cum = win_offset.reshape(-1)[rep] + within
-    shifted_row = shifts[u_task] & (cum >= shift_window[u_task])
-    usage, all_zero = _usage_rows(
-        rng, fam, u_task, shifted_row, mem_req_job[t_job], disk_req_job[t_job]
+    return _Windows(
+        rep=rep,
+        u_task=u_task,
+        u_inc=rep % k_max,
+        start_time=ws_first.reshape(-1)[rep] + within * USAGE_WINDOW_US,
+        shifted_row=shifts[u_task] & (cum >= shift_window[u_task]),
+        n_windows=n_windows,
+        shifts=shifts,
+        shift_window=shift_window,
     )
-    usage_order = np.lexsort((task_index[u_task], job_id[t_job[u_task]], start_time))
-    u_machine = machine.reshape(-1)[rep]
-    task_usage = pl.DataFrame(
-        [
-            pl.Series("start_time", start_time),
-            pl.Series("end_time", start_time + USAGE_WINDOW_US),
-            pl.Series("job_id", job_id[t_job[u_task]]),
-            pl.Series("task_index", task_index[u_task]),
-            pl.Series("machine_id", u_machine),
-            *usage,
-        ]
-    )[usage_order]
-    no_usage = n_windows == 0
-    all_zero = all_zero | no_usage
 
-    task_constraints = _task_constraints(rng, first_submit, job_id[t_job], task_index, fleet)
 
-    # request in force at each usage window's start against the window's true mean cpu_rate
-    u_inc = rep % k_max
+def _draw_shifts(
+    rng: np.random.Generator, n_windows: IntArray, family: npt.NDArray[np.int8]
+) -> tuple[BoolArray, IntArray]:
+    """Which long tasks change phase, and the first changed window (seed 000 §3.4: ~30% reject)."""
+    eligible = (n_windows >= SHIFT_MIN_WINDOWS) & (family != uf.IDLE)
+    shifts = eligible & (rng.random(n_windows.size) < SHIFT_PROBABILITY)
+    lo = np.maximum(np.ceil(SHIFT_FROM * n_windows).astype(np.int64), SHIFT_MIN_AFTER)
+    hi = n_windows - SHIFT_MIN_AFTER
+    lo = np.minimum(lo, hi)
+    shift_window = np.where(
+        shifts, lo + (rng.random(n_windows.size) * (hi - lo + 1)).astype(np.int64), -1
+    )
+    return shifts, np.minimum(shift_window, hi)
+
+
+def _request_sums(
+    tasks: _Tasks, events: _Events, win: _Windows, moments: uf.TaskMoments
+) -> FloatArray:
+    """Per class, the sums over usage windows of the true mean cpu_rate and the request in force."""
+    t, k = win.u_task, win.u_inc
     row_factor = np.where(
-        upd_r[u_task, u_inc] & (start_time >= upd_r_time[u_task, u_inc]),
-        over_update[u_task, u_inc, 1],
-        np.where(upd_p[u_task, u_inc], over_update[u_task, u_inc, 0], over_first[u_task]),
+        events.upd_r[t, k] & (win.start_time >= events.upd_r_time[t, k]),
+        events.over_update[t, k, 1],
+        np.where(events.upd_p[t, k], events.over_update[t, k, 0], events.over_first[t]),
     )
-    row_request = cpu_requests(moments.avg_mean[u_task], row_factor)
-    row_mean = np.where(shifted_row, moments.avg_mean_post[u_task], moments.avg_mean_pre[u_task])
-    row_production = t_production[u_task]
-    request_sums = np.array(
+    row_request = cpu_requests(moments.avg_mean[t], row_factor)
+    row_mean = np.where(win.shifted_row, moments.avg_mean_post[t], moments.avg_mean_pre[t])
+    prod = tasks.production[t]
+    return np.array(
         [
-            [row_mean[row_production].sum(), row_request[row_production].sum()],
-            [row_mean[~row_production].sum(), row_request[~row_production].sum()],
+            [row_mean[prod].sum(), row_request[prod].sum()],
+            [row_mean[~prod].sum(), row_request[~prod].sum()],
         ]
     )
 
-    truth = _task_truth(
-        fam,
-        moments,
-        job_id[t_job],
-        task_index,
-        priority[t_job],
-        n_windows,
-        failed,
-        all_zero,
-        shifts,
-        shift_window,
-        over_first,
-        cpu_requests(moments.avg_mean, over_first),
-    )
-    pend_evict = int(((si == 4) & (ev_type == EVICT) & ~scheduled[ti, ki]).sum())
+
+def _special_counts(
+    lives: _Lives, events: _Events, failed: BoolArray, u_task: IntArray
+) -> dict[str, int]:
+    """The counts of TRUTH.json ``special_rows`` for one batch."""
+    ti, ki, si, ev_time, ev_type = events.ti, events.ki, events.si, events.time, events.type
+    pend_evict = int(((si == 4) & (ev_type == EVICT) & ~lives.scheduled[ti, ki]).sum())
     first_of_inc = si == 0
-    prev_term = np.where(ki > 0, term[ti, np.maximum(ki - 1, 0)], -1)
-    special = {
+    prev_term = np.where(ki > 0, lives.term[ti, np.maximum(ki - 1, 0)], -1)
+    return {
         "task_events_time_zero": int((ev_time == 0).sum()),
         "task_events_after_window": int((ev_time == TIME_AFTER_WINDOW_US).sum()),
-        "task_events_missing_info": int(missing.sum()),
-        "same_microsecond_submit_schedule": int((sched_seen & (sched == submit)).sum()),
+        "task_events_missing_info": 0,
+        "same_microsecond_submit_schedule": int(
+            (events.sched_seen & (lives.sched == lives.submit)).sum()
+        ),
         "pending_evicts": pend_evict,
         "finish_restarts": int((first_of_inc & (prev_term == FINISH)).sum()),
         "resubmissions_after_evict_fail_kill": int(
@@ -756,15 +973,6 @@ def batch_tables(seed: int, batch: int, cfg: Scale, fleet: Fleet) -> BatchTables
         ),
         "usage_rows_of_failed_tasks": int(failed[u_task].sum()),
     }
-    frames = {
-        "job_events": job_events,
-        "task_events": task_events,
-        "task_usage": task_usage,
-        "task_constraints": task_constraints,
-    }
-    for name, frame in frames.items():
-        frame.columns = GOOGLE_2011[name].column_names
-    return BatchTables(frames=frames, truth=truth, special=special, request_sums=request_sums)
 
 
 def overcommit_factors(u: FloatArray, production: npt.ArrayLike) -> FloatArray:
@@ -798,15 +1006,24 @@ def _categorical_rows(u: FloatArray, p: FloatArray) -> IntArray:
     return np.asarray(idx, dtype=np.int64)
 
 
-def _run_lengths(rng: np.random.Generator, duration_class: IntArray, horizon_us: int) -> IntArray:
-    """Run time (µs) of one incarnation: minutes (short), hours, or log-uniform up to 3 horizons."""
+def _run_lengths(
+    rng: np.random.Generator, duration_class: IntArray, crash_loop: BoolArray, horizon_us: int
+) -> IntArray:
+    """Run time (µs) of one incarnation: minutes (short), hours, or log-uniform up to 3 horizons.
+
+    Short runs are log-uniform in [30 s, 2 h] and a crash-looping task runs log-uniform 1 to 40
+    minutes before it fails, so ~42-44% of either end within 5 minutes (seed 002 Fig. 8: ~40%
+    of all executions).
+    """
     n = duration_class.size
-    short = 1_000_000 + rng.exponential(15 * 60 * 1_000_000, n)
+    second = 1_000_000
+    short = np.exp(rng.uniform(np.log(30 * second), np.log(2 * HOUR_US), n))
     hours = np.exp(rng.uniform(np.log(HOUR_US), np.log(6 * HOUR_US), n))
     long = np.exp(rng.uniform(np.log(2.5 * HOUR_US), np.log(3 * horizon_us), n))
-    return np.select([duration_class == 0, duration_class == 1], [short, hours], long).astype(
-        np.int64
-    )
+    crash = np.exp(rng.uniform(np.log(60 * second), np.log(40 * 60 * second), n))
+    return np.select(
+        [crash_loop, duration_class == 0, duration_class == 1], [crash, short, hours], long
+    ).astype(np.int64)
 
 
 def _job_events(
@@ -815,15 +1032,11 @@ def _job_events(
     ti: IntArray,
     ev_time: IntArray,
     ev_type: IntArray,
-    n_jobs: int,
-    job_id: IntArray,
+    jobs: _Jobs,
     fleet: Fleet,
-    user: IntArray,
-    sched_class: IntArray,
-    job_names: pl.Series,
-    logical: IntArray,
 ) -> pl.DataFrame:
     """SUBMIT at the first task SUBMIT, SCHEDULE at the first SCHEDULE, end when all tasks ended."""
+    n_jobs = jobs.n_tasks.size
     big = np.iinfo(np.int64).max
     ej = t_job[ti]
     first_submit = np.full(n_jobs, big)
@@ -853,24 +1066,24 @@ def _job_events(
     types = np.concatenate(
         [np.full(n_jobs, SUBMIT), np.full(int(has_sched.sum()), SCHEDULE), job_end_type[all_ended]]
     ).astype(np.int64)
-    jobs = np.concatenate(rows_j)
+    rows = np.concatenate(rows_j)
     seq = np.concatenate(
         [np.zeros(n_jobs), np.ones(int(has_sched.sum())), np.full(int(all_ended.sum()), 2)]
     )
-    order = np.lexsort((seq, jobs, times))
-    jobs, times, types = jobs[order], times[order], types[order]
-    missing = rng.random(jobs.size) < P_MISSING_INFO
-    code = rng.choice(3, size=jobs.size, p=[0.2, 0.3, 0.5]).astype(np.int64)
+    order = np.lexsort((seq, rows, times))
+    rows, times, types = rows[order], times[order], types[order]
+    missing = rng.random(rows.size) < P_MISSING_INFO
+    code = rng.choice(3, size=rows.size, p=[0.2, 0.3, 0.5]).astype(np.int64)
     return pl.DataFrame(
         [
             pl.Series("time", times),
             nullable(code, ~missing).alias("missing_info"),
-            pl.Series("job_id", job_id[jobs]),
+            pl.Series("job_id", jobs.job_id[rows]),
             pl.Series("event_type", types),
-            pl.Series(fleet.users).gather(user[jobs]).alias("user"),
-            pl.Series("scheduling_class", sched_class[jobs]),
-            job_names.gather(jobs).alias("job_name"),
-            pl.Series(fleet.logical_names).gather(logical[jobs]).alias("logical_job_name"),
+            pl.Series(fleet.users).gather(jobs.user[rows]).alias("user"),
+            pl.Series("scheduling_class", jobs.sched_class[rows]),
+            jobs.names.gather(rows).alias("job_name"),
+            pl.Series(fleet.logical_names).gather(jobs.logical[rows]).alias("logical_job_name"),
         ]
     )
 
@@ -1135,19 +1348,20 @@ def _truth_document(
         "families": {
             name: {
                 "code": code,
-                "share": uf.FAMILY_SHARES[code],
+                "share": {cls: shares[code] for cls, shares in uf.FAMILY_SHARES.items()},
                 **uf.FAMILY_DOC[name],
             }
             for code, name in enumerate(uf.FAMILIES)
         },
         "idle_share": uf.IDLE_SHARE,
         "avg_model": "cpu_rate = (1 - a) * mu + a * y; y an independent draw of the window's "
-        "inst distribution, mu its mean, a ~ U(0.4, 0.7) per task; idle tasks: "
+        f"inst distribution, mu its mean, a ~ U{uf.AVG_WEIGHT_RANGE} per task; idle tasks: "
         f"Exponential(mean {uf.IDLE_AVG_MEAN})",
         "shift": {
             "probability": SHIFT_PROBABILITY,
             "min_windows": SHIFT_MIN_WINDOWS,
-            "window_rule": "first shifted window uniform in [ceil(0.75 n), n - 12]",
+            "window_rule": f"first shifted window uniform in [max(ceil({SHIFT_FROM} n), "
+            f"{SHIFT_MIN_AFTER}), n - {SHIFT_MIN_AFTER}]",
             "shifted_tasks": totals.tasks.get("shifted", 0),
             "share_of_long_nonfailed": (
                 totals.tasks.get("shifted_long_nonfailed", 0) / long_nf if long_nf else 0.0
