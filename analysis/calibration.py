@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.stage_outputs import read_summary, write_stage_outputs
 
 GOOGLE = "google-2011"
@@ -569,3 +571,53 @@ def write_calibration(data_dir: Path, out_dir: Path | None = None) -> list[Path]
     }
     target = out_dir or data_dir / "results" / GOOGLE / "calibration"
     return write_stage_outputs(target, {"table": frame}, summary)
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """``tracelab calibrate``: the calibration table of this run against published figures."""
+
+    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
+
+
+@dataclass(frozen=True)
+class CalibrationSummary:
+    """How many statistics were judged and which are out of tolerance."""
+
+    rows: int
+    judged: int
+    ok: int
+    out_of_tolerance: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "judged": self.judged,
+            "ok": self.ok,
+            "out_of_tolerance": ", ".join(self.out_of_tolerance) or "none",
+        }
+
+
+def calibration_results(
+    params: CalibrationOptions,
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: Progress = no_progress,
+    map_fn: MapFn = serial_map,
+) -> CalibrationSummary:
+    """The registry's computation: write the table; with ``strict``, fail on a drifted row."""
+    write_calibration(data_dir, out_dir)
+    doc = _summary(out_dir) or {}
+    summary = CalibrationSummary(
+        rows=int(doc.get("rows", 0)),
+        judged=int(doc.get("judged", 0)),
+        ok=int(doc.get("ok", 0)),
+        out_of_tolerance=tuple(doc.get("out_of_tolerance", ())),
+    )
+    progress(1, 1, "tables")
+    if params.strict and summary.out_of_tolerance:
+        raise TracelabError(
+            f"{out_dir / 'table.parquet'}: out of tolerance: {', '.join(summary.out_of_tolerance)}"
+        )
+    return summary

@@ -127,3 +127,6 @@ run_placement = consuming_stage(
     "placement", "tracelab.analysis.placement:placement_results", "azure-placement"
 )
 run_yield = consuming_stage("yield", "tracelab.analysis.yield_sched:yield_results", "google-yield")
+run_calibration = consuming_stage(
+    "calibration", "tracelab.analysis.calibration:calibration_results", "calibration"
+)

@@ -34,7 +34,15 @@ from tracelab.analysis.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import ALL, TRACES, Stage, StageResult, params_json, stages_for
+from tracelab.flows.registry import (
+    ALL,
+    TRACES,
+    Stage,
+    StageResult,
+    params_json,
+    stage_named,
+    stages_for,
+)
 from tracelab.flows.report import print_summary, report_flow
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
@@ -191,7 +199,9 @@ def _stage_timings(
         upstream = [
             fp
             for (name, t), fp in fingerprints.items()
-            if name in stage.upstream and (trace == ALL or t in (trace, ALL))
+            # an upstream stage of another trace only (fit for the google calibration) counts too
+            if name in stage.upstream
+            and (trace == ALL or t in (trace, ALL) or trace not in stage_named(name).traces)
         ]
         fingerprint = _stage_fingerprint(
             stage, trace, params, sorted(set(upstream)), settings, code

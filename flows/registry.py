@@ -177,6 +177,24 @@ STAGES: tuple[Stage, ...] = (
         methods="§2.6",
     ),
     Stage(
+        name="calibration",
+        command="calibrate",
+        help="this run's statistics beside the published figures they should match, with tolerances",
+        traces=(_G,),
+        params="tracelab.analysis.calibration:CalibrationOptions",
+        run="tracelab.flows.consume:run_calibration",
+        inputs=(
+            Requirement(
+                "results/{trace}/clustering/summary.json", "tracelab analyze --trace {trace}"
+            ),
+            Requirement("derived/{trace}/fct_task_times.parquet", _DERIVE_CMD),
+        ),
+        outputs=("results/{trace}/calibration",),
+        pages=("calibration",),
+        upstream=("derive", "analyze", "fit"),
+        methods="§0.3, §2",
+    ),
+    Stage(
         name="export",
         command="export",
         help="the versioned params document every later stage reads",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tracelab.reports import pages_admission as adm
 from tracelab.reports import pages_analysis as a
+from tracelab.reports import pages_calibration as cal
 from tracelab.reports import pages_google as g
 from tracelab.reports import pages_packing as pck
 from tracelab.reports import pages_params as pp
@@ -153,6 +154,18 @@ AZURE_PAGES: tuple[PageSpec, ...] = (
         ),
         _FIT,
         pr.priors_sections,
+    ),
+)
+
+CALIBRATION_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "calibration",
+        "Calibration: this run against the published figures",
+        _G,
+        "calibration",
+        (_result("calibration", "table.parquet"),),
+        "tracelab calibrate",
+        cal.calibration_sections,
     ),
 )
 
