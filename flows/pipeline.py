@@ -323,7 +323,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     )
     print()
     for t in result.timings:
-        print(f"  {t.stage:<9} {t.trace:<12} {t.status:<8} {t.seconds:7.1f} s  {t.note}")
+        print(f"  {t.stage:<11} {t.trace:<12} {t.status:<9} {t.seconds:7.1f} s  {t.note}")
     print_summary(result.site)
     print(f"database: duckdb {(settings.data_dir / 'tracelab.duckdb').resolve()}")
     if result.params_export is not None:
