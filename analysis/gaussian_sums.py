@@ -221,6 +221,98 @@ def ad_statistics(samples: npt.ArrayLike) -> FloatArray:
     return a2
 
 
+@dataclass(frozen=True)
+class _SetsBlock:
+    """Statistics of ``count`` random sets of one size (one memory-bounded block)."""
+
+    ad: FloatArray
+    mu: FloatArray
+    sigma: FloatArray
+    errors: FloatArray
+    #: the first set's totals (the Fig. 5 example) when this is the size's first block
+    example: pl.DataFrame | None
+
+
+def _sets_block(
+    pool: RealizationPool,
+    members: IntArray,
+    z: FloatArray,
+    percentiles: tuple[float, ...],
+    with_example: bool,
+) -> _SetsBlock:
+    count, n_per_set = members.shape
+    r = int(pool.realizations.shape[1])
+    totals = np.zeros((count, r), dtype=np.float64)
+    for j in range(n_per_set):
+        totals += pool.realizations[members[:, j]]
+    mu = pool.mean[members].sum(axis=1)
+    sigma = np.sqrt((pool.std[members] ** 2).sum(axis=1))
+    example = None
+    if with_example:
+        example = pl.DataFrame(
+            {
+                "n_tasks_per_set": np.full(r, n_per_set, np.int64),
+                "realization": np.arange(r, dtype=np.int64),
+                "total_cores": totals[0],
+                "mu_cores": np.full(r, mu[0]),
+                "sigma_cores": np.full(r, sigma[0]),
+            }
+        )
+    empirical = np.percentile(totals, percentiles, axis=1).T
+    fitted = mu[:, None] + sigma[:, None] * z[None, :]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        errors = (fitted - empirical) / empirical
+    return _SetsBlock(ad_statistics(totals), mu, sigma, errors, example)
+
+
+def _size_result(
+    pool: RealizationPool, n_per_set: int, sets: int, seed: int, block: int, critical: float
+) -> tuple[ADRow, pl.DataFrame, pl.DataFrame | None]:
+    """One row of Table 1 (and its per-set frame and Fig. 5 example) for sets of ``n_per_set``."""
+    percentiles = DEFAULT_PERCENTILES
+    z = stats.norm.ppf(np.asarray(percentiles) / 100.0)
+    rng = np.random.default_rng([seed, 2, n_per_set])
+    blocks: list[_SetsBlock] = []
+    for first in range(0, sets, block):
+        count = min(block, sets - first)
+        members = np.stack(
+            [rng.choice(pool.size, size=n_per_set, replace=False) for _ in range(count)]
+        )
+        blocks.append(_sets_block(pool, members, z, percentiles, with_example=first == 0))
+    a2 = np.concatenate([b.ad for b in blocks])
+    rejected = np.nan_to_num(a2, nan=-np.inf) > critical
+    err = np.concatenate([b.errors for b in blocks])
+    err[~np.isfinite(err)] = np.nan
+    mus = np.concatenate([b.mu for b in blocks])
+    frame = pl.DataFrame(
+        {
+            "n_tasks_per_set": np.full(sets, n_per_set, np.int64),
+            "set": np.arange(sets, dtype=np.int64),
+            "ad_statistic": a2,
+            "ad_critical": np.full(sets, critical),
+            "rejected": rejected,
+            "mu_cores": mus,
+            "sigma_cores": np.concatenate([b.sigma for b in blocks]),
+            "rel_error_p95": err[:, 0],
+            "rel_error_p99": err[:, 1],
+            "rel_error_p999": err[:, 2],
+        }
+    )
+    rate = float(rejected.mean())
+    medians = [_nanmedian(err[:, c]) for c in range(3)]
+    row = ADRow(
+        n_tasks_per_set=n_per_set,
+        n_sets=sets,
+        rejection_rate=rate,
+        rejection_stderr=float(np.sqrt(rate * (1 - rate) / sets)),
+        mean_mu_cores=float(mus.mean()),
+        median_rel_error_p95=medians[0],
+        median_rel_error_p99=medians[1],
+        median_rel_error_p999=medians[2],
+    )
+    return row, frame, blocks[0].example
+
+
 def ad_rejection_table(
     pool: RealizationPool,
     *,
@@ -233,11 +325,10 @@ def ad_rejection_table(
     """Table 1 and Figure 6 from ``sets`` random sets of each size N (sizes above the pool skipped).
 
     ``on_size_done`` is called with each finished row (progress reporting for the long runs).
+    Sets are drawn in blocks of at most ``block_values`` realization values (bounded memory).
     """
     r = int(pool.realizations.shape[1])
     critical = ad_critical_value(r)
-    percentiles = DEFAULT_PERCENTILES
-    z = stats.norm.ppf(np.asarray(percentiles) / 100.0)
     block = max(1, min(sets, block_values // max(r, 1)))
     rows: list[ADRow] = []
     frames: list[pl.DataFrame] = []
@@ -247,76 +338,13 @@ def ad_rejection_table(
         if n_per_set > pool.size or sets == 0:
             skipped.append(n_per_set)
             continue
-        rng = np.random.default_rng([seed, 2, n_per_set])
-        ad: list[FloatArray] = []
-        mus: list[FloatArray] = []
-        sigmas: list[FloatArray] = []
-        errors: list[FloatArray] = []
-        for first in range(0, sets, block):
-            count = min(block, sets - first)
-            members = np.stack(
-                [rng.choice(pool.size, size=n_per_set, replace=False) for _ in range(count)]
-            )
-            totals = np.zeros((count, r), dtype=np.float64)
-            for j in range(n_per_set):
-                totals += pool.realizations[members[:, j]]
-            mu = pool.mean[members].sum(axis=1)
-            sigma = np.sqrt((pool.std[members] ** 2).sum(axis=1))
-            if first == 0:
-                examples.append(
-                    pl.DataFrame(
-                        {
-                            "n_tasks_per_set": np.full(r, n_per_set, np.int64),
-                            "realization": np.arange(r, dtype=np.int64),
-                            "total_cores": totals[0],
-                            "mu_cores": np.full(r, mu[0]),
-                            "sigma_cores": np.full(r, sigma[0]),
-                        }
-                    )
-                )
-            ad.append(ad_statistics(totals))
-            empirical = np.percentile(totals, percentiles, axis=1).T
-            fitted = mu[:, None] + sigma[:, None] * z[None, :]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                errors.append((fitted - empirical) / empirical)
-            mus.append(mu)
-            sigmas.append(sigma)
-        a2 = np.concatenate(ad)
-        rejected = np.nan_to_num(a2, nan=-np.inf) > critical
-        err = np.concatenate(errors)
-        err[~np.isfinite(err)] = np.nan
-        frames.append(
-            pl.DataFrame(
-                {
-                    "n_tasks_per_set": np.full(sets, n_per_set, np.int64),
-                    "set": np.arange(sets, dtype=np.int64),
-                    "ad_statistic": a2,
-                    "ad_critical": np.full(sets, critical),
-                    "rejected": rejected,
-                    "mu_cores": np.concatenate(mus),
-                    "sigma_cores": np.concatenate(sigmas),
-                    "rel_error_p95": err[:, 0],
-                    "rel_error_p99": err[:, 1],
-                    "rel_error_p999": err[:, 2],
-                }
-            )
-        )
-        rate = float(rejected.mean())
-        medians = [_nanmedian(err[:, c]) for c in range(3)]
-        rows.append(
-            ADRow(
-                n_tasks_per_set=n_per_set,
-                n_sets=sets,
-                rejection_rate=rate,
-                rejection_stderr=float(np.sqrt(rate * (1 - rate) / sets)),
-                mean_mu_cores=float(np.concatenate(mus).mean()),
-                median_rel_error_p95=medians[0],
-                median_rel_error_p99=medians[1],
-                median_rel_error_p999=medians[2],
-            )
-        )
+        row, frame, example = _size_result(pool, n_per_set, sets, seed, block, critical)
+        rows.append(row)
+        frames.append(frame)
+        if example is not None:
+            examples.append(example)
         if on_size_done is not None:
-            on_size_done(rows[-1])
+            on_size_done(row)
     return GaussianSums(
         realizations=r,
         sets_per_size=sets,
