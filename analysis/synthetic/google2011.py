@@ -276,6 +276,33 @@ class BatchTables:
     request_sums: FloatArray
 
 
+def _queue_batch(
+    batch: BatchTables,
+    streams: dict[str, GzipPartStream],
+    out: Path,
+    n_parts: int,
+    pool: ThreadPoolExecutor,
+    totals: _Totals,
+) -> tuple[int, int, list[Future[None]]]:
+    """Queue one batch's CSV bytes on each table's open part (opening parts as needed).
+
+    Returns (raw bytes written, of which task_usage, the compression futures).
+    """
+    written = usage = 0
+    queued: list[Future[None]] = []
+    for name, frame in batch.frames.items():
+        if name not in streams:
+            streams[name] = GzipPartStream(out / name / pending_part_name(n_parts))
+        raw = csv_bytes(frame)
+        queued.append(pool.submit(streams[name].write, raw))
+        totals.rows[name] += frame.height
+        totals.raw_bytes[name] += len(raw)
+        written += len(raw)
+        if name == "task_usage":
+            usage += len(raw)
+    return written, usage, queued
+
+
 def generate_google_2011(
     out: Path,
     *,
@@ -320,17 +347,9 @@ def generate_google_2011(
                 if streams and usage_in_part >= part_bytes:
                     pending.extend(pool.submit(s.close) for s in streams.values())
                     streams, usage_in_part, n_parts = {}, 0, n_parts + 1
-                written = 0
-                for name, frame in batch.frames.items():
-                    if name not in streams:
-                        streams[name] = GzipPartStream(out / name / pending_part_name(n_parts))
-                    raw = csv_bytes(frame)
-                    pending.append(pool.submit(streams[name].write, raw))
-                    totals.rows[name] += frame.height
-                    totals.raw_bytes[name] += len(raw)
-                    written += len(raw)
-                    if name == "task_usage":
-                        usage_in_part += len(raw)
+                written, usage, queued = _queue_batch(batch, streams, out, n_parts, pool, totals)
+                pending.extend(queued)
+                usage_in_part += usage
                 _accumulate(totals, batch)
                 table = batch.truth.to_arrow()
                 if writer is None:
