@@ -24,6 +24,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from tracelab.analysis.atomic import atomic_path
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.schemas import (
     AZURE_CENSORED_VMDELETED_S,
@@ -243,14 +244,10 @@ def materialise_table(
     """
     derived_dir.mkdir(parents=True, exist_ok=True)
     path = derived_dir / f"{name}.parquet"
-    partial = derived_dir / f".{name}.parquet.partial"
     sql = load_sql(name)
     start = time.perf_counter()
-    try:
+    with atomic_path(path) as partial:
         con.sql(sql, params=params_for(sql, params)).write_parquet(str(partial), compression="zstd")
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
     seconds = time.perf_counter() - start
     con.read_parquet(str(path)).create_view(name, replace=True)
     rows = int(pq.read_metadata(path).num_rows)
@@ -327,14 +324,10 @@ def merge_partitions(
 ) -> TableResult:
     """Concatenate a per-task table's partitions into ``<derived_dir>/<name>.parquet`` (atomic)."""
     path = derived_dir / f"{name}.parquet"
-    partial = derived_dir / f".{name}.parquet.partial"
     start = time.perf_counter()
-    try:
+    with atomic_path(path) as partial:
         con.sql(
             load_sql("inputs/merged_partitions"), params={"files": [str(p) for p in parts]}
         ).write_parquet(str(partial), compression="zstd")
-        partial.replace(path)
-    finally:
-        partial.unlink(missing_ok=True)
     rows = int(pq.read_metadata(path).num_rows)
     return TableResult(name=name, path=path, rows=rows, seconds=time.perf_counter() - start)

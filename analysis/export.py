@@ -25,6 +25,7 @@ from typing import Any
 import jsonschema
 import pyarrow.parquet as pq
 
+from tracelab.analysis.atomic import atomic_write_text
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import STAGE_PARAMS_FILE, FittedParameter
 
@@ -221,18 +222,12 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
         )
 
 
-def _atomic_write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def write_params_json(doc: dict[str, Any], path: Path) -> Path:
     """Validate, then write the document atomically."""
     validate_params_document(doc, where=str(path))
-    return _atomic_write(path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return atomic_write_text(
+        path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
+    )
 
 
 def _leaves(value: Any, field: str, index: tuple[int, ...]) -> Iterator[tuple[str, str, Any]]:
@@ -295,7 +290,7 @@ def write_params_csv(doc: dict[str, Any], path: Path) -> Path:
     writer.writeheader()
     for row in params_csv_rows(doc):
         writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
-    return _atomic_write(path, buf.getvalue())
+    return atomic_write_text(path, buf.getvalue())
 
 
 def load_params(path: Path) -> ParamsDocument:

@@ -16,9 +16,9 @@ from typing import Literal
 
 import polars as pl
 
+from tracelab.analysis.atomic import atomic_write_with
 from tracelab.analysis.ingest import (
     MANIFEST_NAME,
-    TMP_SUFFIX,
     RawFile,
     Status,
     lake_paths,
@@ -109,12 +109,9 @@ def manifest_with(manifest: pl.DataFrame, rows: list[ManifestRow]) -> pl.DataFra
 
 def write_manifest(lake_trace_dir: Path, manifest: pl.DataFrame) -> Path:
     """Write the manifest atomically; returns its path."""
-    path = manifest_path(lake_trace_dir)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + TMP_SUFFIX)
-    manifest.write_parquet(tmp, compression="zstd")
-    tmp.replace(path)
-    return path
+    return atomic_write_with(
+        manifest_path(lake_trace_dir), lambda tmp: manifest.write_parquet(tmp, compression="zstd")
+    )
 
 
 def files_to_checksum_first(

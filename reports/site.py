@@ -35,6 +35,7 @@ from typing import Any
 
 import jinja2
 
+from tracelab.analysis.atomic import atomic_write_text
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
@@ -258,7 +259,7 @@ def _refresh_site_index(site_dir: Path, run: RunInfo, history: Any) -> Path:
             history=_with_hrefs(history, "runs/"),
         )
     )
-    _write_atomic(index, html)
+    atomic_write_text(index, html)
     return index
 
 
@@ -472,9 +473,3 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["repr"] = repr
     return env
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

@@ -1,0 +1,35 @@
+"""Functions short enough to read: none in analysis/, flows/ or reports/ over 80 lines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MAX_LINES = 80
+
+
+def test_no_function_is_longer_than_80_lines() -> None:
+    long: list[str] = []
+    for folder in ("analysis", "flows", "reports"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_LINES:
+                        long.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} ({lines})")
+    assert not long, "split these functions: " + "; ".join(long)
+
+
+def test_one_atomic_write_helper() -> None:
+    # temp-file-and-rename is written once (analysis/atomic.py); the exceptions commit several
+    # files together (an ingested file's rows and rejects, a run's site folder) or resume a
+    # partial download / a streamed gzip part, which a one-file helper cannot express
+    allowed = {"atomic.py", "ingest.py", "download.py", "csvparts.py", "site.py"}
+    offenders = []
+    for folder in ("analysis", "flows", "reports"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            if path.name not in allowed and ("tmp.replace(" in text or "partial.replace(" in text):
+                offenders.append(str(path.relative_to(REPO)))
+    assert not offenders, f"use tracelab.analysis.atomic instead: {offenders}"
