@@ -28,7 +28,7 @@ import polars as pl
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import ParamsDocument, load_params
-from tracelab.analysis.task_samples import task_sample_batches
+from tracelab.analysis.task_samples import TaskSampleBatch, task_sample_batches
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
@@ -40,19 +40,8 @@ MEAN_RECORD = ("gamma_fits", "google_task_inst_mean")
 STD_RECORD = ("gamma_fits", "google_task_inst_std")
 
 
-@dataclass(frozen=True)
-class EmpiricalTasks:
-    """One instance's tasks with their observed windows (CSR: task i owns offsets[i]:offsets[i+1])."""
-
-    job_id: IntArray
-    task_index: IntArray
-    offsets: IntArray
-    inst: FloatArray
-    avg: FloatArray
-
-    @property
-    def n_tasks(self) -> int:
-        return int(self.job_id.shape[0])
+#: one instance's tasks with their observed windows: the same CSR layout as the analysis stages
+EmpiricalTasks = TaskSampleBatch
 
 
 @dataclass(frozen=True)
