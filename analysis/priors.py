@@ -459,7 +459,9 @@ class JointFit:
         if name == "alpha":
             low, high = value - level_z * se, value + level_z * se
         else:
-            low, high = value * math.exp(-level_z * se), value * math.exp(level_z * se)
+            # capped: on data the model does not fit, the SE can be huge and exp() overflow
+            z = min(level_z * se, 700.0)
+            low, high = value * math.exp(-z), value * math.exp(z)
         return Interval(low=low, high=high, method="Wald, observed information")
 
 
