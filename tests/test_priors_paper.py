@@ -7,6 +7,7 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from test_priors_mle import FIVE, WINDOW_HOURS
 
 from tracelab.analysis.priors import (
     azure_priors,
@@ -20,7 +21,6 @@ from tracelab.analysis.priors_paper import (
     alpha_by_min_mad_paper,
     discrete_cvm_distance,
 )
-from test_priors_mle import FIVE, WINDOW_HOURS
 
 
 def _population(n: int, seed: int) -> pl.DataFrame:
