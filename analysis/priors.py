@@ -6,37 +6,37 @@ statistics of every per-deployment likelihood). Units: hours throughout.
 Per deployment (only deployments that arrived inside the window, ``arrived_in_window``):
 
 * core-lifetime rate ``lambda``: exponential MLE with right-censoring. A core that died after
-  ``t`` hours contributes the density ``lambda exp(-lambda t)``, a censored core (alive at the end,
-  or ended by a detected shutdown, which is not a death of its own) the survival
-  ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one VM share the
-  VM's lifetime.
+  ``t`` hours contributes the density ``lambda exp(-lambda t)``, a censored core (alive at the end)
+  the survival ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one
+  VM share the VM's lifetime. Cores ended by a detected shutdown are censored by default
+  (``shutdown_cores="censored"``: they did not die of their own lifetime, and the shutdown has its
+  own rate) or deaths (``"paper"``: seed 004 App. B counts every core that became inactive). A
+  deployment without a core death has no MLE and is left out of the lifetime fit, as App. B.1
+  does ("for each deployment for which at least one core became inactive"), not substituted.
 * scale-out rate ``r``: Poisson MLE ``n_scaleouts / observed_hours``.
 * scale-out size parameter ``s`` (a scale-out adds ``1 + Poisson(s)`` cores):
-  ``scaleout_extra_cores / n_scaleouts``; undefined without a scale-out.
+  ``scaleout_extra_cores / n_scaleouts``; undefined without a scale-out (left out of the size fit).
 
-Zero and undefined MLEs (the Gamma likelihood is zero at 0, so they cannot enter as they are):
-
-* an MLE of 0 (no event in a positive exposure) is replaced, as the seed does for scale-out
-  rates, by the value at which seeing no event has probability ``zero_event_probability``
-  ``p``: ``-ln(p) / exposure`` (exposure = core-hours, observed hours, or number of scale-outs
-  for the size). The seed calibrates ``p`` by a Cramér–von Mises fit; we expose it as a parameter
-  (default 0.5: the median-unbiased value for a zero count) and report how many were replaced;
-* an undefined size parameter (no scale-out) leaves the deployment out of the size fit only.
+Zero-event substitutes (App. B.1): a deployment that never scaled out gets ``-ln(p_rate) / T``
+(seeing no scale-out in ``T`` hours then has probability ``p_rate``), one whose scale-outs never
+added an extra core ``-ln(p_size) / N``. ``p_rate`` and ``p_size`` are calibrated as the paper does,
+by minimising the discrete Cramér–von Mises distance between the data's deployment sizes (cores)
+and those of deployments drawn from the fitted model (:mod:`analysis.priors_paper`), on a grid,
+once on all deployments; a user-given ``zero_event_probability`` fixes both instead.
 
 Population, two ways (records of stage ``priors``):
 
 1. ``*_prior`` — the seed's two-stage method (App. B.2): Gamma(shape, rate) by maximum likelihood
    with the location fixed at 0 (``scipy.stats.gamma.fit(..., floc=0)``) on the per-deployment
    MLEs of ``lambda``, of the normalised scale-out rate ``r * (1/lambda)**alpha`` and of ``s``.
-   ``alpha`` minimises the mean absolute deviation of the normalised rates from their mean
-   *divided by that mean*: the seed minimises the plain MAD, which depends on the time unit (it
-   shrinks towards 0 as alpha grows whenever lifetimes are mostly below one unit), so we make it
-   scale-free. Deployment shutdown (>= 3 VMs ending together): exponential in the age measured in
-   mean core lifetimes (``age * lambda``), other deployments censored at their age. n,
-   log-likelihood, KS distance and seeded bootstrap 95% percentile CIs (deployments resampled
-   with replacement, every step including alpha refitted). Known weakness, measured on generated
-   traces: a deployment with one or two VMs has an MLE like ``1/t`` (infinite mean), so the fitted
-   lifetime prior is far too dispersed (shape 0.7 for a true 2.0, mean 2.4x the truth).
+   ``alpha`` minimises the paper's criterion, the plain mean absolute deviation of the normalised
+   rates from their mean, with lifetimes in hours: the criterion depends on the unit (it can run
+   to the search bound, and the record says so). Deployment shutdown (>= 3 VMs ending together):
+   exponential in the age measured in mean core lifetimes (``age * lambda``) over deployments with
+   a lifetime MLE, other deployments censored at their age. n, log-likelihood, KS distance and
+   seeded bootstrap 95% percentile CIs (deployments resampled with replacement, every step but the
+   p calibration refitted). Known weakness, measured on generated traces: a deployment with one or
+   two VMs has an MLE like ``1/t`` (infinite mean), so the fitted lifetime prior is too dispersed.
 2. ``*_prior_marginal`` — the hierarchical model fitted directly (:func:`joint_marginal_fit`):
    per-deployment parameters are integrated out of the likelihood of the counts (the Gamma is
    conjugate), so small deployments and zero counts need no MLE and no substitute, and censored

@@ -276,6 +276,8 @@ def _recommended_section(
             if with_truth
             else "No generator truth is available for this data, so the two fits stand side by side."
         )
+        + " The normalised scale-out rate's unit is hour^(α−1), so its two columns compare like "
+        "with like only when the two fits' α agree."
     )
     return Section(
         title="Recommended priors (joint marginal fit) and the paper's two-stage method",
