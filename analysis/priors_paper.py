@@ -103,8 +103,9 @@ def simulated_scaleouts(model: SizeModel, data: SizeData, uniforms: FloatArray) 
     """Scale-out counts ``Poisson(rho lambda^alpha T)`` of the simulated deployments.
 
     Deployment ``i`` (row ``i mod n`` of ``data``) keeps the hours it could scale out; its lifetime
-    rate and normalised rate are drawn from the priors by quantile transforms of fixed uniforms
-    (common random numbers make the distance a deterministic, smooth-ish function of p).
+    rate and normalised rate are quantile transforms of fixed uniforms (common random numbers across
+    the grid), the counts come from a generator seeded by those uniforms, so the distance is a
+    deterministic function of p.
     """
     reps = uniforms.shape[0] // len(data.arrival_cores)
     hours = np.tile(data.observed_hours, reps)
