@@ -6,37 +6,37 @@ statistics of every per-deployment likelihood). Units: hours throughout.
 Per deployment (only deployments that arrived inside the window, ``arrived_in_window``):
 
 * core-lifetime rate ``lambda``: exponential MLE with right-censoring. A core that died after
-  ``t`` hours contributes the density ``lambda exp(-lambda t)``, a censored core (alive at the end,
-  or ended by a detected shutdown, which is not a death of its own) the survival
-  ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one VM share the
-  VM's lifetime.
+  ``t`` hours contributes the density ``lambda exp(-lambda t)``, a censored core (alive at the end)
+  the survival ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one
+  VM share the VM's lifetime. Cores ended by a detected shutdown are censored by default
+  (``shutdown_cores="censored"``: they did not die of their own lifetime, and the shutdown has its
+  own rate) or deaths (``"paper"``: seed 004 App. B counts every core that became inactive). A
+  deployment without a core death has no MLE and is left out of the lifetime fit, as App. B.1
+  does ("for each deployment for which at least one core became inactive"), not substituted.
 * scale-out rate ``r``: Poisson MLE ``n_scaleouts / observed_hours``.
 * scale-out size parameter ``s`` (a scale-out adds ``1 + Poisson(s)`` cores):
-  ``scaleout_extra_cores / n_scaleouts``; undefined without a scale-out.
+  ``scaleout_extra_cores / n_scaleouts``; undefined without a scale-out (left out of the size fit).
 
-Zero and undefined MLEs (the Gamma likelihood is zero at 0, so they cannot enter as they are):
-
-* an MLE of 0 (no event in a positive exposure) is replaced, as the seed does for scale-out
-  rates, by the value at which seeing no event has probability ``zero_event_probability``
-  ``p``: ``-ln(p) / exposure`` (exposure = core-hours, observed hours, or number of scale-outs
-  for the size). The seed calibrates ``p`` by a Cramér–von Mises fit; we expose it as a parameter
-  (default 0.5: the median-unbiased value for a zero count) and report how many were replaced;
-* an undefined size parameter (no scale-out) leaves the deployment out of the size fit only.
+Zero-event substitutes (App. B.1): a deployment that never scaled out gets ``-ln(p_rate) / T``
+(seeing no scale-out in ``T`` hours then has probability ``p_rate``), one whose scale-outs never
+added an extra core ``-ln(p_size) / N``. ``p_rate`` and ``p_size`` are calibrated as the paper does,
+by minimising the discrete Cramér–von Mises distance between the data's deployment sizes (cores)
+and those of deployments drawn from the fitted model (:mod:`analysis.priors_paper`), on a grid,
+once on all deployments; a user-given ``zero_event_probability`` fixes both instead.
 
 Population, two ways (records of stage ``priors``):
 
 1. ``*_prior`` — the seed's two-stage method (App. B.2): Gamma(shape, rate) by maximum likelihood
    with the location fixed at 0 (``scipy.stats.gamma.fit(..., floc=0)``) on the per-deployment
    MLEs of ``lambda``, of the normalised scale-out rate ``r * (1/lambda)**alpha`` and of ``s``.
-   ``alpha`` minimises the mean absolute deviation of the normalised rates from their mean
-   *divided by that mean*: the seed minimises the plain MAD, which depends on the time unit (it
-   shrinks towards 0 as alpha grows whenever lifetimes are mostly below one unit), so we make it
-   scale-free. Deployment shutdown (>= 3 VMs ending together): exponential in the age measured in
-   mean core lifetimes (``age * lambda``), other deployments censored at their age. n,
-   log-likelihood, KS distance and seeded bootstrap 95% percentile CIs (deployments resampled
-   with replacement, every step including alpha refitted). Known weakness, measured on generated
-   traces: a deployment with one or two VMs has an MLE like ``1/t`` (infinite mean), so the fitted
-   lifetime prior is far too dispersed (shape 0.7 for a true 2.0, mean 2.4x the truth).
+   ``alpha`` minimises the paper's criterion, the plain mean absolute deviation of the normalised
+   rates from their mean, with lifetimes in hours: the criterion depends on the unit (it can run
+   to the search bound, and the record says so). Deployment shutdown (>= 3 VMs ending together):
+   exponential in the age measured in mean core lifetimes (``age * lambda``) over deployments with
+   a lifetime MLE, other deployments censored at their age. n, log-likelihood, KS distance and
+   seeded bootstrap 95% percentile CIs (deployments resampled with replacement, every step but the
+   p calibration refitted). Known weakness, measured on generated traces: a deployment with one or
+   two VMs has an MLE like ``1/t`` (infinite mean), so the fitted lifetime prior is too dispersed.
 2. ``*_prior_marginal`` — the hierarchical model fitted directly (:func:`joint_marginal_fit`):
    per-deployment parameters are integrated out of the likelihood of the counts (the Gamma is
    conjugate), so small deployments and zero counts need no MLE and no substitute, and censored
@@ -60,6 +60,21 @@ from scipy import optimize, special, stats
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import FittedParameter, Interval, Quantity
+from tracelab.analysis.priors_paper import (
+    ALPHA_BOUNDS,
+    ALPHA_TIME_UNIT,
+    CALIBRATION_REPLICATES,
+    Calibration,
+    SizeData,
+    SizeModel,
+    calibrate,
+    calibration_uniforms,
+    discrete_cvm_distance,
+    simulated_scaleouts,
+    simulated_sizes,
+    simulated_sizes_from,
+)
+from tracelab.analysis.priors_paper import alpha_by_min_mad_paper as alpha_by_min_mad
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -82,9 +97,13 @@ DEPLOYMENT_COLUMNS: tuple[str, ...] = (
     "n_vms",
     "vm_deaths",
     "vm_exposure_hours",
+    "arrival_cores",
+    "cores_ended",
+    "n_vms_ending_last",
 )
 
-_ALPHA_BOUNDS = (-3.0, 3.0)
+#: how cores ended by a deployment shutdown enter the core-lifetime likelihood (FitOptions)
+SHUTDOWN_CORES = ("censored", "paper")
 
 
 def _ratio(num: FloatArray, den: FloatArray) -> FloatArray:
@@ -140,8 +159,10 @@ class DeploymentMLEs:
     """Per-deployment estimates (arrays aligned with ``deploymentid``), in-window deployments only."""
 
     deploymentid: tuple[str, ...]
+    #: NaN where no core died: seed 004 App. B.1 fits a lifetime only "for each deployment for
+    #: which at least one core became inactive", so those deployments are left out, not substituted
     lifetime_rate_per_hour: FloatArray
-    lifetime_rate_replaced: BoolArray
+    lifetime_has_death: BoolArray
     scaleout_rate_per_hour: FloatArray
     scaleout_rate_replaced: BoolArray
     #: NaN where the deployment never scaled out
@@ -156,13 +177,22 @@ class DeploymentMLEs:
     n_scaleouts: FloatArray
     observed_hours: FloatArray
     scaleout_extra_cores: FloatArray
+    #: core deaths and core-hours of the lifetime MLE (deaths depend on ``shutdown_cores``)
+    core_deaths: FloatArray
+    core_exposure_hours: FloatArray
+    #: cores at arrival and all cores: the deployment sizes of the Cramér–von Mises calibration
+    arrival_cores: FloatArray
+    n_cores: FloatArray
+    p_rate: float
+    p_size: float
+    shutdown_cores: str
 
     def to_polars(self) -> pl.DataFrame:
         return pl.DataFrame(
             {
                 "deploymentid": list(self.deploymentid),
                 "lifetime_rate_per_hour": self.lifetime_rate_per_hour,
-                "lifetime_rate_replaced": self.lifetime_rate_replaced,
+                "lifetime_has_death": self.lifetime_has_death,
                 "scaleout_rate_per_hour": self.scaleout_rate_per_hour,
                 "scaleout_rate_replaced": self.scaleout_rate_replaced,
                 "scaleout_size_param": self.scaleout_size_param,
@@ -173,17 +203,7 @@ class DeploymentMLEs:
         )
 
 
-def deployment_mles(
-    deployments: pl.DataFrame,
-    *,
-    zero_event_probability: float = 0.5,
-    censoring: bool = True,
-) -> DeploymentMLEs:
-    """Per-deployment MLEs of the deployments that arrived inside the window.
-
-    ``censoring=False`` computes the naive lifetime rate that counts censored cores as deaths;
-    it exists to show the bias the censoring term removes.
-    """
+def _in_window(deployments: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in DEPLOYMENT_COLUMNS if c not in deployments.columns]
     if missing:
         raise TracelabError(
@@ -196,44 +216,110 @@ def deployment_mles(
             "no deployment arrived inside the window (every deployment's first VM has "
             "vmcreated = 0); the priors need deployments created after the trace start"
         )
+    return d
+
+
+def lifetime_events(
+    d: pl.DataFrame, *, censoring: bool, shutdown_cores: str
+) -> tuple[FloatArray, FloatArray]:
+    """Core deaths and VM deaths per deployment under a treatment of the shutdown's cores.
+
+    ``censored`` (default): a core ended by the shutdown did not die of its own lifetime, so it
+    adds exposure only. ``paper``: seed 004 App. B counts every core that "became inactive" during
+    the month as a death (only cores alive at the end are censored), so those cores are deaths.
+    The exposure (core-hours) is the same either way: a death and a censoring at ``t`` both add
+    ``t``. ``censoring=False`` counts every core as a death (the biased comparison).
+    """
+    if shutdown_cores not in SHUTDOWN_CORES:
+        raise ValueError(f"shutdown_cores must be one of {SHUTDOWN_CORES}, got {shutdown_cores!r}")
+
+    def col(name: str) -> FloatArray:
+        return d.get_column(name).cast(pl.Float64).to_numpy()
+
+    if not censoring:
+        return col("n_cores"), col("n_vms")
+    if shutdown_cores == "paper":
+        shut = d.get_column("shut_down").cast(pl.Float64).to_numpy()
+        return col("cores_ended"), col("vm_deaths") + shut * col("n_vms_ending_last")
+    return col("core_deaths"), col("vm_deaths")
+
+
+def deployment_mles(
+    deployments: pl.DataFrame,
+    *,
+    zero_event_probability: float = 0.5,
+    size_probability: float | None = None,
+    censoring: bool = True,
+    shutdown_cores: str = "censored",
+) -> DeploymentMLEs:
+    """Per-deployment MLEs of the deployments that arrived inside the window.
+
+    ``zero_event_probability`` is p_rate (no scale-out seen), ``size_probability`` p_size (no
+    scale-out added more than one core; default the same p). ``censoring=False`` computes the
+    naive lifetime rate that counts censored cores as deaths, to show the bias censoring removes.
+    """
+    d = _in_window(deployments)
 
     def col(name: str) -> FloatArray:
         return d.get_column(name).cast(pl.Float64).to_numpy()
 
     exposure = col("core_exposure_hours")
-    if censoring:
-        deaths = col("core_deaths")
-        lam = lifetime_rate_mle(deaths, exposure)
-    else:
-        deaths = col("n_cores")
-        lam = lifetime_rate_ignoring_censoring(deaths, exposure)
-    lam, lam_rep = zero_event_substitute(deaths, exposure, lam, zero_event_probability)
+    deaths, vm_deaths = lifetime_events(d, censoring=censoring, shutdown_cores=shutdown_cores)
+    has_death = (deaths > 0) & (exposure > 0)
+    lam = np.full(len(deaths), np.nan)
+    lam[has_death] = lifetime_rate_mle(deaths[has_death], exposure[has_death])
 
+    p_size = zero_event_probability if size_probability is None else size_probability
     n_so = col("n_scaleouts")
     observed = col("observed_hours")
-    rate, rate_rep = zero_event_substitute(
-        n_so, observed, scaleout_rate_mle(n_so, observed), zero_event_probability
-    )
     extra = col("scaleout_extra_cores")
-    size, size_rep = zero_event_substitute(
-        extra, n_so, scaleout_size_mle(extra, n_so), zero_event_probability
+    rate, rate_rep, size, size_rep = substituted_scaleouts(
+        n_so, observed, extra, zero_event_probability, p_size
     )
     return DeploymentMLEs(
         deploymentid=tuple(d.get_column("deploymentid").cast(pl.String).to_list()),
         lifetime_rate_per_hour=lam,
-        lifetime_rate_replaced=lam_rep,
+        lifetime_has_death=has_death,
         scaleout_rate_per_hour=rate,
         scaleout_rate_replaced=rate_rep,
         scaleout_size_param=size,
         scaleout_size_replaced=size_rep,
         lifetime_hours=col("lifetime_hours"),
         shut_down=d.get_column("shut_down").cast(pl.Boolean).to_numpy().astype(bool),
-        vm_deaths=col("vm_deaths") if censoring else col("n_vms"),
+        vm_deaths=vm_deaths,
         vm_exposure_hours=col("vm_exposure_hours"),
         n_scaleouts=n_so,
         observed_hours=observed,
         scaleout_extra_cores=extra,
+        core_deaths=deaths,
+        core_exposure_hours=exposure,
+        arrival_cores=col("arrival_cores"),
+        n_cores=col("n_cores"),
+        p_rate=zero_event_probability,
+        p_size=p_size,
+        shutdown_cores=shutdown_cores if censoring else "deaths",
     )
+
+
+def substituted_scaleouts(
+    n_scaleouts: FloatArray,
+    observed_hours: FloatArray,
+    extra_cores: FloatArray,
+    p_rate: float,
+    p_size: float,
+) -> tuple[FloatArray, BoolArray, FloatArray, BoolArray]:
+    """Scale-out rate and size MLEs with the seed's zero-event substitutes (App. B.1).
+
+    A deployment with no scale-out in ``T`` hours gets ``-ln(p_rate)/T`` (no scale-out then has
+    probability p_rate); one whose ``N`` scale-outs added no extra core gets ``-ln(p_size)/N``.
+    """
+    rate, rate_rep = zero_event_substitute(
+        n_scaleouts, observed_hours, scaleout_rate_mle(n_scaleouts, observed_hours), p_rate
+    )
+    size, size_rep = zero_event_substitute(
+        extra_cores, n_scaleouts, scaleout_size_mle(extra_cores, n_scaleouts), p_size
+    )
+    return rate, rate_rep, size, size_rep
 
 
 def normalised_scaleout_rate(
@@ -241,36 +327,6 @@ def normalised_scaleout_rate(
 ) -> FloatArray:
     """``r * (mean core lifetime)**alpha`` with the lifetime ``1/lambda`` in hours."""
     return np.asarray(scaleout_rate_per_hour) * np.asarray(lifetime_rate_per_hour) ** (-alpha)
-
-
-def _relative_mad(values: FloatArray) -> float:
-    mean = float(values.mean())
-    return float(np.abs(values - mean).mean() / mean)
-
-
-def alpha_by_min_mad(
-    scaleout_rate_per_hour: FloatArray,
-    lifetime_rate_per_hour: FloatArray,
-    bounds: tuple[float, float] = _ALPHA_BOUNDS,
-) -> float:
-    """The alpha minimising the relative mean absolute deviation of the normalised rates."""
-    r = np.asarray(scaleout_rate_per_hour, dtype=float)
-    lam = np.asarray(lifetime_rate_per_hour, dtype=float)
-
-    def objective(alpha: float) -> float:
-        return _relative_mad(normalised_scaleout_rate(r, lam, alpha))
-
-    # coarse grid first: the MAD is not guaranteed unimodal, and a bracket keeps it deterministic
-    grid = np.linspace(bounds[0], bounds[1], 61)
-    best = float(grid[int(np.argmin([objective(float(a)) for a in grid]))])
-    step = grid[1] - grid[0]
-    res = optimize.minimize_scalar(
-        objective,
-        bounds=(max(bounds[0], best - step), min(bounds[1], best + step)),
-        method="bounded",
-        options={"xatol": 1e-5},
-    )
-    return float(res.x)
 
 
 @dataclass(frozen=True)
@@ -403,7 +459,9 @@ class JointFit:
         if name == "alpha":
             low, high = value - level_z * se, value + level_z * se
         else:
-            low, high = value * math.exp(-level_z * se), value * math.exp(level_z * se)
+            # capped: on data the model does not fit, the SE can be huge and exp() overflow
+            z = min(level_z * se, 700.0)
+            low, high = value * math.exp(-z), value * math.exp(z)
         return Interval(low=low, high=high, method="Wald, observed information")
 
 
@@ -574,8 +632,14 @@ class _PointFits:
 
 
 def _point_fits(m: DeploymentMLEs, idx: npt.NDArray[np.int64], alpha: float | None) -> _PointFits:
-    lam = m.lifetime_rate_per_hour[idx]
-    rate = m.scaleout_rate_per_hour[idx]
+    """Seed 004 App. B.2 on the deployments ``idx``.
+
+    Lifetime, alpha, normalised rate and shutdown use only deployments with a core death (the
+    others have no lifetime MLE, App. B.1); the size fit uses every deployment with a scale-out.
+    """
+    has = m.lifetime_has_death[idx]
+    lam = m.lifetime_rate_per_hour[idx][has]
+    rate = m.scaleout_rate_per_hour[idx][has]
     size = m.scaleout_size_param[idx]
     a = alpha_by_min_mad(rate, lam) if alpha is None else alpha
     return _PointFits(
@@ -584,8 +648,76 @@ def _point_fits(m: DeploymentMLEs, idx: npt.NDArray[np.int64], alpha: float | No
         alpha=a,
         normalised=gamma_fit(normalised_scaleout_rate(rate, lam, a)),
         size=gamma_fit(size[~np.isnan(size)]),
-        shutdown=censored_exponential_fit(m.lifetime_hours[idx] * lam, m.shut_down[idx]),
+        shutdown=censored_exponential_fit(m.lifetime_hours[idx][has] * lam, m.shut_down[idx][has]),
     )
+
+
+def _size_data(m: DeploymentMLEs) -> SizeData:
+    return SizeData(
+        arrival_cores=m.arrival_cores, observed_hours=m.observed_hours, n_cores=m.n_cores
+    )
+
+
+def two_stage_size_model(
+    m: DeploymentMLEs, p_rate: float, p_size: float, alpha: float | None
+) -> SizeModel:
+    """The two-stage priors (lifetime, normalised rate, alpha, size) refitted at (p_rate, p_size)."""
+    rate, _, size, _ = substituted_scaleouts(
+        m.n_scaleouts, m.observed_hours, m.scaleout_extra_cores, p_rate, p_size
+    )
+    has = m.lifetime_has_death
+    lam = m.lifetime_rate_per_hour[has]
+    a = alpha_by_min_mad(rate[has], lam) if alpha is None else alpha
+    life = gamma_fit(lam)
+    norm = gamma_fit(normalised_scaleout_rate(rate[has], lam, a))
+    sz = gamma_fit(size[~np.isnan(size)])
+    return SizeModel(life.shape, life.rate, norm.shape, norm.rate, a, sz.shape, sz.rate)
+
+
+def size_cvm_distance(
+    m: DeploymentMLEs, p_rate: float, p_size: float, alpha: float | None, seed: int
+) -> float:
+    """Discrete CvM distance of deployment sizes (cores), data vs the model fitted at the p's."""
+    data = _size_data(m)
+    u = calibration_uniforms(len(m.deploymentid), seed)
+    return discrete_cvm_distance(
+        data.n_cores, simulated_sizes(two_stage_size_model(m, p_rate, p_size, alpha), data, u)
+    )
+
+
+def calibrate_zero_event_probabilities(
+    m: DeploymentMLEs, alpha: float | None, seed: int
+) -> Calibration:
+    """(p_rate, p_size) minimising :func:`size_cvm_distance` over the grid (seed 004 App. B.1).
+
+    The lifetime prior depends on neither p, the rate part only on p_rate and the size prior only
+    on p_size, so each part is fitted once per grid value and the grid only recombines them.
+    """
+    data = _size_data(m)
+    u = calibration_uniforms(len(m.deploymentid), seed)
+    has = m.lifetime_has_death
+    lam = m.lifetime_rate_per_hour[has]
+    life = gamma_fit(lam)
+    rate_parts: dict[float, tuple[float, GammaFit, FloatArray]] = {}
+    size_parts: dict[float, GammaFit] = {}
+
+    def distance(p_rate: float, p_size: float) -> float:
+        rate, _, size, _ = substituted_scaleouts(
+            m.n_scaleouts, m.observed_hours, m.scaleout_extra_cores, p_rate, p_size
+        )
+        if p_size not in size_parts:
+            size_parts[p_size] = gamma_fit(size[~np.isnan(size)])
+        sz = size_parts[p_size]
+        if p_rate not in rate_parts:
+            a = alpha_by_min_mad(rate[has], lam) if alpha is None else alpha
+            norm = gamma_fit(normalised_scaleout_rate(rate[has], lam, a))
+            part = SizeModel(life.shape, life.rate, norm.shape, norm.rate, a, 1.0, 1.0)
+            rate_parts[p_rate] = (a, norm, simulated_scaleouts(part, data, u))
+        a, norm, scaleouts = rate_parts[p_rate]
+        model = SizeModel(life.shape, life.rate, norm.shape, norm.rate, a, sz.shape, sz.rate)
+        return discrete_cvm_distance(data.n_cores, simulated_sizes_from(model, data, u, scaleouts))
+
+    return calibrate(distance)
 
 
 @dataclass(frozen=True)
@@ -610,8 +742,13 @@ class AzurePriors:
     ci: dict[str, tuple[float, float]]
     n_boot: int
     seed: int
-    zero_event_probability: float
+    #: the CvM calibration of (p_rate, p_size); None when p was fixed by the user
+    calibration: Calibration | None
     censoring: bool
+
+    @property
+    def zero_event_probability(self) -> float:
+        return self.mles.p_rate
 
     def records(self) -> list[FittedParameter]:
         """The stage's records for ``write_stage_params``."""
@@ -624,16 +761,30 @@ def azure_priors(
     window_hours: float,
     seed: int = 0,
     n_boot: int = 200,
-    zero_event_probability: float = 0.5,
+    zero_event_probability: float | None = None,
     censoring: bool = True,
     alpha: float | None = None,
+    shutdown_cores: str = "censored",
 ) -> AzurePriors:
     """Per-deployment MLEs, then every population fit with seeded bootstrap CIs.
 
-    ``alpha=None`` estimates alpha (minimal relative MAD); a number fixes it.
+    ``zero_event_probability=None`` calibrates p_rate and p_size by Cramér–von Mises (seed 004
+    App. B.1, once on all deployments; the bootstrap keeps them); a number fixes both.
+    ``alpha=None`` estimates alpha (the paper's minimal MAD, hours); a number fixes it.
     """
+    calibration: Calibration | None = None
+    if zero_event_probability is None:
+        first = deployment_mles(deployments, censoring=censoring, shutdown_cores=shutdown_cores)
+        calibration = calibrate_zero_event_probabilities(first, alpha, seed)
+        p_rate, p_size = calibration.p_rate, calibration.p_size
+    else:
+        p_rate = p_size = zero_event_probability
     m = deployment_mles(
-        deployments, zero_event_probability=zero_event_probability, censoring=censoring
+        deployments,
+        zero_event_probability=p_rate,
+        size_probability=p_size,
+        censoring=censoring,
+        shutdown_cores=shutdown_cores,
     )
     n = len(m.deploymentid)
     point = _point_fits(m, np.arange(n), alpha)
@@ -664,7 +815,7 @@ def azure_priors(
         ci=ci,
         n_boot=n_boot,
         seed=seed,
-        zero_event_probability=zero_event_probability,
+        calibration=calibration,
         censoring=censoring,
     )
 
@@ -724,21 +875,99 @@ def _gamma_record(
     )
 
 
+def _two_stage_notes(p: AzurePriors) -> dict[str, str]:
+    """The notes of the two-stage records: what was left out and which p was used (App. B.1)."""
+    m = p.mles
+    n = len(m.deploymentid)
+    no_death = int((~m.lifetime_has_death).sum())
+    how = (
+        "calibrated by discrete Cramér–von Mises on deployment sizes"
+        if p.calibration is not None
+        else "fixed"
+    )
+    return {
+        "lifetime": f"per-deployment exponential core-lifetime rate, "
+        f"{'right-censored MLE' if p.censoring else 'IGNORING censoring'}; shutdown cores "
+        f"{m.shutdown_cores}; {no_death} of {n} deployments without a core death left out "
+        "(seed 004 App. B.1: not substituted)",
+        "rate": f"scale-out rate (1/hour) x mean core lifetime (hour)^alpha, alpha = {p.alpha:.6g} "
+        f"(criterion in {ALPHA_TIME_UNIT}s); deployments without a lifetime MLE left out; "
+        f"no scale-out -> -ln(p_rate)/observed hours, p_rate = {m.p_rate:g} ({how}): "
+        f"{int(m.scaleout_rate_replaced.sum())} of {n}",
+        "size": f"a scale-out adds 1 + Poisson(size) cores; deployments without a scale-out left "
+        f"out ({int(np.isnan(m.scaleout_size_param).sum())}); no extra core -> "
+        f"-ln(p_size)/scale-outs, p_size = {m.p_size:g} ({how}): "
+        f"{int(m.scaleout_size_replaced.sum())}",
+    }
+
+
+def _alpha_record(p: AzurePriors) -> FittedParameter:
+    at_bound = min(abs(p.alpha - b) for b in ALPHA_BOUNDS) < 1e-3
+    return FittedParameter(
+        name="scaleout_alpha",
+        distribution="constant",
+        parameters={"alpha": Quantity(p.alpha, "")},
+        method="fixed"
+        if p.alpha_fixed
+        else f"minimal mean absolute deviation of the normalised rates (seed 004 App. B.2), "
+        f"lifetimes in {ALPHA_TIME_UNIT}s",
+        n=int(p.mles.lifetime_has_death.sum()),
+        stage=STAGE,
+        trace=TRACE,
+        ci={} if p.alpha_fixed else _interval(p.ci, "alpha"),
+        values={"time_unit": ALPHA_TIME_UNIT, "at_search_bound": at_bound},
+        notes="exponent of the mean core lifetime in the normalised scale-out rate; the paper's "
+        "criterion depends on the time unit (rescaling lifetimes rescales the MAD by unit^alpha)"
+        + ("; it reached the search bound: no interior minimum in this unit" if at_bound else ""),
+    )
+
+
+def _shutdown_record(p: AzurePriors) -> FittedParameter:
+    return FittedParameter(
+        name="deployment_shutdown",
+        distribution="exponential",
+        parameters={"rate": Quantity(p.shutdown.rate, "1/core lifetime")},
+        method="maximum likelihood, right-censored exponential (events / total exposure)",
+        n=p.shutdown.n,
+        stage=STAGE,
+        trace=TRACE,
+        log_likelihood=p.shutdown.log_likelihood,
+        ci=_interval(p.ci, "shutdown.rate"),
+        values={"shutdowns": p.shutdown.events},
+        notes="maximal deployment age in mean core lifetimes (age x lifetime rate) of deployments "
+        "with a lifetime MLE; a deployment whose >= 3 VMs end at one timestamp was shut down, all "
+        "others censored at their age; KS distance not defined under censoring",
+    )
+
+
+def _calibration_record(p: AzurePriors) -> list[FittedParameter]:
+    c = p.calibration
+    if c is None:
+        return []
+    return [
+        FittedParameter(
+            name="zero_event_probability",
+            distribution="constant",
+            parameters={"p_rate": Quantity(c.p_rate, ""), "p_size": Quantity(c.p_size, "")},
+            method="minimal discrete Cramér–von Mises distance of deployment sizes (cores), data "
+            "vs deployments drawn from the two-stage model (seed 004 App. B.1), grid search",
+            n=len(p.mles.deploymentid),
+            stage=STAGE,
+            trace=TRACE,
+            values={"cvm_distance": c.distance, "grid": [list(g) for g in c.grid]},
+            notes="each simulated deployment keeps a real one's arrival cores and scale-out hours "
+            f"({CALIBRATION_REPLICATES} per real one, seeded); the bootstrap keeps these p",
+        )
+    ]
+
+
 def priors_records(p: AzurePriors) -> list[FittedParameter]:
     """FittedParameter records of every fit (units explicit, see the module docstring)."""
-    m = p.mles
-    zero = f"zero-event MLEs replaced by -ln({p.zero_event_probability})/exposure"
+    notes = _two_stage_notes(p)
     a = round(p.alpha, 4)
-    records = [
+    return [
         _gamma_record(
-            p,
-            "core_lifetime_rate",
-            p.lifetime_rate,
-            "1/hour",
-            "hour",
-            f"per-deployment exponential core-lifetime rate, "
-            f"{'right-censored MLE' if p.censoring else 'IGNORING censoring'}; "
-            f"{zero}: {int(m.lifetime_rate_replaced.sum())} of {len(m.deploymentid)}",
+            p, "core_lifetime_rate", p.lifetime_rate, "1/hour", "hour", notes["lifetime"]
         ),
         _gamma_record(
             p,
@@ -746,46 +975,12 @@ def priors_records(p: AzurePriors) -> list[FittedParameter]:
             p.normalised_scaleout_rate,
             f"hour^{a - 1:g}",
             f"hour^{1 - a:g}",
-            f"scale-out rate (1/hour) x mean core lifetime (hour)^alpha, alpha = {p.alpha:.6g}; "
-            f"the rate of a deployment is normalised x lifetime_rate^alpha; "
-            f"{zero}: {int(m.scaleout_rate_replaced.sum())} of {len(m.deploymentid)}",
+            notes["rate"],
         ),
-        _gamma_record(
-            p,
-            "scaleout_size",
-            p.scaleout_size,
-            "cores",
-            "1/cores",
-            f"a scale-out adds 1 + Poisson(size) cores; deployments without a scale-out left out "
-            f"({int(np.isnan(m.scaleout_size_param).sum())}); "
-            f"{zero}: {int(m.scaleout_size_replaced.sum())}",
-        ),
-        FittedParameter(
-            name="scaleout_alpha",
-            distribution="constant",
-            parameters={"alpha": Quantity(p.alpha, "")},
-            method="fixed" if p.alpha_fixed else "minimal relative mean absolute deviation",
-            n=len(m.deploymentid),
-            stage=STAGE,
-            trace=TRACE,
-            ci={} if p.alpha_fixed else _interval(p.ci, "alpha"),
-            notes="exponent of the mean core lifetime in the normalised scale-out rate",
-        ),
-        FittedParameter(
-            name="deployment_shutdown",
-            distribution="exponential",
-            parameters={"rate": Quantity(p.shutdown.rate, "1/core lifetime")},
-            method="maximum likelihood, right-censored exponential (events / total exposure)",
-            n=p.shutdown.n,
-            stage=STAGE,
-            trace=TRACE,
-            log_likelihood=p.shutdown.log_likelihood,
-            ci=_interval(p.ci, "shutdown.rate"),
-            values={"shutdowns": p.shutdown.events},
-            notes="maximal deployment age in mean core lifetimes (age x lifetime rate); a "
-            "deployment whose >= 3 VMs end at one timestamp was shut down, all others censored "
-            "at their age; KS distance not defined under censoring",
-        ),
+        _gamma_record(p, "scaleout_size", p.scaleout_size, "cores", "1/cores", notes["size"]),
+        _alpha_record(p),
+        _shutdown_record(p),
+        *_calibration_record(p),
         *_marginal_records(p),
         FittedParameter(
             name="deployment_arrival_rate",
@@ -799,96 +994,104 @@ def priors_records(p: AzurePriors) -> list[FittedParameter]:
             values={"window_hours": p.window_hours},
         ),
     ]
-    return records
+
+
+_JOINT_METHOD = (
+    "maximum joint marginal likelihood (Gamma priors integrated out; scipy Nelder-Mead, "
+    "lambda by Gauss-Hermite)"
+)
+
+
+def _joint_gamma_record(
+    p: AzurePriors, key: str, param: str, units: tuple[str, str], notes: str
+) -> FittedParameter:
+    """One Gamma prior of the joint fit; ``param`` is ``lifetime`` or ``scaleout``."""
+    j = p.joint
+    shape, rate = getattr(j, f"{param}_shape"), getattr(j, f"{param}_rate")
+    return FittedParameter(
+        name=f"{key}_prior_marginal",
+        distribution="gamma",
+        parameters={"shape": Quantity(shape, ""), "rate": Quantity(rate, units[1])},
+        method=_JOINT_METHOD,
+        n=j.n,
+        stage=STAGE,
+        trace=TRACE,
+        log_likelihood=j.log_likelihood,
+        ci={"shape": j.interval(f"{param}_shape"), "rate": j.interval(f"{param}_rate")},
+        values={"value_unit": units[0], "mean": shape / rate, "recommended": True},
+        notes=notes + "; log_likelihood is that of the joint fit",
+    )
+
+
+def _marginal_size_record(p: AzurePriors) -> FittedParameter:
+    size = p.marginal_scaleout_size
+    return FittedParameter(
+        name="scaleout_size_prior_marginal",
+        distribution="gamma",
+        parameters={"shape": Quantity(size.shape, ""), "rate": Quantity(size.rate, "1/cores")},
+        method="maximum marginal likelihood, Gamma-Poisson (scipy Nelder-Mead)",
+        n=size.n,
+        stage=STAGE,
+        trace=TRACE,
+        log_likelihood=size.log_likelihood,
+        ci={
+            **_interval(p.ci, "marginal_scaleout_size.shape"),
+            **_interval(p.ci, "marginal_scaleout_size.rate"),
+        },
+        values={
+            "value_unit": "cores",
+            "mean": size.mean,
+            "bootstrap_replicates": p.n_boot,
+            "recommended": True,
+        },
+        notes="extra cores ~ Poisson(size * scale-outs); deployments without a scale-out "
+        "carry no information",
+    )
 
 
 def _marginal_records(p: AzurePriors) -> list[FittedParameter]:
+    """The recommended records: the joint marginal fit (and the marginal size prior)."""
     j = p.joint
-    method = (
-        "maximum joint marginal likelihood (Gamma priors integrated out; scipy Nelder-Mead, "
-        "lambda by Gauss-Hermite)"
-    )
     a = round(j.alpha, 4)
-
-    def gamma(
-        key: str, shape: str, rate: str, value_unit: str, rate_unit: str, notes: str
-    ) -> FittedParameter:
-        return FittedParameter(
-            name=f"{key}_prior_marginal",
-            distribution="gamma",
-            parameters={
-                "shape": Quantity(getattr(j, shape), ""),
-                "rate": Quantity(getattr(j, rate), rate_unit),
-            },
-            method=method,
-            n=j.n,
-            stage=STAGE,
-            trace=TRACE,
-            log_likelihood=j.log_likelihood,
-            ci={"shape": j.interval(shape), "rate": j.interval(rate)},
-            values={"value_unit": value_unit, "mean": getattr(j, shape) / getattr(j, rate)},
-            notes=notes + "; log_likelihood is that of the joint fit",
-        )
-
-    size = p.marginal_scaleout_size
+    shutdown = "censored" if p.mles.shutdown_cores == "censored" else "counted as deaths"
     return [
-        gamma(
+        _joint_gamma_record(
+            p,
             "core_lifetime_rate",
-            "lifetime_shape",
-            "lifetime_rate",
-            "1/hour",
-            "hour",
-            "VM deaths in VM-hours (cores of a VM share its lifetime); VMs alive at the end or "
-            "ended by a shutdown are censored",
+            "lifetime",
+            ("1/hour", "hour"),
+            "VM deaths in VM-hours (cores of a VM share its lifetime); VMs alive at the end are "
+            f"censored, VMs ended by a shutdown {shutdown}",
         ),
-        gamma(
+        _joint_gamma_record(
+            p,
             "normalised_scaleout_rate",
-            "scaleout_shape",
-            "scaleout_rate",
-            f"hour^{a - 1:g}",
-            f"hour^{1 - a:g}",
+            "scaleout",
+            (f"hour^{a - 1:g}", f"hour^{1 - a:g}"),
             f"scale-outs ~ Poisson(rho * lambda^alpha * observed hours), alpha = {j.alpha:.6g}",
         ),
-        FittedParameter(
-            name="scaleout_size_prior_marginal",
-            distribution="gamma",
-            parameters={
-                "shape": Quantity(size.shape, ""),
-                "rate": Quantity(size.rate, "1/cores"),
-            },
-            method="maximum marginal likelihood, Gamma-Poisson (scipy Nelder-Mead)",
-            n=size.n,
-            stage=STAGE,
-            trace=TRACE,
-            log_likelihood=size.log_likelihood,
-            ci={
-                **_interval(p.ci, "marginal_scaleout_size.shape"),
-                **_interval(p.ci, "marginal_scaleout_size.rate"),
-            },
-            values={"value_unit": "cores", "mean": size.mean, "bootstrap_replicates": p.n_boot},
-            notes="extra cores ~ Poisson(size * scale-outs); deployments without a scale-out "
-            "carry no information",
-        ),
+        _marginal_size_record(p),
         FittedParameter(
             name="scaleout_alpha_marginal",
             distribution="constant",
             parameters={"alpha": Quantity(j.alpha, "")},
-            method="fixed" if j.alpha_fixed else method,
+            method="fixed" if j.alpha_fixed else _JOINT_METHOD,
             n=j.n,
             stage=STAGE,
             trace=TRACE,
             ci={} if j.alpha_fixed else {"alpha": j.interval("alpha")},
+            values={"time_unit": ALPHA_TIME_UNIT, "recommended": True},
         ),
         FittedParameter(
             name="deployment_shutdown_marginal",
             distribution="exponential",
             parameters={"rate": Quantity(j.shutdown_rate, "1/core lifetime")},
-            method=method,
+            method=_JOINT_METHOD,
             n=j.n,
             stage=STAGE,
             trace=TRACE,
             ci={"rate": j.interval("shutdown_rate")},
-            values={"shutdowns": int(p.mles.shut_down.sum())},
+            values={"shutdowns": int(p.mles.shut_down.sum()), "recommended": True},
             notes="maximal age in mean core lifetimes; only shutdowns with >= 3 VMs are seen",
         ),
     ]
@@ -912,9 +1115,11 @@ def priors_summary(p: AzurePriors) -> dict[str, Any]:
         "deployments_in_window": len(m.deploymentid),
         "window_hours": p.window_hours,
         "censoring": p.censoring,
-        "zero_event_probability": p.zero_event_probability,
+        "shutdown_cores": m.shutdown_cores,
+        "zero_event_probability": {"p_rate": m.p_rate, "p_size": m.p_size},
+        "zero_event_probability_calibrated": p.calibration is not None,
+        "deployments_without_core_death": int((~m.lifetime_has_death).sum()),
         "replaced_zero_mles": {
-            "core_lifetime_rate": int(m.lifetime_rate_replaced.sum()),
             "scaleout_rate": int(m.scaleout_rate_replaced.sum()),
             "scaleout_size": int(m.scaleout_size_replaced.sum()),
         },

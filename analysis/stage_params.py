@@ -116,13 +116,20 @@ class FitOptions:
 
     seed: int = option(0, "bootstrap seed", minimum=0)
     n_boot: int = option(200, "bootstrap replicates", minimum=1)
-    zero_event_probability: float = option(
-        0.5,
-        "a zero-event MLE becomes the value at which no event has this probability",
+    zero_event_probability: float | None = option(
+        None,
+        "fix p: a zero-event MLE becomes the value at which no event has this probability "
+        "(default: p_rate and p_size calibrated by Cramér–von Mises, seed 004 App. B.1)",
         minimum=1e-6,
         maximum=1 - 1e-6,
     )
     alpha: float | None = option(None, "fix alpha instead of estimating it", minimum=0)
+    shutdown_cores: str = option(
+        "censored",
+        "cores ended by a deployment shutdown: censored (they did not die of their own "
+        "lifetime; the shutdown has its own model) or paper (deaths, as seed 004 App. B counts them)",
+        choices=("censored", "paper"),
+    )
     shutdown_min_vms: int = option(
         _SQL.shutdown_min_vms, "VMs ending together that mark a shutdown (seed 004)", minimum=2
     )

@@ -60,8 +60,9 @@ def fit_priors(
     settings: Settings,
     seed: int,
     n_boot: int,
-    zero_event_probability: float,
+    zero_event_probability: float | None,
     alpha: float | None,
+    shutdown_cores: str,
 ) -> Path:
     """Priors from ``fct_azure_deployments.parquet`` -> ``DATA/results/azure-2017/priors/``."""
     logger = get_run_logger()
@@ -73,6 +74,7 @@ def fit_priors(
         n_boot=n_boot,
         zero_event_probability=zero_event_probability,
         alpha=alpha,
+        shutdown_cores=shutdown_cores,
     )
     out = settings.results_dir / TRACE / "priors"
     write_stage_outputs(out, priors_tables(priors), priors_summary(priors))
@@ -99,7 +101,12 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
         flush=True,
     )
     path = fit_priors(
-        settings, params.seed, params.n_boot, params.zero_event_probability, params.alpha
+        settings,
+        params.seed,
+        params.n_boot,
+        params.zero_event_probability,
+        params.alpha,
+        params.shutdown_cores,
     )
     headline = (("deployments", f"{counts.get('fct_azure_deployments', 0):,}"),)
     publish_summary("fit", trace, headline, "azure-priors")

@@ -62,12 +62,20 @@ def test_fit_flow_writes_derived_tables_and_priors(
         ci = rec.ci["shape"]
         assert ci.low <= rec.parameters["shape"].value <= ci.high
     assert records["core_lifetime_rate_prior"].parameters["rate"].unit == "hour"
-    assert records["core_lifetime_rate_prior"].n == 300
+    mles = pl.read_parquet(params_path.parent / "deployment_mles.parquet")
+    # deployments without a core death are left out of the two-stage lifetime fit (App. B.1)
+    with_death = int(mles["lifetime_has_death"].sum())
+    assert 250 < with_death < 300
+    assert records["core_lifetime_rate_prior"].n == with_death
+    assert records["core_lifetime_rate_prior_marginal"].n == 300
+    assert records["scaleout_alpha"].values["time_unit"] == "hour"
+    p = records["zero_event_probability"].parameters
+    assert 0 < p["p_rate"].value < 1
+    assert 0 < p["p_size"].value < 1
     assert records["core_lifetime_rate_prior_marginal"].ci["shape"].method.startswith("Wald")
     assert records["deployment_arrival_rate"].parameters["rate"].value == pytest.approx(
         300 / (2_591_700 / 3600)
     )
-    mles = pl.read_parquet(params_path.parent / "deployment_mles.parquet")
     assert mles.height == 300
     summary = json.loads((params_path.parent / "summary.json").read_text())
     assert summary["deployments_in_window"] == 300

@@ -37,6 +37,11 @@ FIVE = pl.DataFrame(
         "vm_exposure_hours": [5.0, 25.0, 3.0, 1 / 12, 2 + 11 / 12],
         "lifetime_hours": [2_588_100 / 3600, 8.0, 4.0, 1 / 12, 1.0],
         "shut_down": [False, True, False, False, False],
+        # A: 3 + 1 cores; B: 3 + (1 + 2); C: 1 + 1; D: 1; E: 8 + 1
+        "arrival_cores": [3, 3, 1, 1, 8],
+        # every core not alive at the end: B's 5 shutdown cores count here
+        "cores_ended": [3, 6, 2, 1, 0],
+        "n_vms_ending_last": [1, 4, 1, 1, 3],
     }
 )
 LN2 = math.log(2.0)
@@ -46,11 +51,10 @@ def test_mles_of_the_five_deployments_by_hand() -> None:
     m = deployment_mles(FIVE, zero_event_probability=0.5)
     # the survivor C is left out; order A, B, D, E
     assert m.deploymentid == ("A", "B", "D", "E")
-    # lifetime: deaths / core-hours; E saw no death -> -ln(0.5) / 8.9167 core-hours
-    np.testing.assert_allclose(
-        m.lifetime_rate_per_hour, [3 / 6, 1 / 30, 12.0, LN2 / (8 + 11 / 12)], rtol=1e-12
-    )
-    assert m.lifetime_rate_replaced.tolist() == [False, False, False, True]
+    # lifetime: deaths / core-hours; E saw no death: left out (NaN), not substituted (App. B.1)
+    np.testing.assert_allclose(m.lifetime_rate_per_hour[:3], [3 / 6, 1 / 30, 12.0], rtol=1e-12)
+    assert math.isnan(m.lifetime_rate_per_hour[3])
+    assert m.lifetime_has_death.tolist() == [True, True, True, False]
     # scale-outs: count / observed hours; D never scaled out in 5 minutes -> ln 2 / (1/12 h)
     np.testing.assert_allclose(
         m.scaleout_rate_per_hour, [3600 / 2_588_100, 2 / 8, 12 * LN2, 1.0], rtol=1e-12
@@ -64,6 +68,7 @@ def test_mles_of_the_five_deployments_by_hand() -> None:
 
 def test_ignoring_censoring_counts_censored_cores_as_deaths() -> None:
     m = deployment_mles(FIVE, censoring=False)
+    # E's censored cores are deaths here, so it has a lifetime MLE
     np.testing.assert_allclose(
         m.lifetime_rate_per_hour, [4 / 6, 6 / 30, 12.0, 9 / (8 + 11 / 12)], rtol=1e-12
     )
@@ -71,16 +76,28 @@ def test_ignoring_censoring_counts_censored_cores_as_deaths() -> None:
 
 def test_zero_event_probability_changes_the_substitute() -> None:
     m = deployment_mles(FIVE, zero_event_probability=0.1)
-    assert m.lifetime_rate_per_hour[3] == pytest.approx(math.log(10) / (8 + 11 / 12), rel=1e-12)
+    # D never scaled out in 1/12 hour: -ln(0.1) / (1/12)
+    assert m.scaleout_rate_per_hour[2] == pytest.approx(12 * math.log(10), rel=1e-12)
+    m = deployment_mles(FIVE, zero_event_probability=0.1, size_probability=0.2)
+    # A's one scale-out added no extra core: -ln(0.2) / 1
+    assert m.scaleout_size_param[0] == pytest.approx(math.log(5), rel=1e-12)
     with pytest.raises(ValueError, match="zero_event_probability"):
         deployment_mles(FIVE, zero_event_probability=1.0)
 
 
 def test_shutdown_and_arrival_rate_by_hand() -> None:
-    p = azure_priors(pl.concat([FIVE] * 3), window_hours=WINDOW_HOURS, n_boot=0, alpha=0.5)
-    lam = np.array([0.5, 1 / 30, 12.0, LN2 / (8 + 11 / 12)])
-    age = np.array([2_588_100 / 3600, 8.0, 1 / 12, 1.0])
+    p = azure_priors(
+        pl.concat([FIVE] * 3),
+        window_hours=WINDOW_HOURS,
+        n_boot=0,
+        alpha=0.5,
+        zero_event_probability=0.5,
+    )
+    # E has no core death: no lifetime MLE, so it is not in the shutdown fit either
+    lam = np.array([0.5, 1 / 30, 12.0])
+    age = np.array([2_588_100 / 3600, 8.0, 1 / 12])
     exposure = 3 * float(np.sum(age * lam))
+    assert p.shutdown.n == 9
     assert p.shutdown.rate == pytest.approx(3 / exposure, rel=1e-12)
     assert p.shutdown.log_likelihood == pytest.approx(3 * math.log(3 / exposure) - 3, rel=1e-12)
     assert p.arrival_rate_per_hour == pytest.approx(12 / WINDOW_HOURS, rel=1e-12)
