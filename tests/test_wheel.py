@@ -57,7 +57,10 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelab"}
     assert "tracelab/queries/fct_task_times.sql" in names
-    assert "tracelab/queries/checks/assert_queue_length_non_negative.sql" in names
+    # every SQL file of the repo ships, sub-folders included
+    shipped = {n.removeprefix("tracelab/queries/") for n in names if n.endswith(".sql")}
+    in_repo = {p.relative_to(REPO / "queries").as_posix() for p in (REPO / "queries").rglob("*.sql")}
+    assert shipped == in_repo
     assert "tracelab/reports/templates/page.html" in names
     assert "tracelab/analysis/params_schema.json" in names
 
