@@ -59,7 +59,9 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     assert "tracelab/queries/fct_task_times.sql" in names
     # every SQL file of the repo ships, sub-folders included
     shipped = {n.removeprefix("tracelab/queries/") for n in names if n.endswith(".sql")}
-    in_repo = {p.relative_to(REPO / "queries").as_posix() for p in (REPO / "queries").rglob("*.sql")}
+    in_repo = {
+        p.relative_to(REPO / "queries").as_posix() for p in (REPO / "queries").rglob("*.sql")
+    }
     assert shipped == in_repo
     assert "tracelab/reports/templates/page.html" in names
     assert "tracelab/analysis/params_schema.json" in names
