@@ -1,4 +1,4 @@
-"""The azure-2017 cluster admission page (seed 004 §5–6: Table 2, Fig. 1, the upper bound)."""
+"""The azure-2017 cluster admission page (“On the cluster admission problem” §5–6: Table 2, Fig. 1, the upper bound)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ _POLICY_COLUMNS = (
     "gain_vs_zeroth",
 )
 
-#: what seed 004 reports; its numerals are not legible in our copy of the text (the extraction
+#: what “On the cluster admission problem” reports; its numerals are not legible in our copy of the text (the extraction
 #: dropped every number inside the tables and formulas), so the page quotes the findings
 PAPER_SETUP = (
-    "Seed 004 §5.2 simulates one cluster for 3 years, 500 runs, deployments arriving as a Poisson "
+    "“On the cluster admission problem” §5.2 simulates one cluster for 3 years, 500 runs, deployments arriving as a Poisson "
     "process with parameters drawn from the fitted Gamma priors, thresholds tuned by binary search "
     "to an SLA on the scale-out failure rate (stricter than common practice), five sub-policies "
     "(3 years, 1 year, 1 month, 1 week, 24 hours; 600 steps each), importance sampling of the rare "
@@ -40,14 +40,14 @@ PAPER_SETUP = (
     "not legible in our copy of the seed."
 )
 PAPER_TABLE2 = (
-    "Seed 004 Table 2: the first-moment policy raises utilization over the zeroth-moment baseline "
+    "“On the cluster admission problem” Table 2: the first-moment policy raises utilization over the zeroth-moment baseline "
     "by several percentage points and the second-moment policy by about the same; the two are "
     "close because failures come from a few runs that admit too many large, long-lived "
     "deployments early, when little is known about them (§5.3). The table's numbers are not "
     "legible in our copy of the seed."
 )
 PAPER_FIG1 = (
-    "Seed 004 Fig. 1: with the marginal heuristic, one prior observation per deployment already "
+    "“On the cluster admission problem” Fig. 1: with the marginal heuristic, one prior observation per deployment already "
     "raises utilization markedly, and 50 observations bring the second-moment policy to a large "
     "share of the no-SLA upper bound (§6.2). The figure's values are not legible in our copy."
 )
@@ -192,7 +192,7 @@ def _figure1(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
         "admission_figure1",
         alt="Utilization against prior observations per deployment, first and second moment.",
         caption="Utilization of the tuned first- and second-moment policies (marginal heuristic) "
-        "against the number of prior observations per deployment (seed 004 Fig. 1).",
+        "against the number of prior observations per deployment (“On the cluster admission problem” Fig. 1).",
     ) as (ax, made):
         for policy in sorted({r.policy for r in n.figure1}):
             rows = sorted(
@@ -266,7 +266,7 @@ def _setup_section(n: AdmissionNumbers) -> Section:
 
 
 def admission_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 004 Table 2, Fig. 1 and the tuning, from ``results/azure-2017/admission``."""
+    """“On the cluster admission problem” Table 2, Fig. 1 and the tuning, from ``results/azure-2017/admission``."""
     n = admission_numbers(ctx.results(STAGE))
     if not n.table2:
         raise InputsMissing("policies.parquet has no policy without prior observations")
@@ -275,7 +275,7 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
     sections = [
         _setup_section(n),
         Section(
-            title="Tuned policies (seed 004 Table 2)",
+            title="Tuned policies (“On the cluster admission problem” Table 2)",
             this_run=(
                 f"Best policy {best.policy}: utilization ",
                 Number("best_utilization", best.utilization, ".3f"),
@@ -301,7 +301,7 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
     if n.figure1:
         sections.append(
             Section(
-                title="Value of prior observations (seed 004 Fig. 1)",
+                title="Value of prior observations (“On the cluster admission problem” Fig. 1)",
                 this_run=(
                     "Tuned first- and second-moment policies with the marginal heuristic at ",
                     ", ".join(str(k) for k in sorted({r.observations for r in n.figure1})),
@@ -321,7 +321,7 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
                 Number("tuning_steps", float(n.tuning.height), ".0f"),
                 " steps in all); verification uses other seeds.",
             ),
-            paper="Seed 004 §5.2 tunes T per policy by binary search to meet the SLA.",
+            paper="“On the cluster admission problem” §5.2 tunes T per policy by binary search to meet the SLA.",
             figures=tuple(_tuning_figure(ctx, n)),
         )
     )

@@ -1,4 +1,4 @@
-"""Page for the packing stage: GPA stochastic bin packing against its baselines (seed 000 §5, Figs. 7–13).
+"""Page for the packing stage: GPA stochastic bin packing against its baselines (Janus & Rzadca 2017 §5, Figs. 7–13).
 
 Reads only ``results/<trace>/packing/`` (``summary.json``, ``runs.parquet``, ``methods.parquet``,
 ``rebalancing.parquet``). The headline numbers come from :func:`packing_numbers`, a plain function
@@ -36,7 +36,7 @@ _RUN_COLUMNS = (
     "m_abs",
     "q",
 )
-#: seed 000 §5.2–5.6, as the page quotes them
+#: Janus & Rzadca 2017 §5.2–5.6, as the page quotes them
 PAPER_GPA_Q_RHO_0001 = 1.6e-3
 PAPER_CANTELLI_Q = {"1": 3e-4, "1.7": 2e-6}
 PAPER_MACHINES_RATIO = (1.9, 3.7)
@@ -122,7 +122,7 @@ def _runs(ctx: PageContext) -> tuple[dict[str, Any], pl.DataFrame]:
 
 
 def _base(runs: pl.DataFrame) -> pl.DataFrame:
-    """Seed 000's base case: Best Fit, rebalancing, full clairvoyance, inst, the base capacity."""
+    """Janus & Rzadca 2017's base case: Best Fit, rebalancing, full clairvoyance, inst, the base capacity."""
     return runs.filter(
         (pl.col("experiment") == "methods") & (pl.col("fit") == "best") & pl.col("rebalance")
     )
@@ -167,7 +167,9 @@ def _headline_table(n: PackingNumbers) -> HtmlTable:
         ("|m_abs| First Fit − Best Fit, largest", "≤ 1", str(n.first_best_max_machine_difference)),
     )
     return HtmlTable(
-        "Seed 000 headline numbers beside this run", ("quantity", "paper", "this run"), rows
+        "Janus & Rzadca 2017 headline numbers beside this run",
+        ("quantity", "paper", "this run"),
+        rows,
     )
 
 
@@ -188,7 +190,7 @@ def _grid_table(summary: Mapping[str, Any]) -> HtmlTable:
 def _overview(summary: Mapping[str, Any], n: PackingNumbers) -> Section:
     experiments = ", ".join(summary.get("experiments", []))
     return Section(
-        title="Run, data and headline numbers (seed 000 §5)",
+        title="Run, data and headline numbers (Janus & Rzadca 2017 §5)",
         this_run=(
             f"Source {n.source}: {n.data}. ",
             Number("instances", float(n.instances), ".0f"),
@@ -206,7 +208,7 @@ def _overview(summary: Mapping[str, Any], n: PackingNumbers) -> Section:
             "×.",
         ),
         paper=(
-            "Seed 000 packs 50 instances of 1,000 long tasks (R = 10,000) from the Google trace. GPA "
+            "Janus & Rzadca 2017 packs 50 instances of 1,000 long tasks (R = 10,000) from the Google trace. GPA "
             "at ρ = 0.001 measures q ≈ 1.6e-3; Cantelli is very conservative (b = 1.0: q ≈ 3e-4, "
             "b = 1.7: 2e-6) and GPA needs 1.9–3.7× fewer machines than Cantelli at a 95% SLO; about "
             "100 observations suffice; rebalancing cuts q by ~7%."
@@ -299,7 +301,7 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
     )
     return [
         Section(
-            title="Machines per method (seed 000 Fig. 7)",
+            title="Machines per method (Janus & Rzadca 2017 Fig. 7)",
             this_run=(
                 "Cantelli b = 1.0 gives q = ",
                 Number("cantelli_q_1", n.cantelli_q_1, ".3g"),
@@ -313,7 +315,7 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
             tables=(table,),
         ),
         Section(
-            title="Machines against overflows (seed 000 Fig. 8)",
+            title="Machines against overflows (Janus & Rzadca 2017 Fig. 8)",
             this_run=(
                 "Largest First/Best Fit difference in m_abs: ",
                 Number("first_best_diff", float(n.first_best_max_machine_difference), ".0f"),
@@ -324,7 +326,7 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
             figures=_fig8_tradeoff(ctx, base),
         ),
         Section(
-            title="GPA's relative error (seed 000 Fig. 9)",
+            title="GPA's relative error (Janus & Rzadca 2017 Fig. 9)",
             this_run=(
                 "At ρ = 0.001 GPA measures q = ",
                 Number("gpa_q_fig9", n.gpa_q_rho_0001, ".3g"),
@@ -367,7 +369,7 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
     np.divide(floats(means, "avg"), inst_q, out=ratio, where=inst_q > 0)
     gpa = [i for i, m in enumerate(order) if m.startswith("GPA") and np.isfinite(ratio[i])]
     return Section(
-        title="Inst vs avg statistics (seed 000 Fig. 10)",
+        title="Inst vs avg statistics (Janus & Rzadca 2017 Fig. 10)",
         this_run=(
             "Estimating from avg multiplies GPA's mean q by ",
             Number("gpa_avg_over_inst", float(np.nanmean(ratio[gpa])) if gpa else math.nan, ".3g"),
@@ -416,7 +418,7 @@ def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
     q = floats(qs, "q")
     spread = float(q.max() / q.min()) if q.size and q.min() > 0 else math.nan
     return Section(
-        title="Machine capacities (seed 000 Fig. 11)",
+        title="Machine capacities (Janus & Rzadca 2017 Fig. 11)",
         this_run=(
             "GPA 0.001's mean q varies by a factor ",
             Number("capacity_q_spread", spread, ".3g"),
@@ -440,7 +442,7 @@ def _fig12_clairvoyance(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers)
     if clair.height == 0:
         return None
     return Section(
-        title="Clairvoyance (seed 000 Fig. 12)",
+        title="Clairvoyance (Janus & Rzadca 2017 Fig. 12)",
         this_run=(
             "With ",
             Number("clairvoyance_observations", float(n.clairvoyance_observations), ".0f"),
@@ -488,7 +490,7 @@ def _fig13_rebalancing(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) 
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_ylabel("relative decrease of q")
     return Section(
-        title="Rebalancing (seed 000 Fig. 13)",
+        title="Rebalancing (Janus & Rzadca 2017 Fig. 13)",
         this_run=(
             "Rebalancing lowers q by ",
             Number("rebalancing_q_decrease", n.rebalancing_q_decrease, ".1%"),
@@ -500,7 +502,7 @@ def _fig13_rebalancing(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) 
 
 
 def packing_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 000 §5, Figs. 7–13, with the paper's headline numbers beside this run's."""
+    """Janus & Rzadca 2017 §5, Figs. 7–13, with the paper's headline numbers beside this run's."""
     summary, runs = _runs(ctx)
     numbers = packing_numbers(summary)
     sections: list[Section] = [_overview(summary, numbers)]

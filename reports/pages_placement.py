@@ -1,4 +1,4 @@
-"""The lifetime-aware placement page (seed 003 Fig. 6, Fig. 2, Table 2; issue 17).
+"""The lifetime-aware placement page (the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6, Fig. 2, Table 2; issue 17).
 
 Reads only ``results/azure-2017/placement/`` (``summary.json`` and the stage's Parquet tables).
 """
@@ -17,7 +17,7 @@ from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, read_json
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 
 STAGE = "placement"
-#: (policy/predictor, label) in the order of seed 003 Fig. 6
+#: (policy/predictor, label) in the order of the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6
 _BARS = (
     ("la-binary/model", "LA-Binary"),
     ("las/model", "LAS"),
@@ -29,7 +29,7 @@ _BARS = (
     ("lava/one-shot", "LAVA, one-shot"),
 )
 _PAPER_TEXT = (
-    "Seed 003 §6.1, Fig. 6: over 24 C2 pools (seven weeks of production traces), LAVA raises empty "
+    "the LAVA paper (“Lifetime-Aware VM Allocation”) §6.1, Fig. 6: over 24 C2 pools (seven weeks of production traces), LAVA raises empty "
     "hosts by 6.5 pp over the production baseline, LAS by 6.1 pp and LA-Binary by 5.0 pp; with "
     "oracle lifetimes LAS reaches 9.5 pp against LA's 7.5 pp, because repredicting beats "
     "predicting once."
@@ -75,15 +75,22 @@ def _fig6(ctx: PageContext, summary: Mapping[str, Any], replays: pl.DataFrame) -
     with new_axes(
         ctx.out_dir,
         "placement_fig6",
-        alt="Bar chart of the empty-host improvement over Best Fit per policy, this run beside seed 003.",
+        alt="Bar chart of the empty-host improvement over Best Fit per policy, this run beside the LAVA paper (“Lifetime-Aware VM Allocation”).",
         caption="Empty hosts, improvement over Best Fit in percentage points: this run (bars: mean "
-        "over pools; dots: each pool) and seed 003 Fig. 6 (hatched).",
+        "over pools; dots: each pool) and the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6 (hatched).",
     ) as (ax, made):
         x = np.arange(len(keys), dtype=np.float64)
         ours = [float(summary["improvement_pp"][k]) for k, _ in keys]
         ax.bar(x - 0.2, ours, width=0.4, label="this run")
         theirs = [float(paper.get(k, np.nan)) for k, _ in keys]
-        ax.bar(x + 0.2, theirs, width=0.4, hatch="//", alpha=0.5, label="seed 003")
+        ax.bar(
+            x + 0.2,
+            theirs,
+            width=0.4,
+            hatch="//",
+            alpha=0.5,
+            label="the LAVA paper (“Lifetime-Aware VM Allocation”)",
+        )
         for i, (k, _) in enumerate(keys):
             policy, predictor = k.split("/")
             rows = replays.filter((pl.col("policy") == policy) & (pl.col("predictor") == predictor))
@@ -172,7 +179,7 @@ def _improvement_table(summary: Mapping[str, Any], improvement: pl.DataFrame) ->
             "pool range (pp)",
             "stranded CPU (%)",
             "stranded memory (%)",
-            "seed 003 (pp)",
+            "the LAVA paper (“Lifetime-Aware VM Allocation”) (pp)",
         ),
         rows,
     )
@@ -197,7 +204,7 @@ def _setup_section(summary: Mapping[str, Any], pools: pl.DataFrame) -> Section:
             Number("rejected_vms", float(summary["rejected_vms"]), ",.0f"),
             ".",
         ),
-        paper="Seed 003 §5.1 replays production VM start/exit traces of each pool on a simulated "
+        paper="the LAVA paper (“Lifetime-Aware VM Allocation”) §5.1 replays production VM start/exit traces of each pool on a simulated "
         "scheduler; its pools hold 100s to 10,000+ hosts.",
         tables=(
             HtmlTable(
@@ -225,7 +232,7 @@ def _setup_section(summary: Mapping[str, Any], pools: pl.DataFrame) -> Section:
 
 def _lars_section(summary: Mapping[str, Any]) -> Section:
     return Section(
-        title="LARS: migration order for defragmentation (seed 003 §4.4, Table 2)",
+        title="LARS: migration order for defragmentation (the LAVA paper (“Lifetime-Aware VM Allocation”) §4.4, Table 2)",
         this_run=(
             "On the hosts a defragmenter would drain from the Best Fit replays, migrating host by "
             "host in a lifetime-blind order takes ",
@@ -240,13 +247,13 @@ def _lars_section(summary: Mapping[str, Any]) -> Section:
             Number("lars_oracle_saved_pct", float(summary["lars_oracle_saved_pct"]), ".3g", "%"),
             " fewer).",
         ),
-        paper="Seed 003 Table 2 (oracle lifetimes, batches of 3 migrations of 20 minutes): 4.32% "
+        paper="the LAVA paper (“Lifetime-Aware VM Allocation”) Table 2 (oracle lifetimes, batches of 3 migrations of 20 minutes): 4.32% "
         "and 4.55% fewer migrations on two one-month traces.",
     )
 
 
 def placement_sections(ctx: PageContext) -> Sequence[Section]:
-    """Seed 003 Fig. 6 beside this run, reprediction curve, empty hosts over time, LARS, setup."""
+    """the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6 beside this run, reprediction curve, empty hosts over time, LARS, setup."""
     folder = _folder(ctx)
     summary = read_json(folder / "summary.json")
     replays = _read(folder, "replays", ("pool", "policy", "predictor", "improvement_pp"))
@@ -267,14 +274,14 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
     headline[-1] = "."
     return [
         Section(
-            title="Empty hosts over Best Fit (seed 003 Fig. 6)",
+            title="Empty hosts over Best Fit (the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6)",
             this_run=tuple(headline),
             paper=_PAPER_TEXT,
             figures=tuple(_fig6(ctx, summary, replays) + _series_figure(ctx, series)),
             tables=(_improvement_table(summary, improvement),),
         ),
         Section(
-            title="Reprediction: expected remaining lifetime grows with age (seed 003 §3, Fig. 2)",
+            title="Reprediction: expected remaining lifetime grows with age (the LAVA paper (“Lifetime-Aware VM Allocation”) §3, Fig. 2)",
             this_run=(
                 "Under the exported Gamma prior of the per-deployment lifetime rate a VM's lifetime "
                 "is Lomax; at creation it is expected to live ",
@@ -290,7 +297,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
                 ),
                 " more.",
             ),
-            paper="Seed 003 Fig. 2: expected lifetime 0.2 days at scheduling, 4 more days after one "
+            paper="the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 2: expected lifetime 0.2 days at scheduling, 4 more days after one "
             "day, 10 more days after seven.",
             figures=tuple(_curve_figure(ctx, curve)),
         ),

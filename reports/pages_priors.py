@@ -1,4 +1,4 @@
-"""Pages for the azure-2017 Gamma priors (seed 004, Appendix B, Figs. 6–8).
+"""Pages for the azure-2017 Gamma priors (“On the cluster admission problem”, Appendix B, Figs. 6–8).
 
 The page leads with the recommended records (the joint marginal fit, ``*_marginal``) and puts the
 paper's two-stage method beside them; on generated data it adds the generator's truth
@@ -177,7 +177,7 @@ _SHUTDOWN_WHY = (
     "Cores ended by a deployment shutdown are censored by default (--shutdown-cores censored): "
     "such a core did not die of its own exponential lifetime, the shutdown is modelled by its own "
     "rate, and counting those cores as deaths as well would count the shutdown twice and make "
-    "lifetimes look shorter. --shutdown-cores paper counts them as deaths, as seed 004 App. B "
+    "lifetimes look shorter. --shutdown-cores paper counts them as deaths, as “On the cluster admission problem” App. B "
     "does (every core that became inactive in the month)."
 )
 
@@ -270,7 +270,7 @@ def _recommended_section(
     if life is not None:
         lead += ["It uses n = ", Number("recommended_n", float(life.n), ",.0f"), " deployments. "]
     lead.append(
-        "Beside it, the paper's two-stage method as seed 004 App. B wrote it. "
+        "Beside it, the paper's two-stage method as “On the cluster admission problem” App. B wrote it. "
         + (
             "Bias is estimate / truth − 1 (α: estimate − truth) against the generator's TRUTH.json."
             if with_truth
@@ -282,7 +282,7 @@ def _recommended_section(
     return Section(
         title="Recommended priors (joint marginal fit) and the paper's two-stage method",
         this_run=tuple(lead),
-        paper="Seed 004 App. B: per-deployment MLEs (only deployments with a core death enter "
+        paper="“On the cluster admission problem” App. B: per-deployment MLEs (only deployments with a core death enter "
         "the lifetime fit; p_rate and p_size calibrated by a discrete Cramér–von Mises distance of "
         "deployment sizes), Gamma priors by ML, α minimising the mean absolute deviation of the "
         "normalised rates (here with lifetimes in hours; the criterion depends on the unit). "
@@ -364,7 +364,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
     ci, name = p.rec.ci, p.name
     ks = p.rec.ks_distance if p.rec.ks_distance is not None else float("nan")
     return Section(
-        title=f"{p.what.capitalize()}: the paper's two-stage prior (seed 004 Fig. {p.fig_no})",
+        title=f"{p.what.capitalize()}: the paper's two-stage prior (“On the cluster admission problem” Fig. {p.fig_no})",
         this_run=(
             "Two-stage Gamma shape ",
             Number(f"{name}_shape", shape, ".4g"),
@@ -380,7 +380,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
             Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan"), ".4g"),
             ". " + p.rec.notes + ".",
         ),
-        paper="Seed 004 fits Gamma priors by maximum likelihood to the per-deployment estimates "
+        paper="“On the cluster admission problem” fits Gamma priors by maximum likelihood to the per-deployment estimates "
         "(arrivals inside the window only) and shows each prior's CDF over the normalised "
         "cumulative histogram of the deployments' values; the fits follow the data closely.",
         figures=tuple(_prior_figure(ctx, p, v)) if v.size else (),
@@ -411,7 +411,7 @@ def _others_section(records: Mapping[str, FittedParameter], shown: set[str]) -> 
             Number("records", float(len(records)), ".0f"),
             " in all; *_marginal are the recommended ones).",
         ),
-        paper="Seed 004 Table 1/3: arrival rate, scale-out exponent α, shutdown model.",
+        paper="“On the cluster admission problem” Table 1/3: arrival rate, scale-out exponent α, shutdown model.",
         tables=(
             HtmlTable(
                 "Records",
@@ -435,7 +435,7 @@ def _others_section(records: Mapping[str, FittedParameter], shown: set[str]) -> 
 
 
 def priors_sections(ctx: PageContext) -> Sequence[Section]:
-    """The recommended fit first, then seed 004 Figs. 6–8 for the paper's two-stage priors."""
+    """The recommended fit first, then “On the cluster admission problem” Figs. 6–8 for the paper's two-stage priors."""
     records = _records(ctx)
     samples = _samples(ctx, records)
     sections = [_recommended_section(records, _truth(ctx))]

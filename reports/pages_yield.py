@@ -1,4 +1,4 @@
-"""Page for the yield stage (seed 001 §4, VCSched): MCB1–8, greedy, rounding, MILP and LP bound."""
+"""Page for the yield stage (“Resource Allocation using Virtual Clusters” §4, VCSched): MCB1–8, greedy, rounding, MILP and LP bound."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tracelab.reports.frames import floats, fmt_int, fmt_num, read_json
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 
 STAGE = "yield"
-#: seed 001 Tables 1 (small) and 2 (large): average % degradation from the best MCB
+#: “Resource Allocation using Virtual Clusters” Tables 1 (small) and 2 (large): average % degradation from the best MCB
 PAPER_MCB_DEGRADATION = {
     "small": {
         "MCB8": 1.06,
@@ -38,7 +38,7 @@ PAPER_MCB_DEGRADATION = {
         "MCB4": 14.80,
     },
 }
-#: seed 001 §4.2.2–4.2.3 headline: MILP ~2% above MCB8, LP ~4% above MILP, greedy 11–13% below
+#: “Resource Allocation using Virtual Clusters” §4.2.2–4.2.3 headline: MILP ~2% above MCB8, LP ~4% above MILP, greedy 11–13% below
 #: the MILP, MCB8 under 0.5 s for 500 tasks
 PAPER_MILP_OVER_MCB8_PCT = 2.0
 PAPER_LP_OVER_MILP_PCT = 4.0
@@ -134,7 +134,7 @@ def _headline_section(h: YieldHeadline) -> Section:
     )
     classes = ", ".join(f"{k}: {v:,}" for k, v in h.n_by_class.items())
     return Section(
-        title="Headline: the paper's claims beside this run (seed 001 §4.2)",
+        title="Headline: the paper's claims beside this run (“Resource Allocation using Virtual Clusters” §4.2)",
         this_run=(
             f"Headline numbers use the {h.source} instances. ",
             Number("n_instances", float(h.n_instances), ",.0f"),
@@ -212,7 +212,7 @@ def _mcb_section(
             "mean_min_yield",
             "yield_mcb_min_yield",
             "mean minimum yield",
-            "Mean minimum yield of MCB1–8 vs memory slack (seed 001 Figs. 2, 6).",
+            "Mean minimum yield of MCB1–8 vs memory slack (“Resource Allocation using Virtual Clusters” Figs. 2, 6).",
         ),
         mcbs,
         source,
@@ -224,7 +224,7 @@ def _mcb_section(
             "failure_rate",
             "yield_mcb_failures",
             "failure rate",
-            "Failure rate of MCB1–8 vs memory slack (seed 001 Figs. 4, 9).",
+            "Failure rate of MCB1–8 vs memory slack (“Resource Allocation using Virtual Clusters” Figs. 4, 9).",
         ),
         mcbs,
         source,
@@ -255,7 +255,7 @@ def _mcb_section(
         )
     best = mine.group_by("algorithm").agg(pl.col("mean_pct").mean()).sort("mean_pct", "algorithm")
     return Section(
-        title="Multi-capacity bin packing: MCB1–8 (seed 001 §3.4, §4.2.1)",
+        title="Multi-capacity bin packing: MCB1–8 (“Resource Allocation using Virtual Clusters” §3.4, §4.2.1)",
         this_run=(
             "Lowest mean % degradation from the best MCB on each instance: ",
             str(best["algorithm"][0]) if best.height else "–",
@@ -286,19 +286,19 @@ def _comparison_section(
             "mean_min_yield",
             "yield_min_yield",
             "mean minimum yield",
-            "Minimum yield vs slack: MCB8, greedy, rounding, MILP (small only) and the LP bound (seed 001 Figs. 11, 15).",
+            "Minimum yield vs slack: MCB8, greedy, rounding, MILP (small only) and the LP bound (“Resource Allocation using Virtual Clusters” Figs. 11, 15).",
         ),
         (
             "mean_avg_yield",
             "yield_avg_yield",
             "mean average yield",
-            "Average yield after the §3.5 phase vs slack (seed 001 Figs. 12, 16).",
+            "Average yield after the §3.5 phase vs slack (“Resource Allocation using Virtual Clusters” Figs. 12, 16).",
         ),
         (
             "failure_rate",
             "yield_failures",
             "failure rate",
-            "Share of instances an algorithm could not place (seed 001 Figs. 13, 17); LP: Σ memory > hosts.",
+            "Share of instances an algorithm could not place (“Resource Allocation using Virtual Clusters” Figs. 13, 17); LP: Σ memory > hosts.",
         ),
     ):
         figs += _slack_figure(ctx, by_slack, spec, COMPARED, source)
@@ -321,7 +321,7 @@ def _comparison_section(
         (pl.col("size_class") == "large") & (pl.col("higher") == "LP") & (pl.col("lower") == "MCB8")
     )
     return Section(
-        title="MCB8 against greedy, rounding, the MILP and the LP bound (seed 001 §4.2.2–4.2.3)",
+        title="MCB8 against greedy, rounding, the MILP and the LP bound (“Resource Allocation using Virtual Clusters” §4.2.2–4.2.3)",
         this_run=(
             "On large problems the LP bound is ",
             Number(
@@ -350,7 +350,7 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
         ctx.out_dir,
         "yield_runtime",
         alt="Mean run time in milliseconds versus number of jobs per algorithm, log scale.",
-        caption="Mean CPU time per instance vs jobs (seed 001 Figs. 5, 14, 18; the paper: wall time on a dedicated Xeon); MILP and RRND/RRNZ include HiGHS.",
+        caption="Mean CPU time per instance vs jobs (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18; the paper: wall time on a dedicated Xeon); MILP and RRND/RRNZ include HiGHS.",
     ) as (ax, figs):
         for algorithm in COMPARED:
             line = (
@@ -374,7 +374,7 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
         ax.legend(fontsize=7)
     mcb8 = shown.filter(pl.col("algorithm") == "MCB8").sort("n_jobs")
     return Section(
-        title="Run time (seed 001 Figs. 5, 14, 18)",
+        title="Run time (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18)",
         this_run=(
             "CPU times of the computing thread in this run (the only numbers that change between runs); "
             "the largest MCB8 instances took ",
