@@ -47,5 +47,5 @@ def test_an_exports_run_is_named_and_publishes_its_summary(
             artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["tracelab-export-all"]))
         )
     assert f"tracelab-export all {today}" in names
-    assert artifacts
-    assert "| records | 1 |" in str(artifacts[0].data)
+    # the session's other export runs publish under the same key: this run's is among them
+    assert any("| records | 1 |" in str(a.data) for a in artifacts)
