@@ -7,6 +7,7 @@ derived tables and analysis results (google-2011, and agg_azure_population of az
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -58,16 +59,18 @@ def calibration_sections(ctx: PageContext) -> Sequence[Section]:
                 "Every target is a published number or a figure measured on the real excerpts "
                 "(task_events parts 2-3 of clusterdata-2011-2), never the generator's output.",
             ),
-            paper="Seed 000 (usage, §3), seed 002 (life cycles, §2, §4.1, Fig. 8), seed 004 "
-            "(Azure deployments, App. B).",
+            paper=_named(
+                "Seed 000 (usage, §3), seed 002 (life cycles, §2, §4.1, Fig. 8), seed 004 "
+                "(Azure deployments, App. B)."
+            ),
             tables=(_table("Calibration", main),),
         ),
         Section(
-            title="Seed 000 Table 1 at the paper's scale",
+            title=_named("Seed 000 Table 1 at the paper's scale"),
             this_run=_ad_parameters(inputs.gaussian_sums),
             paper="R = S = 10,000 realizations and sets per N, from a pool of 100,000 long tasks; "
             "rejection rates 0.991 0.965 0.923 0.784 0.493 0.183 0.087 for N = 10 ... 500.",
-            tables=(_table("A-D rejection rate per N against seed 000 Table 1", ad),),
+            tables=(_table(_named("A-D rejection rate per N against seed 000 Table 1"), ad),),
         ),
     )
 
@@ -99,7 +102,7 @@ def _table(caption: str, rows: list[CalibrationRow]) -> HtmlTable:
             (
                 r.statistic,
                 r.target,
-                r.source,
+                _named(r.source),
                 "n/a" if r.measured is None else fmt_num(r.measured, ".4g"),
                 r.tolerance,
                 {True: "yes", False: "NO", None: "not run"}[r.ok],
@@ -108,6 +111,19 @@ def _table(caption: str, rows: list[CalibrationRow]) -> HtmlTable:
         ),
         highlight_rows=tuple(i for i, r in enumerate(rows) if r.ok is False),
     )
+
+
+#: the seed papers by name (analysis/calibration.py cites them by seed number, as METHODS does)
+_PAPERS = {
+    "000": "Janus & Rzadca 2017",
+    "002": "Zhu, Wang & Wang 2015",
+    "004": "“On the cluster admission problem”",
+}
+
+
+def _named(text: str) -> str:
+    """``text`` with "seed 000"-style citations replaced by the paper's name."""
+    return re.sub(r"[Ss]eed (00[024])", lambda m: _PAPERS[m.group(1)], text)
 
 
 def _data_source(data_dir: Path) -> str:
