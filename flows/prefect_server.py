@@ -10,6 +10,7 @@ stops it when the command ends, also on SIGTERM.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import signal
 import socket
@@ -25,6 +26,7 @@ from tracelab.analysis.errors import TracelabError
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def free_port() -> int:
@@ -50,6 +52,14 @@ def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None)
     if scheduler_loop_s is not None:
         env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = str(scheduler_loop_s)
     return env
+
+
+def _die_with_parent() -> None:
+    """In the server's process before exec: Linux sends it SIGTERM when `tracelab schedule` dies,
+    however it dies (a SIGKILL, or Prefect's runner exiting without our ``finally``)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def wait_until_healthy(api_url: str, timeout_s: float, process: subprocess.Popen[bytes]) -> None:
@@ -83,7 +93,13 @@ def local_server(
     log = (data_dir / "prefect" / "server.log").open("ab")
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK]
     command += ["--port", str(port), "--no-ui", "--analytics-off"]
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+    )
     api_url = f"http://{LOOPBACK}:{port}/api"
     previous = signal.getsignal(signal.SIGTERM)
     # SIGTERM of this command must stop the server too: turn it into a normal exit
