@@ -11,6 +11,7 @@ placement, so allocations of different algorithms compare directly.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -212,6 +213,43 @@ def greedy_allocation(instance: Instance, sort_by_memory: bool = False) -> Alloc
     return placement_allocation(instance, greedy_placement(instance, sort_by_memory))
 
 
+def memory_bins_lower_bound(memory: FloatArray, capacity: float = 1.0 + 1e-6) -> int:
+    """Martello and Toth's L2 lower bound on the number of hosts the jobs' memory needs.
+
+    For every threshold ``k`` (0 and each size ≤ C/2): the jobs over ``C - k`` and those over
+    ``C/2`` each need a host of their own, and the jobs in ``[k, C/2]`` fill what those leave free
+    before needing more. ``capacity`` is a hair over 1 so that the placement checks' tolerance
+    (``EPS`` per job) can never make the bound exceed a true placement's host count.
+    """
+    w = np.sort(np.asarray(memory, dtype=np.float64))
+    half = 0.5 * capacity
+    ks = np.concatenate([[0.0], np.unique(w[w <= half])])
+    prefix = np.concatenate([[0.0], np.cumsum(w)])
+
+    def jobs_above(
+        cut: FloatArray, side: Literal["left", "right"]
+    ) -> tuple[FloatArray, FloatArray]:
+        """(how many, total memory) of the jobs > cut (side "right") or ≥ cut ("left")."""
+        i = np.searchsorted(w, cut, side=side)
+        return (w.size - i).astype(np.float64), prefix[-1] - prefix[i]
+
+    n_big, s_big = jobs_above(np.array([half]), "right")
+    n_own, s_own = jobs_above(capacity - ks, "right")
+    _, s_fill = jobs_above(ks, "left")
+    # room the jobs in (C/2, C - k] leave, which the jobs in [k, C/2] fill first
+    room = (n_big - n_own) * capacity - (s_big - s_own)
+    extra = np.maximum(0.0, np.ceil((s_fill - s_big - room) / capacity - 1e-12))
+    return int(max(float(np.max(n_big + extra)), np.ceil(w.sum() / capacity - 1e-12)))
+
+
+def _jobs_over_half_by_depth(mem: list[float]) -> list[list[float]]:
+    """Per depth ``d``: the memory of the jobs ``d..`` that need over half a host, descending."""
+    out: list[list[float]] = [[]]
+    for m in reversed(mem):
+        out.append(sorted([*out[-1], m], reverse=True) if m > 0.5 + EPS else out[-1])
+    return out[::-1]
+
+
 def backtracking_placement(
     instance: Instance, sort_by_memory: bool = False, max_attempts: int = PAPER_BACKTRACK_LIMIT
 ) -> IntArray | None:
@@ -221,70 +259,63 @@ def backtracking_placement(
     Whether a subtree holds a complete placement depends only on the depth and the free memory
     of the hosts (loads only order them), so these prunings skip dead subtrees only and the
     placement found is plain backtracking's: hosts with equal free memory are tried once per
-    depth; a depth is dead at once when its remaining jobs need more memory than is free, when
-    the largest fits nowhere, or when more of them need over half a host than hosts have over
-    half their memory free (two such jobs never share a host).
+    depth, and a depth is dead at once when its largest remaining job fits nowhere or when its
+    remaining jobs over half a host (no two share one) cannot each get a host of their own: Hall's
+    condition, which for such nested demands is "the i-th largest job fits the i-th freest host".
     """
     if (first := greedy_placement(instance, sort_by_memory)) is not None:
         return first  # the first path of the search is GR's own
-    order = _greedy_order(instance, sort_by_memory).tolist()
-    cpu, mem = instance.cpu_need.tolist(), instance.memory.tolist()
-    n, hosts = len(order), instance.n_hosts
-    backwards = instance.memory[order][::-1]
-    suffix = np.concatenate([np.cumsum(backwards)[::-1], [0.0]]).tolist()
-    suffix_max = np.concatenate([np.maximum.accumulate(backwards)[::-1], [0.0]]).tolist()
-    suffix_big = np.concatenate([np.cumsum(backwards > 0.5 + EPS)[::-1], [0]]).tolist()
-    load, free = [0.0] * hosts, [1.0] * hosts
-    host = [-1] * instance.n_jobs
-    # hosts with over half their memory free, kept up to date on every move (hot loop)
-    half_free = [hosts]
-
-    def move(j: int, h: int, sign: float) -> None:
-        was = free[h] > 0.5 + EPS
-        load[h] += sign * cpu[j]
-        free[h] -= sign * mem[j]
-        half_free[0] += (free[h] > 0.5 + EPS) - was
+    hosts = instance.n_hosts
+    if memory_bins_lower_bound(instance.memory) > hosts:
+        return None  # no placement exists: plain backtracking would exhaust its bound
+    order = _greedy_order(instance, sort_by_memory)
+    n = int(order.size)
+    cpu, mem = instance.cpu_need[order].tolist(), instance.memory[order].tolist()
+    need = [m - EPS for m in mem]
+    largest = np.maximum.accumulate(instance.memory[order][::-1])[::-1].tolist()
+    over_half = [[m - EPS for m in big] for big in _jobs_over_half_by_depth(mem)]
+    load, free, span = [0.0] * hosts, [1.0] * hosts, range(hosts)
 
     def candidates(depth: int) -> list[int]:
-        if (
-            suffix_big[depth] > half_free[0]
-            or suffix_max[depth] > max(free) + EPS
-            or suffix[depth] > sum(free) + EPS
-        ):
+        if big := over_half[depth]:
+            if any(f < m for m, f in zip(big, sorted(free, reverse=True), strict=False)):
+                return []
+        elif max(free) < largest[depth] - EPS:
             return []
-        need = mem[order[depth]] - EPS
-        fitting = [h for h in range(hosts) if free[h] >= need]
+        fitting = [h for h in span if free[h] >= need[depth]]
+        if len(fitting) < 2:
+            return fitting
         fitting.sort(key=load.__getitem__)
-        seen: set[float] = set()
-        out = []
-        for h in fitting:
-            if (key := round(free[h], 12)) not in seen:
-                seen.add(key)
-                out.append(h)
-        return out
+        # per free-memory value its least loaded host (a later, lower-ranked one is overwritten)
+        first_of = {round(free[h], 12): h for h in reversed(fitting)}
+        return sorted(first_of.values(), key=lambda h: (load[h], h))
 
-    stack, position = [candidates(0)], [0]
-    attempts = 0
-    while stack:
-        depth = len(stack) - 1
-        if depth == n:
-            return np.asarray(host, dtype=np.int64)
-        j = order[depth]
-        if host[j] >= 0:
-            # coming back up: undo this depth's current placement before trying the next host
-            move(j, host[j], -1.0)
-            host[j] = -1
-        if position[depth] >= len(stack[depth]) or attempts >= max_attempts:
-            stack.pop()
-            position.pop()
+    # per depth: its candidate hosts, the next one to try, the host it is on now (-1: none)
+    stack: list[list[int]] = [candidates(0)] + [[] for _ in range(n)]
+    position, chosen = [0] * (n + 1), [-1] * n
+    depth = attempts = 0
+    while depth >= 0:
+        if (h := chosen[depth]) >= 0:
+            load[h] -= cpu[depth]
+            free[h] += mem[depth]
+            chosen[depth] = -1
+        p = position[depth]
+        if p >= len(stack[depth]) or attempts >= max_attempts:
+            depth -= 1
             continue
-        h = stack[depth][position[depth]]
-        position[depth] += 1
+        h = stack[depth][p]
+        position[depth] = p + 1
         attempts += 1
-        host[j] = h
-        move(j, h, 1.0)
-        stack.append(candidates(depth + 1) if depth + 1 < n else [])
-        position.append(0)
+        chosen[depth] = h
+        load[h] += cpu[depth]
+        free[h] -= mem[depth]
+        depth += 1
+        if depth == n:
+            host = np.empty(n, dtype=np.int64)
+            host[order] = chosen
+            return host
+        stack[depth] = candidates(depth)
+        position[depth] = 0
     return None
 
 

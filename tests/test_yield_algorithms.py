@@ -24,6 +24,7 @@ from tracelab.analysis.yield_algorithms import (
     mcb_packing,
     mcb_placement,
     mcb_sort_key,
+    memory_bins_lower_bound,
     milp_allocation,
     placement_min_yield,
     rounding_allocation,
@@ -302,6 +303,87 @@ def test_backtracking_equals_greedy_when_greedy_succeeds_and_finds_feasible_ones
         assert gb.tolist() == gr.tolist()
     # unbounded backtracking fails only when no placement fits in memory
     assert (gb is None) == (brute_force_min_yield(inst) is None)
+
+
+@pytest.mark.parametrize(
+    ("memory", "bound"),
+    [
+        ([0.6, 0.6, 0.6], 3),  # L1 = ⌈1.8⌉ = 2; no two share a host
+        ([0.7, 0.7, 0.3, 0.3, 0.3], 3),  # k = 0.3: two hosts of 0.7 leave 0.6 for 0.9
+        ([0.99, 0.02, 0.02], 2),  # k = 0.02: 0.99 > 1 - 0.02 needs a host alone
+        ([0.5, 0.5, 0.5], 2),  # 1.5 on two hosts; exactly half may share
+        ([0.3] * 10, 3),  # only L1 = 3 (the optimum is 4: a lower bound, not the optimum)
+    ],
+)
+def test_memory_bins_lower_bound_by_hand(memory: list[float], bound: int) -> None:
+    assert memory_bins_lower_bound(np.array(memory)) == bound
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_memory_bins_lower_bound_never_exceeds_the_fewest_hosts(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    memory = rng.choice([0.1, 0.2, 0.3, 0.45, 0.5, 0.55, 0.7, 0.85], 6)
+    fewest = next(
+        h for h in range(1, 7) if brute_force_min_yield(_instance([0.5] * 6, memory.tolist(), h))
+    )
+    assert memory_bins_lower_bound(memory) <= fewest
+
+
+def _plain_backtracking(instance: Instance, sort_by_memory: bool) -> list[int] | None:
+    """§3.3 without any pruning: GR's host order (least CPU load first, then index), depth first,
+    no bound on attempts (reference for tiny instances)."""
+    order = (
+        np.argsort(-instance.memory, kind="stable") if sort_by_memory else range(instance.n_jobs)
+    )
+    jobs = [int(j) for j in order]
+    load, free = [0.0] * instance.n_hosts, [1.0] * instance.n_hosts
+    host = [-1] * instance.n_jobs
+
+    def search(depth: int) -> bool:
+        if depth == len(jobs):
+            return True
+        j = jobs[depth]
+        fitting = [h for h in range(instance.n_hosts) if free[h] >= instance.memory[j] - 1e-9]
+        for h in sorted(fitting, key=lambda h: (load[h], h)):
+            host[j], load[h], free[h] = (
+                h,
+                load[h] + instance.cpu_need[j],
+                free[h] - instance.memory[j],
+            )
+            if search(depth + 1):
+                return True
+            load[h], free[h] = load[h] - instance.cpu_need[j], free[h] + instance.memory[j]
+        return False
+
+    return host if search(0) else None
+
+
+def _hosts_named_by_first_use(host: list[int]) -> list[int]:
+    names: dict[int, int] = {}
+    return [names.setdefault(h, len(names)) for h in host]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_backtracking_prunes_only_dead_subtrees(seed: int) -> None:
+    # each host's memory filled by one job over half a host plus two small ones, the small ones
+    # first: GR spreads them and strands the big ones, so GB has to backtrack; every third
+    # instance is over-full by 0.05 (its search must end empty-handed, as the plain one does)
+    rng = np.random.default_rng(seed)
+    hosts = 3 + seed % 2
+    big = rng.uniform(0.5, 0.75, hosts)
+    rest, cut = 0.99 - big, rng.uniform(0.3, 0.7, hosts)
+    small = np.concatenate([rest * cut, rest * (1 - cut)])
+    small[0] += 0.05 if seed % 3 == 2 else 0.0
+    memory = np.concatenate([rng.permutation(small), big])
+    inst = Instance(rng.uniform(0.1, 0.9, memory.size), memory, hosts)
+    assert greedy_placement(inst) is None
+    for sort_by_memory in (False, True):
+        gb = backtracking_placement(inst, sort_by_memory)
+        plain = _plain_backtracking(inst, sort_by_memory)
+        assert (gb is None) == (plain is None) == (seed % 3 == 2)
+        if gb is not None and plain is not None:
+            # hosts are identical: equal up to their names (loads tie up to rounding)
+            assert _hosts_named_by_first_use(gb.tolist()) == _hosts_named_by_first_use(plain)
 
 
 def _rescanning_packing(
