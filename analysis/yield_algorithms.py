@@ -126,9 +126,13 @@ def mcb_packing(cpu: FloatArray, memory: FloatArray, n_hosts: int, variant: int)
     cpu_l, mem_l = cpu.tolist(), memory.tolist()
     host = [-1] * cpu.size
     left = cpu.size
+    # what the unplaced jobs need in all: once it exceeds the unopened hosts, the packing fails
+    need_cpu, need_mem = float(cpu.sum()), float(memory.sum())
     for h in range(n_hosts):
         if left == 0:
             break
+        if max(need_cpu, need_mem) > (n_hosts - h) * (1.0 + EPS):
+            return None
         room_cpu = room_mem = 1.0 + EPS
         pointer = [0, 0]
         while True:
@@ -145,6 +149,8 @@ def mcb_packing(cpu: FloatArray, memory: FloatArray, n_hosts: int, variant: int)
                     host[j] = h
                     room_cpu -= cpu_l[j]
                     room_mem -= mem_l[j]
+                    need_cpu -= cpu_l[j]
+                    need_mem -= mem_l[j]
                     left -= 1
                     placed = True
                     break
