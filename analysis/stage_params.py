@@ -47,6 +47,11 @@ class DeriveOptions:
     production_priority: int = option(
         _SQL.production_priority, "lowest priority of a production task", minimum=0, maximum=11
     )
+    shutdown_min_vms: int = option(
+        _SQL.shutdown_min_vms,
+        "azure-2017: VMs ending together that mark a deployment shutdown (seed 004)",
+        minimum=2,
+    )
     partitions: int = option(
         0,
         "compute the per-task tables in N job_id-hash partitions (0 = 1, or 4 per Dask worker)",
@@ -57,6 +62,7 @@ class DeriveOptions:
         return DeriveParams(
             long_task_windows=self.long_task_windows,
             production_priority=self.production_priority,
+            shutdown_min_vms=self.shutdown_min_vms,
         )
 
 
@@ -130,10 +136,14 @@ class FitOptions:
         "lifetime; the shutdown has its own model) or paper (deaths, as seed 004 App. B counts them)",
         choices=("censored", "paper"),
     )
-    shutdown_min_vms: int = option(
-        _SQL.shutdown_min_vms, "VMs ending together that mark a shutdown (seed 004)", minimum=2
+    vmtable: str = option(
+        "", "derive the azure tables from this V1 vmtable CSV(.gz) and fit them instead"
     )
-    vmtable: str = option("", "fit this V1 vmtable CSV(.gz) instead of the lake")
+    shutdown_min_vms: int = option(
+        _SQL.shutdown_min_vms,
+        "with --vmtable: VMs ending together that mark a shutdown (else derive's option applies)",
+        minimum=2,
+    )
 
     @property
     def reads_own_input(self) -> bool:

@@ -1,9 +1,10 @@
 """`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, METHODS §2.6).
 
-Reads the lake (``DATA/lake/azure-2017/vmtable/*.parquet``, exposed to SQL as the view ``vmtable``)
-or, with ``--vmtable FILE``, one vmtable CSV(.gz); derives the ``fct_azure_*`` / ``agg_azure_*``
-tables in DuckDB (``queries/``, :mod:`analysis.azure_vmtable`) into ``DATA/derived/azure-2017/``;
-fits the priors (:mod:`analysis.priors`) into ``DATA/results/azure-2017/priors/``.
+Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab derive --trace
+azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables
+from that one vmtable CSV(.gz) (``queries/``, :mod:`analysis.azure_vmtable`) into
+``DATA/derived/azure-2017/``; fits the priors (:mod:`analysis.priors`) into
+``DATA/results/azure-2017/priors/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from tracelab.analysis.azure_vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
-    register_vmtable_lake,
 )
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.params import write_stage_params
@@ -34,18 +34,13 @@ from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
 
-@task(cache_policy=NONE, task_run_name="derive azure-2017 tables")
-def derive_azure(
-    settings: Settings, vmtable_csv: Path | None, shutdown_min_vms: int
-) -> dict[str, int]:
+@task(cache_policy=NONE, task_run_name="derive azure-2017 tables from --vmtable")
+def derive_azure(settings: Settings, vmtable_csv: Path, shutdown_min_vms: int) -> dict[str, int]:
     """Derived azure tables -> ``DATA/derived/azure-2017/<table>.parquet``; returns row counts."""
     logger = get_run_logger()
     con = duckdb_connection(settings)
     try:
-        if vmtable_csv is not None:
-            register_vmtable_csv(con, vmtable_csv)
-        else:
-            register_vmtable_lake(con, settings.lake_dir)
+        register_vmtable_csv(con, vmtable_csv)
         params = derive.DeriveParams(shutdown_min_vms=shutdown_min_vms).as_sql_params()
         counts = derive_azure_tables(con, params, settings.derived_dir / TRACE)
         for name, rows in counts.items():
@@ -91,12 +86,14 @@ def fit_priors(
 
 @flow(name="tracelab-fit", flow_run_name=flow_run_name("fit"))
 def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
-    """Derive the azure tables, then fit the priors; returns the stage's params.json."""
-    vmtable = Path(params.vmtable) if params.vmtable else None
-    print("[fit] 1/2 deriving the azure-2017 tables ...", file=sys.stderr, flush=True)
-    counts = derive_azure(settings, vmtable, params.shutdown_min_vms)
+    """Fit the priors on derive's azure tables (or on ``--vmtable``'s, derived here first);
+    returns the stage's params.json."""
+    steps = 2 if params.vmtable else 1
+    if params.vmtable:
+        print("[fit] 1/2 deriving the azure-2017 tables from --vmtable ...", file=sys.stderr)
+        derive_azure(settings, Path(params.vmtable), params.shutdown_min_vms)
     print(
-        f"[fit] 2/2 fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
+        f"[fit] {steps}/{steps} fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
         file=sys.stderr,
         flush=True,
     )
@@ -108,7 +105,10 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
         params.alpha,
         params.shutdown_cores,
     )
-    headline = (("deployments", f"{counts.get('fct_azure_deployments', 0):,}"),)
+    deployments = pl.scan_parquet(
+        settings.derived_dir / TRACE / "fct_azure_deployments.parquet"
+    ).select(pl.len())
+    headline = (("deployments", f"{deployments.collect().item():,}"),)
     publish_summary("fit", trace, headline, "azure-priors")
     return path
 
@@ -119,9 +119,10 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
         raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
     started = time.perf_counter()
     path = fit_azure_flow(settings, trace, params)
+    priors = str(path.parent.relative_to(settings.data_dir))
     return StageResult(
         stage="fit",
         trace=trace,
-        outputs=(f"derived/{trace}", str(path.parent.relative_to(settings.data_dir))),
+        outputs=(f"derived/{trace}", priors) if params.vmtable else (priors,),
         seconds=time.perf_counter() - started,
     )

@@ -171,9 +171,10 @@ STAGES: tuple[Stage, ...] = (
         traces=(_A,),
         params="tracelab.analysis.stage_params:FitOptions",
         run="tracelab.flows.fit:run_stage",
-        inputs=(Requirement("lake/{trace}/vmtable/*.parquet", _INGEST_CMD),),
-        outputs=("derived/{trace}", "results/{trace}/priors"),
+        inputs=(Requirement("derived/{trace}/fct_azure_deployments.parquet", _DERIVE_CMD),),
+        outputs=("results/{trace}/priors",),
         pages=("azure-priors",),
+        upstream=("derive",),
         methods="§2.6",
     ),
     Stage(

@@ -14,7 +14,7 @@ from tracelab.analysis.azure_vmtable import derive_azure_tables, register_vmtabl
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import load_params
 from tracelab.analysis.params import read_stage_params
-from tracelab.analysis.stage_params import FitOptions
+from tracelab.analysis.stage_params import DeriveOptions, FitOptions
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main
 from tracelab.flows.export import export_flow
@@ -95,13 +95,43 @@ def test_fit_flow_writes_derived_tables_and_priors(
     assert {r.name: r for r in exported.records} == first
 
 
-def test_fit_cli_reads_the_lake_or_says_to_ingest(
+def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
+    prefect_harness: None, tmp_path: Path, tiny_csv: Path
+) -> None:
+    # derive's --shutdown-min-vms decides what a shutdown is; fit only reads its tables
+    derived = tmp_path / "derived" / "azure-2017"
+    con = duckdb.connect()
+    register_vmtable_csv(con, tiny_csv)
+    sql = DeriveOptions(shutdown_min_vms=2).sql_params().as_sql_params()
+    assert sql["shutdown_min_vms"] == 2
+    derive_azure_tables(con, sql, derived)
+    table = derived / "fct_azure_deployments.parquet"
+
+    def shutdowns_in_window(path: Path) -> int:
+        d = pl.read_parquet(path).filter(pl.col("arrived_in_window"))
+        return int(d["shut_down"].sum())
+
+    shutdowns = shutdowns_in_window(table)
+    written = table.stat().st_mtime_ns
+    fit_azure_flow(Settings(data_dir=tmp_path), "azure-2017", FitOptions(n_boot=5))
+    assert table.stat().st_mtime_ns == written
+    records = {r.name: r for r in read_stage_params(tmp_path / "results" / "azure-2017" / "priors")}
+    assert records["deployment_shutdown_marginal"].values["shutdowns"] == shutdowns
+    # at the default of 3 VMs, pairs ending together are no shutdown: fewer of them
+    con2 = duckdb.connect()
+    register_vmtable_csv(con2, tiny_csv)
+    derive_azure_tables(con2, DeriveOptions().sql_params().as_sql_params(), tmp_path / "d3")
+    assert shutdowns_in_window(tmp_path / "d3" / table.name) < shutdowns
+
+
+def test_fit_cli_says_to_derive_first(
     prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["fit", "--trace", "azure-2017", "--data", str(tmp_path / "empty")])
     assert code == 1
     err = capsys.readouterr().err
-    assert "tracelab ingest --trace azure-2017" in err
+    assert "fct_azure_deployments.parquet is missing" in err
+    assert "tracelab derive --trace azure-2017" in err
 
 
 def test_fit_cli_on_google_says_where_its_fits_come_from(
