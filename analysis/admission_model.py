@@ -194,11 +194,24 @@ def gamma_ratio(a: float, beta: float) -> float:
     return sign * math.exp(math.lgamma(z) - math.lgamma(a))
 
 
+#: Gamma ratios per (a_lam, alpha): a_lam is the prior shape plus whole core deaths, so few values
+_RATIOS: dict[tuple[float, float], tuple[float, float]] = {}
+_RATIOS_KEPT = 4096
+
+
 def extend_snapshot(snap: tuple[float, ...], alpha: float) -> tuple[float, ...]:
     """The snapshot with Gamma(a+alpha-1)/Gamma(a) and Gamma(a+2alpha-2)/Gamma(a) appended: they
     depend on the deployment only, so they are computed once per snapshot, not per grid point."""
-    a = snap[1]
-    return (*snap, gamma_ratio(a, alpha - 1.0), gamma_ratio(a, 2.0 * alpha - 2.0))
+    key = (snap[1], alpha)
+    ratios = _RATIOS.get(key)
+    if ratios is None:
+        if len(_RATIOS) > _RATIOS_KEPT:
+            _RATIOS.clear()
+        ratios = _RATIOS[key] = (
+            gamma_ratio(key[0], alpha - 1.0),
+            gamma_ratio(key[0], 2.0 * alpha - 2.0),
+        )
+    return (*snap, *ratios)
 
 
 def _first_two_moments(

@@ -13,7 +13,6 @@ x new points) instead of O(deployments x grid) (``naive=True`` does the latter, 
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -74,14 +73,15 @@ class ClusterMoments:
         self.flushes = 0
         self.candidates: list[int] = []
         self.quick_rejections = 0
-        #: per grid column: (pending snapshots counted, their correction to s1, to s2)
-        self.corrections: dict[int, tuple[int, float, float]] = {}
+        self.rule: _Rule | None = None
+        #: per grid column: each pending snapshot's change of (s1, s2) there (quick rejection)
+        self.corrections: dict[int, dict[int, tuple[float, float]]] = {}
 
     def changed(self, dep: int, snapshot: tuple[float, ...] | None) -> None:
         """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily."""
         if dep in self.dirty:
-            # an entry the quick rejection's corrections already counted changes in place
-            self.corrections.clear()
+            for parts in self.corrections.values():
+                parts.pop(dep, None)
         self.dirty[dep] = None if snapshot is None else extend_snapshot(snapshot, self.alpha)
 
     def _rows(self) -> npt.NDArray[np.int64]:
@@ -214,7 +214,10 @@ class ClusterMoments:
         marginal_cores: float,
     ) -> bool:
         """Would the policy accept a deployment with this snapshot now (seed 004 Defs. 4.2, 4.4, 6.1)?"""
-        rule = _Rule(policy, threshold, cores, marginal_cores)
+        key = (policy, threshold, cores, marginal_cores)
+        if self.rule is None or self.rule.key != key:
+            self.rule = _Rule(*key)
+        rule = self.rule
         extra = extend_snapshot(snapshot, self.alpha)
         if not self.naive:
             if len(self.dirty) > _MAX_PENDING:
@@ -255,29 +258,31 @@ class ClusterMoments:
         return False
 
     def _pending_sums(self, col: int, when: float) -> tuple[float, float]:
-        """The sums at one column with the pending snapshots swapped in (corrections cached per
-        column: pending snapshots only accumulate until the next flush)."""
-        done, d1, d2 = self.corrections.get(col, (0, 0.0, 0.0))
-        if done < len(self.dirty):
-            for dep, snap in itertools.islice(self.dirty.items(), done, None):
+        """The sums at one column with the pending snapshots swapped in; each pending
+        snapshot's change at the column is cached until it changes again or the next flush."""
+        parts = self.corrections.setdefault(col, {})
+        s1, s2 = float(self.s1[col]), float(self.s2[col])
+        for dep, snap in self.dirty.items():
+            part = parts.get(dep)
+            if part is None:
+                d1, d2 = point_moments(snap, when, self.nu, self.alpha) if snap else (0.0, 0.0)
                 row = self.slot.get(dep)
                 if row is not None:
                     d1 -= float(self.c1[row, col])
                     d2 -= float(self.c2[row, col])
-                if snap is not None:
-                    dm, dv = point_moments(snap, when, self.nu, self.alpha)
-                    d1 += dm
-                    d2 += dv
-            self.corrections[col] = (len(self.dirty), d1, d2)
-        return float(self.s1[col]) + d1, float(self.s2[col]) + d2
+                part = parts[dep] = (d1, d2)
+            s1 += part[0]
+            s2 += part[1]
+        return s1, s2
 
 
 class _Rule:
     """A moment policy's acceptance condition at one look-ahead point."""
 
-    __slots__ = ("first", "limit", "marginal", "marginal_cores", "threshold")
+    __slots__ = ("first", "key", "limit", "marginal", "marginal_cores", "threshold")
 
     def __init__(self, policy: str, threshold: float, cores: int, marginal_cores: float) -> None:
+        self.key = (policy, threshold, cores, marginal_cores)
         self.first = policy.startswith("first")
         self.marginal = policy.endswith("marginal")
         self.threshold = threshold
