@@ -19,6 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracelab.analysis.admission_importance import (
+    ImportanceSampling,
+    badness_measure,
+    bucket_of,
+    redraw_until_kept,
+)
 from tracelab.analysis.admission_model import (
     AdmissionPriors,
     Belief,
@@ -46,6 +52,8 @@ class ClusterConfig:
     marginal_cores: float = 1.0
     #: recompute every deployment's moments at each arrival instead of incrementally (benchmark)
     naive_moments: bool = False
+    #: App. D: redraw runs by badness bucket (None: plain Monte Carlo)
+    importance: ImportanceSampling | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,11 @@ class RunResult:
     core_deaths: int
     shutdowns: int
     zero_core_deaths: int
+    #: importance weight P(B)/Q(B) of the run's badness bucket (App. D); 1 without it
+    weight: float = 1.0
+    bucket: int = 0
+    #: the run's badness measure (App. D, Def. D.1); None without importance sampling
+    badness: float | None = None
 
 
 class _Deployment:
@@ -157,12 +170,60 @@ def _initial_belief(cfg: ClusterConfig, arr: _Arrivals, i: int, now: float) -> B
     return b
 
 
+def run_badness(cfg: ClusterConfig, arr: _Arrivals) -> float:
+    """The badness measure (App. D, Def. D.1) of a run's pre-drawn deployments."""
+    return badness_measure(
+        arr.times,
+        arr.cores,
+        arr.lam,
+        arr.rate,
+        arr.size,
+        arr.max_life,
+        cfg.cores,
+        cfg.horizon_hours,
+    )
+
+
+def pilot_badness(cfg: ClusterConfig, seed: tuple[int, ...]) -> float:
+    """BM of the nominal run ``seed`` (the pilot that estimates the bucket probabilities)."""
+    return run_badness(cfg, _draw_arrivals(cfg, seed))
+
+
+def sample_run(
+    cfg: ClusterConfig, seed: tuple[int, ...]
+) -> tuple[_Arrivals, int, float, float | None]:
+    """The run's deployments, bucket, weight and BM: the nominal draw, or App. D's redraw scheme.
+
+    Candidate ``a`` is seeded by ``(*seed, a)`` (the first by ``seed`` itself, so a run kept at
+    once is the nominal one) and the redraw coins by ``(*seed, 0, 1)``: the choice depends only on
+    (seed, stream, run) and the scheme, never on the policy or threshold (common random numbers).
+    """
+    imp = cfg.importance
+    if imp is None:
+        return _draw_arrivals(cfg, seed), 0, 1.0, None
+    coins = np.random.default_rng(np.random.SeedSequence([*seed, 0, 1]))
+    # the kept candidate is the last one scored
+    last = [math.nan]
+
+    def bucket(arr: _Arrivals) -> int:
+        last[0] = run_badness(cfg, arr)
+        return bucket_of(last[0], imp.thresholds)
+
+    arr, b = redraw_until_kept(
+        lambda a: _draw_arrivals(cfg, seed if a == 0 else (*seed, a)),
+        bucket,
+        coins.random,
+        imp.redraw,
+    )
+    return arr, b, imp.weights[b], last[0]
+
+
 class _Cluster:
     """Mutable state of one run: the heap, the deployments, counters and the moment sums."""
 
-    def __init__(self, cfg: ClusterConfig, seed: tuple[int, ...]) -> None:
+    def __init__(self, cfg: ClusterConfig, arr: _Arrivals) -> None:
         self.cfg = cfg
-        self.arr = _draw_arrivals(cfg, seed)
+        self.arr = arr
         self.heap: list[tuple[float, int, int, int]] = []
         self.deps: dict[int, _Deployment] = {}
         self.active = 0
@@ -266,8 +327,8 @@ class _Cluster:
 
 def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> RunResult:
     """One run of the cluster under ``cfg.policy`` (seed = (base seed, stream, run))."""
-    c = _Cluster(cfg, seed)
-    arr = c.arr
+    arr, bucket, weight, bm = sample_run(cfg, seed)
+    c = _Cluster(cfg, arr)
     n_arr = len(arr.times)
     next_arrival = 0
     horizon = cfg.horizon_hours
@@ -310,4 +371,7 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         core_deaths=k["core_deaths"],
         shutdowns=k["shutdowns"],
         zero_core_deaths=k["zero"],
+        weight=weight,
+        bucket=bucket,
+        badness=bm,
     )
