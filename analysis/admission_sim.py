@@ -224,6 +224,8 @@ class _Cluster:
     def __init__(self, cfg: ClusterConfig, arr: _Arrivals) -> None:
         self.cfg = cfg
         self.arr = arr
+        self.initial_cores: list[int] = arr.cores.tolist()
+        self.prior_snapshots: dict[int, tuple[float, ...]] = {}
         self.heap: list[tuple[float, int, int, int]] = []
         self.deps: dict[int, _Deployment] = {}
         self.active = 0
@@ -258,15 +260,26 @@ class _Cluster:
             heapq.heappush(self.heap, (when, i, d.version, 0))
 
     def accept(self, i: int, d: _Deployment) -> None:
-        d.cores = int(self.arr.cores[i])
+        d.cores = self.initial_cores[i]
         self.active += d.cores
         self.deps[i] = d
         self.counts["accepted"] += 1
         self.schedule(i, d)
 
-    def decide(self, i: int, d: _Deployment) -> bool:
+    def arrival_snapshot(self, i: int, n: int) -> tuple[float, ...]:
+        """The belief snapshot of arriving deployment ``i`` (``n`` cores) before any object is
+        built for it (most arrivals are rejected): without prior observations it depends on
+        ``n`` and the time only."""
+        if self.cfg.observations:
+            return _initial_belief(self.cfg, self.arr, i, self.t).snapshot(n)
+        snap = self.prior_snapshots.get(n)
+        if snap is None:
+            snap = self.prior_snapshots[n] = _initial_belief(self.cfg, self.arr, i, 0.0).snapshot(n)
+        return (*snap[:-1], self.t)
+
+    def decide(self, i: int) -> bool:
         cfg = self.cfg
-        n = int(self.arr.cores[i])
+        n = self.initial_cores[i]
         if self.active + n > cfg.cores:
             return False  # its initial cores do not fit: no policy can place it here
         if cfg.policy == "accept-all":
@@ -278,7 +291,7 @@ class _Cluster:
             return False
         assert self.moments is not None
         return self.moments.admits(
-            d.belief.snapshot(n),
+            self.arrival_snapshot(i, n),
             self.t,
             cfg.policy,
             cfg.threshold,
@@ -329,11 +342,13 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
     """One run of the cluster under ``cfg.policy`` (seed = (base seed, stream, run))."""
     arr, bucket, weight, bm = sample_run(cfg, seed)
     c = _Cluster(cfg, arr)
+    # the arrival times as Python floats, with a sentinel after the last
+    times = [*arr.times.tolist(), math.inf]
     n_arr = len(arr.times)
     next_arrival = 0
     horizon = cfg.horizon_hours
     while True:
-        t_arr = float(arr.times[next_arrival]) if next_arrival < n_arr else math.inf
+        t_arr = times[next_arrival]
         if c.heap and c.heap[0][0] <= t_arr:
             when, i, version, _ = heapq.heappop(c.heap)
             d = c.deps.get(i)
@@ -347,15 +362,15 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         c.advance_to(t_arr)
         i = next_arrival
         next_arrival += 1
-        d = _Deployment(
-            float(arr.lam[i]),
-            float(arr.rate[i]),
-            float(arr.size[i]),
-            t_arr + float(arr.max_life[i]),
-            int(arr.keys[i]),
-            _initial_belief(cfg, arr, i, t_arr),
-        )
-        if c.decide(i, d):
+        if c.decide(i):
+            d = _Deployment(
+                float(arr.lam[i]),
+                float(arr.rate[i]),
+                float(arr.size[i]),
+                t_arr + float(arr.max_life[i]),
+                int(arr.keys[i]),
+                _initial_belief(cfg, arr, i, t_arr),
+            )
             c.accept(i, d)
             if c.moments is not None:
                 c.moments.changed(i, d.belief.snapshot(d.cores))
