@@ -75,13 +75,13 @@ class ClusterMoments:
         self.quick_rejections = 0
         self.rule: _Rule | None = None
         #: per grid column: each pending snapshot's change of (s1, s2) there (quick rejection)
-        self.corrections: dict[int, dict[int, tuple[float, float]]] = {}
+        self.corrections: dict[int, _Pending] = {}
 
     def changed(self, dep: int, snapshot: tuple[float, ...] | None) -> None:
         """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily."""
         if dep in self.dirty:
-            for parts in self.corrections.values():
-                parts.pop(dep, None)
+            for pending in self.corrections.values():
+                pending.drop(dep)
         self.dirty[dep] = None if snapshot is None else extend_snapshot(snapshot, self.alpha)
 
     def _rows(self) -> npt.NDArray[np.int64]:
@@ -259,21 +259,42 @@ class ClusterMoments:
 
     def _pending_sums(self, col: int, when: float) -> tuple[float, float]:
         """The sums at one column with the pending snapshots swapped in; each pending
-        snapshot's change at the column is cached until it changes again or the next flush."""
-        parts = self.corrections.setdefault(col, {})
-        s1, s2 = float(self.s1[col]), float(self.s2[col])
-        for dep, snap in self.dirty.items():
-            part = parts.get(dep)
-            if part is None:
+        snapshot's change at the column is kept (and its total) until it changes again or the
+        next flush, so an arrival with no new event since the last one costs no evaluation."""
+        pending = self.corrections.get(col)
+        if pending is None:
+            pending = self.corrections[col] = _Pending()
+        parts = pending.parts
+        if len(parts) < len(self.dirty):
+            for dep, snap in self.dirty.items():
+                if dep in parts:
+                    continue
                 d1, d2 = point_moments(snap, when, self.nu, self.alpha) if snap else (0.0, 0.0)
                 row = self.slot.get(dep)
                 if row is not None:
                     d1 -= float(self.c1[row, col])
                     d2 -= float(self.c2[row, col])
-                part = parts[dep] = (d1, d2)
-            s1 += part[0]
-            s2 += part[1]
-        return s1, s2
+                parts[dep] = (d1, d2)
+                pending.d1 += d1
+                pending.d2 += d2
+        return float(self.s1[col]) + pending.d1, float(self.s2[col]) + pending.d2
+
+
+class _Pending:
+    """The pending snapshots' changes of (s1, s2) at one grid column, per deployment and summed."""
+
+    __slots__ = ("d1", "d2", "parts")
+
+    def __init__(self) -> None:
+        self.parts: dict[int, tuple[float, float]] = {}
+        self.d1 = 0.0
+        self.d2 = 0.0
+
+    def drop(self, dep: int) -> None:
+        part = self.parts.pop(dep, None)
+        if part is not None:
+            self.d1 -= part[0]
+            self.d2 -= part[1]
 
 
 class _Rule:
