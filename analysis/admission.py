@@ -53,7 +53,7 @@ _PILOT_CHUNK = 100
 class AdmissionParams:
     """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
     (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
-    Fig. 1 with 1 prior observation only; ~20 s on 2 cores); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
+    Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
     configuration. Seed 004 itself ran 500 runs of 3 years with 600 steps per horizon."""
 
     cores: int = option(100, "cluster capacity C (cores)", minimum=1)

@@ -9,6 +9,8 @@ change only when (a) a deployment has an event — its old contribution is subtr
 one added, over the window only — or (b) the window slides onto new grid points, which are
 evaluated once for every deployment. Per arrival that is O(changed deployments x grid + deployments
 x new points) instead of O(deployments x grid) (``naive=True`` does the latter, for the benchmark).
+Most arrivals are rejected, and at the grid point that rejected the one before: :meth:`admits`
+checks that point first in scalar arithmetic, exactly (``docs/admission.md``, quick rejection).
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from tracelab.analysis.admission_model import (
     size_moments,
 )
 
-#: full recomputation this often (arrivals) so add/subtract rounding cannot accumulate
+#: full recomputation every this many flushes so add/subtract rounding cannot accumulate
 _REFRESH_EVERY = 2000
 #: pending snapshots the quick rejection corrects for one by one before it flushes them (numpy)
 _MAX_PENDING = 8
@@ -176,7 +178,7 @@ class ClusterMoments:
 
     def flush(self, t: float, extra: tuple[float, ...] | None) -> tuple[FloatArray, FloatArray]:
         """Bring the sums to time ``t`` (slide the windows, apply pending snapshots); returns the
-        moments of ``extra`` on the windows."""
+        moments of ``extra`` (an :func:`extend_snapshot`) on the windows."""
         self.flushes += 1
         self.corrections.clear()
         if self.naive or self.flushes % _REFRESH_EVERY == 0:
