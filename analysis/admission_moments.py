@@ -253,6 +253,11 @@ class ClusterMoments:
             if self.k0[i] < 0 or round(when / h) < math.floor(t / h) + 1:
                 continue
             s1, s2 = self._pending_sums(col, when)
+            # the arriving deployment only adds mean and variance (both >= 0), so a point the
+            # cluster fails without it is failed with it (not so with the marginal heuristic)
+            if not rule.marginal and rule.clearly_violated(s1, max(s2, 0.0), 0.0):
+                self.quick_rejections += 1
+                return True
             m, v = point_moments(extra, when, self.nu, self.alpha)
             if rule.clearly_violated(s1 + m, max(s2 + v, 0.0), m):
                 self.quick_rejections += 1
