@@ -14,10 +14,17 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from tracelab.analysis.admission_importance import ImportanceSampling, importance_scheme
 from tracelab.analysis.admission_model import AdmissionPriors, admission_priors
-from tracelab.analysis.admission_sim import ClusterConfig, RunResult, simulate_cluster
+from tracelab.analysis.admission_sim import (
+    ClusterConfig,
+    RunResult,
+    pilot_badness,
+    simulate_cluster,
+)
 from tracelab.analysis.admission_stats import (
     PolicyResult,
     policy_result,
@@ -25,6 +32,7 @@ from tracelab.analysis.admission_stats import (
     threshold_midpoint,
     threshold_value,
 )
+from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import load_params
 from tracelab.analysis.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.stage_outputs import write_stage_outputs
@@ -35,15 +43,17 @@ STAGE = "admission"
 TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-marginal")
 #: the policies of Fig. 1, run once per entry of ``observations``
 FIGURE1_POLICIES = ("first-marginal", "second-marginal")
-#: seed streams: tuning runs and verification runs never share a seed
-_TUNE, _VERIFY = 0, 1
+#: seed streams: tuning runs, verification runs and the App. D pilot never share a seed
+_TUNE, _VERIFY, _PILOT = 0, 1, 2
+#: pilot runs per map task (one BM takes ~10 ms: tasks of one run would be all overhead)
+_PILOT_CHUNK = 100
 
 
 @dataclass(frozen=True)
 class AdmissionParams:
     """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
     (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
-    Fig. 1 with 1 prior observation only; ~20 s on 2 cores); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
+    Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
     configuration. Seed 004 itself ran 500 runs of 3 years with 600 steps per horizon."""
 
     cores: int = option(100, "cluster capacity C (cores)", minimum=1)
@@ -79,6 +89,24 @@ class AdmissionParams:
         choices=("marginal", "two-stage"),
     )
     seed: int = option(0, "base seed (runs use (seed, stream, run))", minimum=0)
+    importance_sampling: bool = option(
+        False, "App. D: redraw runs by badness bucket and weight them by Prop. D.2"
+    )
+    is_quantiles: tuple[float, ...] = option(
+        (0.8, 0.95),
+        "App. D: bucket bounds as quantiles of the pilot's badness measure",
+        minimum=0,
+        maximum=1,
+    )
+    is_redraw: tuple[float, ...] = option(
+        (0.5, 0.25),
+        "App. D: redraw probability of each bucket below the top one (one per quantile)",
+        minimum=0,
+        maximum=0.99,
+    )
+    is_pilot_runs: int = option(
+        1000, "App. D: pilot runs (badness measure only) estimating P(bucket)", minimum=10
+    )
 
 
 #: the issue's reduced benchmark: Table 2 with tuning, 100 runs of one year per policy
@@ -106,6 +134,7 @@ class AdmissionSummary:
     upper_bound: PolicyResult | None
     importance_sampling: bool
     params: AdmissionParams
+    importance: ImportanceSampling | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,6 +150,7 @@ class AdmissionSummary:
             "results": [r.to_dict() for r in self.results],
             "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
             "importance_sampling": self.importance_sampling,
+            "importance": None if self.importance is None else self.importance.to_dict(),
             "params": asdict(self.params),
         }
 
@@ -148,9 +178,38 @@ class _Runner:
         return out
 
 
+def pilot_chunk(cfg: ClusterConfig, seed: int, runs: tuple[int, ...]) -> list[float]:
+    """Badness measures of nominal pilot runs (module level, for Dask)."""
+    return [pilot_badness(cfg, (seed, _PILOT, r)) for r in runs]
+
+
+def _importance(
+    cfg: ClusterConfig, params: AdmissionParams, map_fn: MapFn
+) -> ImportanceSampling | None:
+    """App. D's scheme: bucket bounds and P(bucket) from a pilot of BM values (stream 2)."""
+    if not params.importance_sampling:
+        return None
+    if len(params.is_redraw) != len(params.is_quantiles):
+        raise TracelabError(
+            f"--is-redraw has {len(params.is_redraw)} values, --is-quantiles "
+            f"{len(params.is_quantiles)}: one redraw probability per bucket below the top one"
+        )
+    runs = range(params.is_pilot_runs)
+    chunks = [tuple(runs[i : i + _PILOT_CHUNK]) for i in range(0, len(runs), _PILOT_CHUNK)]
+    fn = functools.partial(pilot_chunk, cfg, params.seed)
+    bm = np.array([b for chunk in map_fn(fn, chunks) for b in chunk], dtype=np.float64)
+    return importance_scheme(bm, params.is_quantiles, params.is_redraw)
+
+
 def _failure_rate(results: list[RunResult]) -> float:
-    scaleouts = sum(r.scaleouts for r in results)
-    return sum(r.failures for r in results) / scaleouts if scaleouts else 0.0
+    """Pooled failed / requested scale-outs, each run weighted (App. D; weight 1 without it)."""
+    scaleouts = sum(r.weight * r.scaleouts for r in results)
+    return sum(r.weight * r.failures for r in results) / scaleouts if scaleouts else 0.0
+
+
+def _utilization(results: list[RunResult]) -> float:
+    total = sum(r.weight for r in results)
+    return sum(r.weight * r.utilization for r in results) / total
 
 
 def _tune(
@@ -175,7 +234,7 @@ def _tune(
                 "iteration": step,
                 "threshold": threshold,
                 "failure_rate": rate,
-                "utilization": sum(r.utilization for r in res) / len(res),
+                "utilization": _utilization(res),
                 "feasible": feasible,
             }
         )
@@ -235,6 +294,8 @@ def admission_results(
     doc = load_params(data_dir / "exports" / "params.json")
     priors = admission_priors(doc, params.prior, params.arrival_rate or None)
     configs = _configs(params, priors)
+    importance = _importance(configs[0], params, map_fn)
+    configs = [replace(c, importance=importance) for c in configs]
     total = params.runs * (len(configs) * (params.tuning_iterations + 1) + params.upper_bound)
     runner = _Runner(map_fn, progress, total, params.seed)
     tuning: list[dict[str, Any]] = []
@@ -265,8 +326,9 @@ def admission_results(
         sla=params.sla,
         results=tuple(results),
         upper_bound=upper,
-        importance_sampling=False,
+        importance_sampling=importance is not None,
         params=params,
+        importance=importance,
     )
     write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
     return summary

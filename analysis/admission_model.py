@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from scipy import special
 
 from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import ParamsDocument
 
 FloatArray = npt.NDArray[np.float64]
+#: a float or an array of floats: the closed form is written once for both
+Num = TypeVar("Num", float, FloatArray)
 
 TRACE = "azure-2017"
 STAGE = "priors"
@@ -172,9 +174,11 @@ class Belief:
 
 
 SNAPSHOT_FIELDS = 8
+#: a snapshot plus the two Gamma-function ratios of its lambda belief (:func:`extend_snapshot`)
+EXTENDED_FIELDS = 10
 
 
-def _gamma_ratio(a: FloatArray, beta: float) -> FloatArray:
+def gamma_ratio(a: float, beta: float) -> float:
     """Gamma(a + beta) / Gamma(a), continued analytically to a + beta <= 0 (sign included).
 
     Single terms E[lambda**beta exp(-c lambda)] diverge when a + beta <= 0, but the weighted sums
@@ -182,16 +186,64 @@ def _gamma_ratio(a: FloatArray, beta: float) -> FloatArray:
     Gamma gives their value.
     """
     z = a + beta
-    # a pole of Gamma at a non-positive integer: move off it (the sum is continuous there)
-    z = np.where(np.abs(z - np.round(z)) < 1e-7, z + 1e-6, z)
-    out: FloatArray = special.gammasgn(z) * np.exp(special.gammaln(z) - special.gammaln(a))
-    return out
+    if abs(z - round(z)) < 1e-7:
+        # a pole of Gamma at a non-positive integer: move off it (the sum is continuous there)
+        z += 1e-6
+    # Gamma is negative on (-1, 0), (-3, -2), ...
+    sign = 1.0 if z > 0.0 or math.floor(-z) % 2 == 1 else -1.0
+    return sign * math.exp(math.lgamma(z) - math.lgamma(a))
+
+
+#: Gamma ratios per (a_lam, alpha): a_lam is the prior shape plus whole core deaths, so few values
+_RATIOS: dict[tuple[float, float], tuple[float, float]] = {}
+_RATIOS_KEPT = 4096
+
+
+def extend_snapshot(snap: tuple[float, ...], alpha: float) -> tuple[float, ...]:
+    """The snapshot with Gamma(a+alpha-1)/Gamma(a) and Gamma(a+2alpha-2)/Gamma(a) appended: they
+    depend on the deployment only, so they are computed once per snapshot, not per grid point."""
+    key = (snap[1], alpha)
+    ratios = _RATIOS.get(key)
+    if ratios is None:
+        if len(_RATIOS) > _RATIOS_KEPT:
+            _RATIOS.clear()
+        ratios = _RATIOS[key] = (
+            gamma_ratio(key[0], alpha - 1.0),
+            gamma_ratio(key[0], 2.0 * alpha - 2.0),
+        )
+    return (*snap, *ratios)
+
+
+def _first_two_moments(
+    coef: tuple[Num, ...], kq: Num, kq2: Num, t1: list[Num], t2: list[Num]
+) -> tuple[Num, Num]:
+    """E[N] and E[N^2] (App. C, ``docs/admission.md``) from the per-deployment coefficients
+    (n, E rho, E rho^2, E s, E s^2, the two Gamma ratios) and the Gamma integrals:
+    ``kq``, ``kq2`` = E[k q], E[k q^2]; ``t1[j]``, ``t2[j]`` = the lambda**(alpha-1) and
+    lambda**(2 alpha-2) integrals at c = (nu + j) u without their Gamma ratio."""
+    n, e_rho, e_rho2, e_s, e_s2, r1, r2 = coef
+    a1 = r1 * (t1[0] - t1[1])
+    a2 = r1 * (t1[0] - t1[2])
+    a3 = r1 * (t1[1] - t1[2])
+    a4 = r2 * (t2[0] - 2.0 * t2[1] + t2[2])
+    rho_1s = e_rho * (1.0 + e_s)
+    mean = n * kq + rho_1s * a1
+    second = (
+        n * (kq - kq2)
+        + n * n * kq2
+        + rho_1s * a1
+        + 0.5 * e_rho * (e_s2 + 2.0 * e_s) * a2
+        + 2.0 * n * rho_1s * a3
+        + e_rho2 * (1.0 + 2.0 * e_s + e_s2) * a4
+    )
+    return mean, second
 
 
 def size_moments(
     snap: FloatArray, times: FloatArray, nu: float, alpha: float
 ) -> tuple[FloatArray, FloatArray]:
-    """Mean and variance of each deployment's size at absolute times (``(m, 8)`` x ``(p,)``).
+    """Mean and variance of each deployment's size at absolute times (``(m, 8)`` or ``(m, 10)``
+    extended snapshots x ``(p,)``).
 
     Given lambda, rho, s: initial cores survive with ``q = exp(-lambda u)``; scale-outs are Poisson
     with rate ``r``, batches ``1 + Poisson(s)`` each core surviving ``exp(-lambda (u - v))``; the
@@ -200,43 +252,54 @@ def size_moments(
     integrated over the independent Gamma beliefs in closed form (``docs/admission.md``): every
     term is E[lambda**beta exp(-c lambda)] = Gamma(a+beta)/Gamma(a) b**a (b+c)**-(a+beta) with
     c = (nu + j) u, j = 0, 1, 2. Death at zero cores is not in the model the moments describe
-    (the paper's S_t uses Jensen's inequality instead).
+    (the paper's S_t uses Jensen's inequality instead). :func:`point_moments` is the same formula
+    for one deployment at one time in scalar arithmetic.
     """
+    if snap.shape[1] == SNAPSHOT_FIELDS:
+        ratios = [
+            (gamma_ratio(a, alpha - 1.0), gamma_ratio(a, 2.0 * alpha - 2.0))
+            for a in snap[:, 1].tolist()
+        ]
+        snap = np.hstack([snap, np.asarray(ratios, dtype=np.float64).reshape(-1, 2)])
     n = snap[:, 0:1]
     a = snap[:, 1:2]
     b = snap[:, 2:3]
     e_rho, e_rho2 = snap[:, 3:4], snap[:, 4:5]
     e_s, e_s2 = snap[:, 5:6], snap[:, 6:7]
+    r1, r2 = snap[:, 8:9], snap[:, 9:10]
     u = np.maximum(times[None, :] - snap[:, 7:8], 0.0)
     log_b = np.log(b)
     # (b / (b + c_j))**a and (b + c_j)**-(alpha - 1) for j = 0, 1, 2
     logs = [np.log(b + (nu + j) * u) for j in range(3)]
     pa = [np.exp(a * (log_b - lg)) for lg in logs]
     pq = [np.exp((1.0 - alpha) * lg) for lg in logs]
-    r1 = _gamma_ratio(a, alpha - 1.0)
-    r2 = _gamma_ratio(a, 2.0 * alpha - 2.0)
-    kq, kq2 = pa[1], pa[2]
     # E[lambda**(alpha-1) k (1-q)], k (1-q^2), k q (1-q); E[lambda**(2 alpha-2) k (1-q)^2]
     t1 = [pa[j] * pq[j] for j in range(3)]
     t2 = [t1[j] * pq[j] for j in range(3)]
-    a1 = r1 * (t1[0] - t1[1])
-    a2 = r1 * (t1[0] - t1[2])
-    a3 = r1 * (t1[1] - t1[2])
-    a4 = r2 * (t2[0] - 2.0 * t2[1] + t2[2])
-    e_1s = 1.0 + e_s
-    e_1s_sq = 1.0 + 2.0 * e_s + e_s2
-    rho_1s = e_rho * e_1s
-    mean = n * kq + rho_1s * a1
-    second = (
-        n * (kq - kq2)
-        + n * n * kq2
-        + rho_1s * a1
-        + 0.5 * e_rho * (e_s2 + 2.0 * e_s) * a2
-        + 2.0 * n * rho_1s * a3
-        + e_rho2 * e_1s_sq * a4
-    )
+    mean, second = _first_two_moments((n, e_rho, e_rho2, e_s, e_s2, r1, r2), pa[1], pa[2], t1, t2)
     var = np.maximum(second - mean * mean, 0.0)
     return mean, var
+
+
+def point_moments(
+    snap: tuple[float, ...], time: float, nu: float, alpha: float
+) -> tuple[float, float]:
+    """:func:`size_moments` of one extended snapshot at one time, in scalar arithmetic (a few
+    microseconds; numpy's per-call overhead is larger than the work at one point)."""
+    n, a, b, e_rho, e_rho2, e_s, e_s2, t0, r1, r2 = snap
+    u = max(time - t0, 0.0)
+    log_b = math.log(b)
+    t1 = [0.0, 0.0, 0.0]
+    t2 = [0.0, 0.0, 0.0]
+    pa = [0.0, 0.0, 0.0]
+    for j in range(3):
+        lg = math.log(b + (nu + j) * u)
+        pa[j] = math.exp(a * (log_b - lg))
+        pq = math.exp((1.0 - alpha) * lg)
+        t1[j] = pa[j] * pq
+        t2[j] = t1[j] * pq
+    mean, second = _first_two_moments((n, e_rho, e_rho2, e_s, e_s2, r1, r2), pa[1], pa[2], t1, t2)
+    return mean, max(second - mean * mean, 0.0)
 
 
 _MASK = (1 << 64) - 1

@@ -19,6 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracelab.analysis.admission_importance import (
+    ImportanceSampling,
+    badness_measure,
+    bucket_of,
+    redraw_until_kept,
+)
 from tracelab.analysis.admission_model import (
     AdmissionPriors,
     Belief,
@@ -46,6 +52,8 @@ class ClusterConfig:
     marginal_cores: float = 1.0
     #: recompute every deployment's moments at each arrival instead of incrementally (benchmark)
     naive_moments: bool = False
+    #: App. D: redraw runs by badness bucket (None: plain Monte Carlo)
+    importance: ImportanceSampling | None = None
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,11 @@ class RunResult:
     core_deaths: int
     shutdowns: int
     zero_core_deaths: int
+    #: importance weight P(B)/Q(B) of the run's badness bucket (App. D); 1 without it
+    weight: float = 1.0
+    bucket: int = 0
+    #: the run's badness measure (App. D, Def. D.1); None without importance sampling
+    badness: float | None = None
 
 
 class _Deployment:
@@ -157,12 +170,62 @@ def _initial_belief(cfg: ClusterConfig, arr: _Arrivals, i: int, now: float) -> B
     return b
 
 
+def run_badness(cfg: ClusterConfig, arr: _Arrivals) -> float:
+    """The badness measure (App. D, Def. D.1) of a run's pre-drawn deployments."""
+    return badness_measure(
+        arr.times,
+        arr.cores,
+        arr.lam,
+        arr.rate,
+        arr.size,
+        arr.max_life,
+        cfg.cores,
+        cfg.horizon_hours,
+    )
+
+
+def pilot_badness(cfg: ClusterConfig, seed: tuple[int, ...]) -> float:
+    """BM of the nominal run ``seed`` (the pilot that estimates the bucket probabilities)."""
+    return run_badness(cfg, _draw_arrivals(cfg, seed))
+
+
+def sample_run(
+    cfg: ClusterConfig, seed: tuple[int, ...]
+) -> tuple[_Arrivals, int, float, float | None]:
+    """The run's deployments, bucket, weight and BM: the nominal draw, or App. D's redraw scheme.
+
+    Candidate ``a`` is seeded by ``(*seed, a)`` (the first by ``seed`` itself, so a run kept at
+    once is the nominal one) and the redraw coins by ``(*seed, 0, 1)``: the choice depends only on
+    (seed, stream, run) and the scheme, never on the policy or threshold (common random numbers).
+    """
+    imp = cfg.importance
+    if imp is None:
+        return _draw_arrivals(cfg, seed), 0, 1.0, None
+    coins = np.random.default_rng(np.random.SeedSequence([*seed, 0, 1]))
+    # the kept candidate is the last one scored
+    last = [math.nan]
+
+    def bucket(arr: _Arrivals) -> int:
+        last[0] = run_badness(cfg, arr)
+        return bucket_of(last[0], imp.thresholds)
+
+    arr, b = redraw_until_kept(
+        lambda a: _draw_arrivals(cfg, seed if a == 0 else (*seed, a)),
+        bucket,
+        coins.random,
+        imp.redraw,
+    )
+    return arr, b, imp.weights[b], last[0]
+
+
 class _Cluster:
     """Mutable state of one run: the heap, the deployments, counters and the moment sums."""
 
-    def __init__(self, cfg: ClusterConfig, seed: tuple[int, ...]) -> None:
+    def __init__(self, cfg: ClusterConfig, arr: _Arrivals) -> None:
         self.cfg = cfg
-        self.arr = _draw_arrivals(cfg, seed)
+        self.arr = arr
+        self.initial_cores: list[int] = arr.cores.tolist()
+        self.prior_snapshots: dict[int, tuple[float, ...]] = {}
         self.heap: list[tuple[float, int, int, int]] = []
         self.deps: dict[int, _Deployment] = {}
         self.active = 0
@@ -197,15 +260,26 @@ class _Cluster:
             heapq.heappush(self.heap, (when, i, d.version, 0))
 
     def accept(self, i: int, d: _Deployment) -> None:
-        d.cores = int(self.arr.cores[i])
+        d.cores = self.initial_cores[i]
         self.active += d.cores
         self.deps[i] = d
         self.counts["accepted"] += 1
         self.schedule(i, d)
 
-    def decide(self, i: int, d: _Deployment) -> bool:
+    def arrival_snapshot(self, i: int, n: int) -> tuple[float, ...]:
+        """The belief snapshot of arriving deployment ``i`` (``n`` cores) before any object is
+        built for it (most arrivals are rejected): without prior observations it depends on
+        ``n`` and the time only."""
+        if self.cfg.observations:
+            return _initial_belief(self.cfg, self.arr, i, self.t).snapshot(n)
+        snap = self.prior_snapshots.get(n)
+        if snap is None:
+            snap = self.prior_snapshots[n] = _initial_belief(self.cfg, self.arr, i, 0.0).snapshot(n)
+        return (*snap[:-1], self.t)
+
+    def decide(self, i: int) -> bool:
         cfg = self.cfg
-        n = int(self.arr.cores[i])
+        n = self.initial_cores[i]
         if self.active + n > cfg.cores:
             return False  # its initial cores do not fit: no policy can place it here
         if cfg.policy == "accept-all":
@@ -217,7 +291,7 @@ class _Cluster:
             return False
         assert self.moments is not None
         return self.moments.admits(
-            d.belief.snapshot(n),
+            self.arrival_snapshot(i, n),
             self.t,
             cfg.policy,
             cfg.threshold,
@@ -266,13 +340,15 @@ class _Cluster:
 
 def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> RunResult:
     """One run of the cluster under ``cfg.policy`` (seed = (base seed, stream, run))."""
-    c = _Cluster(cfg, seed)
-    arr = c.arr
+    arr, bucket, weight, bm = sample_run(cfg, seed)
+    c = _Cluster(cfg, arr)
+    # the arrival times as Python floats, with a sentinel after the last
+    times = [*arr.times.tolist(), math.inf]
     n_arr = len(arr.times)
     next_arrival = 0
     horizon = cfg.horizon_hours
     while True:
-        t_arr = float(arr.times[next_arrival]) if next_arrival < n_arr else math.inf
+        t_arr = times[next_arrival]
         if c.heap and c.heap[0][0] <= t_arr:
             when, i, version, _ = heapq.heappop(c.heap)
             d = c.deps.get(i)
@@ -286,15 +362,15 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         c.advance_to(t_arr)
         i = next_arrival
         next_arrival += 1
-        d = _Deployment(
-            float(arr.lam[i]),
-            float(arr.rate[i]),
-            float(arr.size[i]),
-            t_arr + float(arr.max_life[i]),
-            int(arr.keys[i]),
-            _initial_belief(cfg, arr, i, t_arr),
-        )
-        if c.decide(i, d):
+        if c.decide(i):
+            d = _Deployment(
+                float(arr.lam[i]),
+                float(arr.rate[i]),
+                float(arr.size[i]),
+                t_arr + float(arr.max_life[i]),
+                int(arr.keys[i]),
+                _initial_belief(cfg, arr, i, t_arr),
+            )
             c.accept(i, d)
             if c.moments is not None:
                 c.moments.changed(i, d.belief.snapshot(d.cores))
@@ -310,4 +386,7 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         core_deaths=k["core_deaths"],
         shutdowns=k["shutdowns"],
         zero_core_deaths=k["zero"],
+        weight=weight,
+        bucket=bucket,
+        badness=bm,
     )

@@ -76,23 +76,34 @@ class PolicyResult:
         return asdict(self)
 
 
-def utilization_ci(values: np.ndarray, resamples: int, seed: int) -> tuple[float, float]:
-    """BCa bootstrap 95% CI of the mean (seed 004 §5.2, Efron 1987); percentile if BCa fails."""
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray((values * weights).sum(axis=axis) / weights.sum(axis=axis))
+
+
+def utilization_ci(
+    values: np.ndarray, resamples: int, seed: int, weights: np.ndarray | None = None
+) -> tuple[float, float]:
+    """BCa bootstrap 95% CI of the mean (seed 004 §5.2, Efron 1987); percentile if BCa fails.
+
+    With importance weights (App. D) the statistic is the weighted mean and runs are resampled
+    together with their weights."""
+    w = np.ones_like(values) if weights is None else weights
     if len(values) < 3 or float(np.ptp(values)) == 0.0:
-        m = float(values.mean()) if len(values) else math.nan
+        m = float(_weighted_mean(values, w)) if len(values) else math.nan
         return m, m
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = stats.bootstrap(
-            (values,),
-            np.mean,
+            (values,) if weights is None else (values, weights),
+            np.mean if weights is None else _weighted_mean,
+            paired=weights is not None,
             method="BCa",
             n_resamples=resamples,
             random_state=np.random.default_rng(seed),
         )
     low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
     if not (math.isfinite(low) and math.isfinite(high)):
-        return _percentile_ci(values, values * 0 + 1, resamples, seed)
+        return _percentile_ci(values * w, w, resamples, seed)
     return low, high
 
 
@@ -116,19 +127,25 @@ def policy_result(
     sla: float | None,
     options: _BootstrapOptions,
 ) -> PolicyResult:
-    """The verified result of one tuned policy (``point`` on its search scale)."""
+    """The verified result of one tuned policy (``point`` on its search scale); means and the
+    failure rate weighted by the runs' importance weights (all 1 without App. D)."""
     util = np.array([r.utilization for r in runs], dtype=np.float64)
+    weights = np.array([r.weight for r in runs], dtype=np.float64)
     fails = np.array([r.failures for r in runs], dtype=np.float64)
     scaleouts = np.array([r.scaleouts for r in runs], dtype=np.float64)
-    rate = float(fails.sum() / scaleouts.sum()) if scaleouts.sum() else 0.0
-    u_low, u_high = utilization_ci(util, options.bootstrap, options.seed)
-    f_low, f_high = _percentile_ci(fails, scaleouts, options.bootstrap, options.seed)
+    w_fails, w_scaleouts = weights * fails, weights * scaleouts
+    rate = float(w_fails.sum() / w_scaleouts.sum()) if w_scaleouts.sum() else 0.0
+    weighted = bool((weights != 1.0).any())
+    u_low, u_high = utilization_ci(
+        util, options.bootstrap, options.seed, weights if weighted else None
+    )
+    f_low, f_high = _percentile_ci(w_fails, w_scaleouts, options.bootstrap, options.seed)
     return PolicyResult(
         policy=policy,
         observations=observations,
         threshold=threshold_value(policy, point),
         threshold_unit=THRESHOLD_UNITS[policy],
-        utilization=float(util.mean()),
+        utilization=float(_weighted_mean(util, weights)),
         utilization_ci_low=u_low,
         utilization_ci_high=u_high,
         failure_rate=rate,

@@ -5,10 +5,25 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from tracelab.analysis.admission_model import AdmissionPriors
 from tracelab.analysis.export import params_document, write_params_json
 from tracelab.analysis.params import FittedParameter, Quantity, write_stage_params
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+#: the population model of write_params' defaults, for tests that skip the params document
+PRIORS = AdmissionPriors(
+    lifetime_shape=3.0,
+    lifetime_rate=40.0,
+    scaleout_shape=2.5,
+    scaleout_rate=4.0,
+    alpha=0.6,
+    size_shape=1.5,
+    size_rate=1.0,
+    shutdown_per_lifetime=0.05,
+    arrival_rate_per_hour=2.0,
+    records=("test",),
+)
 
 
 def _gamma(name: str, shape: float, rate: float) -> FittedParameter:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tracelab.analysis.admission_model import size_moments
+from tracelab.analysis.admission_model import extend_snapshot, point_moments, size_moments
 from tracelab.analysis.admission_moments import ClusterMoments
 
 
@@ -107,3 +107,70 @@ def test_incremental_sums_equal_a_recomputation() -> None:
             np.testing.assert_allclose(moments.s2, want_v.sum(axis=0), rtol=1e-9, atol=1e-9)
             # every window lies after now and spans its horizon
             assert (moments.times > t).all()
+
+
+def _random_snapshot(rng: np.random.Generator, t: float) -> tuple[float, ...]:
+    a_rho, b_rho = rng.uniform(1.0, 4.0), rng.uniform(2.0, 6.0)
+    a_s, b_s = rng.uniform(0.5, 6.0), rng.uniform(1.0, 3.0)
+    return (
+        float(rng.integers(1, 9)),
+        # shapes below 1 - alpha need the analytic continuation of Gamma
+        float(rng.uniform(0.1, 5.0)),
+        float(rng.uniform(10.0, 60.0)),
+        a_rho / b_rho,
+        a_rho * (a_rho + 1) / b_rho**2,
+        a_s / b_s,
+        a_s * (a_s + 1) / b_s**2,
+        t,
+    )
+
+
+def test_scalar_point_moments_equal_the_vectorised_closed_form() -> None:
+    rng = np.random.default_rng(4)
+    snaps = np.array([_random_snapshot(rng, float(rng.uniform(0, 50))) for _ in range(30)])
+    times = np.array([0.0, 0.5, 3.0, 40.0, 700.0, 26000.0])
+    mean, var = size_moments(snaps, times, 0.05, 0.6)
+    for i, row in enumerate(snaps):
+        ext = extend_snapshot(tuple(row.tolist()), 0.6)
+        for j, when in enumerate(times):
+            m, v = point_moments(ext, float(when), 0.05, 0.6)
+            assert m == pytest.approx(mean[i, j], rel=1e-12, abs=1e-12)
+            assert v == pytest.approx(var[i, j], rel=1e-9, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("policy", "threshold"),
+    [("second", 0.02), ("second", 0.2), ("first", 0.6), ("second-marginal", 0.05)],
+)
+def test_quick_rejection_decides_like_the_naive_recomputation(
+    policy: str, threshold: float
+) -> None:
+    """Many arrivals against a random cluster: the incremental sums with the quick rejection
+    and the direct recomputation accept exactly the same deployments."""
+    rng = np.random.default_rng(9)
+    fast = ClusterMoments((1000.0, 100.0, 10.0), 20, 0.05, 0.6)
+    slow = ClusterMoments((1000.0, 100.0, 10.0), 20, 0.05, 0.6, naive=True)
+    live: set[int] = set()
+    t, decisions, accepted = 0.0, [], 0
+    for dep in range(1500):
+        t += float(rng.exponential(0.2))
+        if live and rng.random() < 0.5:
+            # an event of a live deployment: a new belief, or it leaves
+            old = int(rng.choice(sorted(live)))
+            snap = None if rng.random() < 0.15 else _random_snapshot(rng, t)
+            if snap is None:
+                live.discard(old)
+            for moments in (fast, slow):
+                moments.changed(old, snap)
+        snap = _random_snapshot(rng, t)
+        ok = fast.admits(snap, t, policy, threshold, 40, 1.0)
+        decisions.append(ok == slow.admits(snap, t, policy, threshold, 40, 1.0))
+        if ok:
+            accepted += 1
+            live.add(dep)
+            for moments in (fast, slow):
+                moments.changed(dep, snap)
+    assert all(decisions)
+    # both branches were exercised: the quick path decided most rejections
+    assert 20 < accepted < 1400
+    assert fast.quick_rejections > (1500 - accepted) // 2

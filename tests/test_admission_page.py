@@ -74,3 +74,20 @@ def test_absent_results_raise_inputs_missing(tmp_path: Path) -> None:
     ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "out", trace="azure-2017")
     with pytest.raises(InputsMissing, match=r"summary\.json"):
         admission_sections(ctx)
+
+
+def test_importance_sampling_section_shows_the_pilot_buckets(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    stage = tmp_path / "results" / "azure-2017" / "admission"
+    params = AdmissionParams(
+        **{**PARAMS.__dict__, "observations": (), "importance_sampling": True, "is_pilot_runs": 100}
+    )
+    summary = admission_results(params, tmp_path, stage)
+    assert summary.importance is not None
+    ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "out", trace="azure-2017")
+    (section,) = [s for s in admission_sections(ctx) if "App. D" in s.title]
+    numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
+    assert numbers["pilot_runs"] == 100
+    (table,) = section.tables
+    assert [row[2] for row in table.rows] == [f"{p:.3f}" for p in summary.importance.nominal]
+    assert [row[5] for row in table.rows] == [f"{w:.3f}" for w in summary.importance.weights]

@@ -7,23 +7,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from admission_helpers import PRIORS
 from scipy import integrate
 
 from tracelab.analysis.admission_model import AdmissionPriors
 from tracelab.analysis.admission_sim import ClusterConfig, RunResult, simulate_cluster
 
-PRIORS = AdmissionPriors(
-    lifetime_shape=3.0,
-    lifetime_rate=40.0,
-    scaleout_shape=2.5,
-    scaleout_rate=4.0,
-    alpha=0.6,
-    size_shape=1.5,
-    size_rate=1.0,
-    shutdown_per_lifetime=0.05,
-    arrival_rate_per_hour=2.0,
-    records=("test",),
-)
 UNLIMITED = 10**9
 
 

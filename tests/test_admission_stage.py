@@ -159,16 +159,57 @@ def _dask_map(client: Any) -> Callable[[Callable[[Any], Any], Sequence[Any]], li
     return run
 
 
-def test_dask_map_gives_identical_tables(tmp_path: Path) -> None:
+@pytest.mark.parametrize("importance", [False, True], ids=["plain", "importance-sampling"])
+def test_dask_map_gives_identical_tables(tmp_path: Path, importance: bool) -> None:
     distributed = pytest.importorskip("distributed")
     write_params(tmp_path)
-    serial = admission_results(SMALL, tmp_path, tmp_path / "serial")
+    params = AdmissionParams(
+        **{**SMALL.__dict__, "importance_sampling": importance, "is_pilot_runs": 150}
+    )
+    serial = admission_results(params, tmp_path, tmp_path / "serial")
     with distributed.Client(
         processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
     ) as client:
-        dask = admission_results(SMALL, tmp_path, tmp_path / "dask", map_fn=_dask_map(client))
+        dask = admission_results(params, tmp_path, tmp_path / "dask", map_fn=_dask_map(client))
     assert serial == dask
     for name in ("policies", "tuning", "runs"):
         a = pl.read_parquet(tmp_path / "serial" / f"{name}.parquet")
         b = pl.read_parquet(tmp_path / "dask" / f"{name}.parquet")
         assert a.equals(b), name
+
+
+def test_importance_sampling_weights_runs_and_is_reported(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    params = AdmissionParams(
+        **{**SMALL.__dict__, "importance_sampling": True, "is_pilot_runs": 200, "runs": 6}
+    )
+    summary = admission_results(params, tmp_path, _out(tmp_path))
+    doc = read_summary(_out(tmp_path))
+    assert doc["importance_sampling"] is True
+    imp = doc["importance"]
+    assert imp["pilot_runs"] == 200
+    assert sum(imp["nominal"]) == pytest.approx(1.0)
+    assert sum(imp["sampling"]) == pytest.approx(1.0)
+    assert imp["redraw"] == [0.5, 0.25, 0.0]
+    runs = pl.read_parquet(_out(tmp_path) / "runs.parquet")
+    # each run's weight is its bucket's P / Q
+    want = [imp["weights"][b] for b in runs["bucket"].to_list()]
+    assert runs["weight"].to_list() == pytest.approx(want)
+    assert runs["badness"].null_count() == 0
+    # the reported utilization is the weighted mean of the verification runs
+    zeroth = runs.filter(pl.col("policy") == "zeroth")
+    w, u = zeroth["weight"].to_numpy(), zeroth["utilization"].to_numpy()
+    assert summary.results[0].utilization == pytest.approx(float((w * u).sum() / w.sum()))
+    # without the scheme, bucket/weight are the plain Monte Carlo ones
+    plain = admission_results(SMALL, tmp_path, tmp_path / "plain")
+    assert not plain.importance_sampling
+    assert read_summary(tmp_path / "plain")["importance"] is None
+
+
+def test_importance_options_must_agree(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    params = AdmissionParams(**{**SMALL.__dict__, "importance_sampling": True, "is_redraw": (0.5,)})
+    with pytest.raises(TracelabError) as exc:
+        admission_results(params, tmp_path, _out(tmp_path))
+    _assert_one_line(exc, "--is-redraw", "--is-quantiles")
+    assert out_of_range(AdmissionParams(is_redraw=(1.0, 0.5))) is not None
