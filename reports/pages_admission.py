@@ -182,9 +182,10 @@ def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
             ax.axhline(
                 n.upper_bound.utilization, color="black", linestyle="--", label="upper bound"
             )
-            ax.legend(fontsize=8)
+            # above the bars and the line, so it hides no error bar
+            ax.legend(fontsize=8, loc="upper right")
         ax.set_xticks(x, [r.policy for r in rows])
-        ax.set_ylim(0.0, 1.0)
+        ax.set_ylim(0.0, 1.2)
         ax.set_ylabel("utilization")
     return made
 

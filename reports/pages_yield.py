@@ -332,8 +332,8 @@ def _comparison_section(
             ),
             " above MCB8 on average. GB and SGB here skip subtrees that provably hold no placement"
             " (jobs over half a host each need a host of their own; Martello and Toth's L2 bound), so"
-            " within the paper's 500,000 placement attempts they solve instances the paper's plain"
-            " search gave up on: expect GB above GR where the paper saw them nearly equal.",
+            " within the same bound on placement attempts (the paper's: 500,000) they solve instances"
+            " a plain search gives up on: expect GB above GR where the paper saw them nearly equal.",
         ),
         paper=(
             "Small problems: the LP is ~4% above the MILP, the MILP ~2% above MCB8 and 11–13% above the "
