@@ -43,8 +43,15 @@ def stage_options_from_config(path: Path | None) -> StageOptions:
         raise TracelabError(f"--config {path}: cannot read it ({exc.strerror})") from None
     except tomllib.TOMLDecodeError as exc:
         raise TracelabError(f"--config {path}: not valid TOML ({exc})") from None
+    seen: dict[str, str] = {}
     for key, table in doc.items():
         stage = _stage_of(path, key)
+        if stage.name in seen:
+            raise TracelabError(
+                f"--config {path}: [{seen[stage.name]}] and [{key}] both set {stage.name}; "
+                "keep one table"
+            )
+        seen[stage.name] = key
         if not isinstance(table, dict):
             raise TracelabError(f"--config {path}: [{key}] must be a table of options")
         options[stage.name] = _options_of(path, stage, table)
