@@ -68,12 +68,10 @@ def stage_results(folder: str, document: str = "", producer: str = "") -> DataEn
 
 LAKE_MANIFEST = DataEntry("lake.manifest", "lake/{trace}/_manifest.parquet", ("ingest",))
 DERIVED_FOLDER = DataEntry("derived", "derived/{trace}", ("derive",))
-RAW_FOLDER = DataEntry("raw", "raw/{trace}", ("generate",))
 #: the versioned params document every later stage reads
 PARAMS_EXPORT = DataEntry("exports.params", "exports/params.json", ("export",))
 #: every stage's params record the export collects
 STAGE_PARAMS = DataEntry("results.params", "results/*/*/params.json", ("analyze", "fit"))
-SITE_INDEX = DataEntry("site.index", "site/index.html", ("report",))
 
 
 def params_export_path(data_dir: Path, fmt: str = "json") -> Path:

@@ -56,7 +56,6 @@ from tracelab.analysis.packing.inputs import (
     trace_tasks,
 )
 
-EXPERIMENTS: tuple[str, ...] = ("methods", "statistics", "capacity", "clairvoyance")
 #: seed 000 §5.4/§5.5: the av/GPA pairs with similar (m, q) at c = 1 that Figs. 11–12 compare
 PAIRED_METHODS: tuple[tuple[str, float], ...] = (
     ("av", 2.0),

@@ -52,7 +52,6 @@ IntArray = npt.NDArray[np.int64]
 POLICIES: tuple[str, ...] = ("best-fit", "la-binary", "las", "lava")
 PREDICTORS: tuple[str, ...] = ("model", "oracle", "one-shot")
 EMPTY, OPEN, RECYCLING = 0, 1, 2
-STATE_NAMES = ("empty", "open", "recycling")
 # the first boundary as -inf: a negative ΔT is clipped to 0 by the search itself
 _LAS_BOUNDS_S = np.asarray((-np.inf, *LAS_BUCKETS_HOURS[1:])) * HOUR_S
 _CLASS_UPPER_S = np.asarray((0.0, *LAVA_CLASS_UPPER_HOURS)) * HOUR_S

@@ -38,8 +38,6 @@ DEFAULT_PERCENTILES: tuple[float, ...] = (95.0, 99.0, 99.9)
 DEFAULT_REALIZATIONS = 10_000
 DEFAULT_SETS = 200
 DEFAULT_POOL_SIZE = 2_000
-PAPER_REALIZATIONS = 10_000
-PAPER_SETS = 10_000
 #: seed 000 Table 1: tasks per set N, share of sets the A–D test rejects at 5%, mean of Σμ_i (cores)
 PAPER_TABLE1_N: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 PAPER_TABLE1_REJECTION_RATE: tuple[float, ...] = (0.991, 0.965, 0.923, 0.784, 0.493, 0.183, 0.087)

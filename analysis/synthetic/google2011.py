@@ -149,7 +149,6 @@ MAX_INCARNATIONS = 16
 COMPRESS_THREADS = 4
 
 BATCHED_TABLES = ("job_events", "task_events", "task_usage", "task_constraints")
-FLEET_TABLES = ("machine_events", "machine_attributes")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
