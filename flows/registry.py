@@ -64,7 +64,7 @@ class Stage:
     pages: tuple[str, ...]
     #: stages whose outputs this one reads (their fingerprints chain into this one's)
     upstream: tuple[str, ...] = ()
-    #: the paper section the stage implements (METHODS.md)
+    #: the paper section the stage implements (docs/methods.md)
     methods: str = ""
 
     def params_type(self) -> type[Any]:
@@ -216,7 +216,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="packing",
         command="pack",
-        help="stochastic bin packing with GPA and its baselines (seed 000 §4–5)",
+        help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
         params="tracelab.analysis.packing:PackingParams",
         run="tracelab.flows.consume:run_packing",
@@ -248,7 +248,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="admission",
         command="admit",
-        help="cluster admission control on the exported Gamma priors (seed 004)",
+        help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=(_A,),
         params="tracelab.analysis.admission:AdmissionParams",
         run="tracelab.flows.consume:run_admission",
@@ -261,7 +261,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="placement",
         command="place",
-        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (seed 003)",
+        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=(_A,),
         params="tracelab.analysis.placement:PlacementParams",
         run="tracelab.flows.consume:run_placement",
@@ -313,7 +313,7 @@ def stages_markdown() -> str:
         "Generated from the stage registry (`flows/registry.py`) by "
         "`python -m tracelab.flows.registry`; a test fails when it drifts.",
         "",
-        "| stage | command | traces | METHODS | reads | writes | report pages |",
+        "| stage | command | traces | [methods](methods.md) | reads | writes | report pages |",
         "|---|---|---|---|---|---|---|",
     ]
     for s in STAGES:
