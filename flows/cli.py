@@ -22,7 +22,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Protocol, cast
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.registry import STAGES, Stage
 
 #: (sub-command, module under flows/, one-line help) of the commands that are not stages

@@ -18,7 +18,7 @@ from typing import Any
 
 from prefect import flow
 
-from tracelab.analysis.stage_api import MapFn, serial_map
+from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
@@ -28,7 +28,7 @@ _PROGRESS_EVERY_S = 2.0
 
 
 class PrintedProgress:
-    """A :class:`~tracelab.analysis.stage_api.Progress` that prints ``[stage] done/total what``."""
+    """A :class:`~tracelab.analysis.common.stage_api.Progress` that prints ``[stage] done/total what``."""
 
     def __init__(self, stage: str) -> None:
         self.stage = stage
@@ -118,15 +118,17 @@ def consuming_stage(
 
 
 run_admission = consuming_stage(
-    "admission", "tracelab.analysis.admission:admission_results", "azure-admission"
+    "admission", "tracelab.analysis.admission.stage:admission_results", "azure-admission"
 )
 run_packing = consuming_stage(
-    "packing", "tracelab.analysis.packing:packing_results", "google-packing"
+    "packing", "tracelab.analysis.packing.stage:packing_results", "google-packing"
 )
 run_placement = consuming_stage(
-    "placement", "tracelab.analysis.placement:placement_results", "azure-placement"
+    "placement", "tracelab.analysis.placement.stage:placement_results", "azure-placement"
 )
-run_yield = consuming_stage("yield", "tracelab.analysis.yield_sched:yield_results", "google-yield")
+run_yield = consuming_stage(
+    "yield", "tracelab.analysis.vcsched.stage:yield_results", "google-yield"
+)
 run_calibration = consuming_stage(
-    "calibration", "tracelab.analysis.calibration:calibration_results", "calibration"
+    "calibration", "tracelab.analysis.statistics.calibration:calibration_results", "calibration"
 )

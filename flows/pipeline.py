@@ -18,9 +18,8 @@ from pathlib import Path
 
 from prefect import flow
 
-from tracelab.analysis.catalog import write_catalog
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.fingerprints import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fingerprints import (
     StageState,
     combined_fingerprint,
     files_fingerprint,
@@ -29,8 +28,9 @@ from tracelab.analysis.fingerprints import (
     read_stage_state,
     write_stage_state,
 )
-from tracelab.analysis.ingest import raw_files_present
-from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.analysis.lake.catalog import write_catalog
+from tracelab.analysis.lake.ingest import raw_files_present
+from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
 from tracelab.flows.observe import flow_run_name, publish_summary

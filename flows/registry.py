@@ -1,7 +1,7 @@
 """The stage registry: one declaration per stage, and everything that is derived from it.
 
 A :class:`Stage` names its command, the traces it runs on, its typed parameters (a frozen
-dataclass whose fields are declared with :func:`tracelab.analysis.stage_api.option`), the files it
+dataclass whose fields are declared with :func:`tracelab.analysis.common.stage_api.option`), the files it
 needs and makes, the stages upstream of it and its report pages. From that one record come the
 command's options and their range checks (:mod:`tracelab.flows.stage_cli`), the input check, the
 incremental fingerprint and state file, the pipeline order (:mod:`tracelab.flows.pipeline`), the
@@ -60,7 +60,7 @@ class Stage:
     inputs: tuple[Requirement, ...]
     #: paths under the data directory the stage writes (``{trace}`` allowed)
     outputs: tuple[str, ...]
-    #: report page slugs (``reports/pages.py``), in reading order
+    #: report page slugs (``reports/pages/__init__.py``), in reading order
     pages: tuple[str, ...]
     #: stages whose outputs this one reads (their fingerprints chain into this one's)
     upstream: tuple[str, ...] = ()
@@ -118,7 +118,7 @@ STAGES: tuple[Stage, ...] = (
         command="derive",
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
         traces=(_G, _A),
-        params="tracelab.analysis.stage_params:DeriveOptions",
+        params="tracelab.analysis.common.stage_params:DeriveOptions",
         run="tracelab.flows.derive:run_stage",
         inputs=(Requirement("lake/{trace}/_manifest.parquet", _INGEST_CMD),),
         outputs=("derived/{trace}",),
@@ -137,7 +137,7 @@ STAGES: tuple[Stage, ...] = (
         command="analyze",
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
         traces=(_G,),
-        params="tracelab.analysis.stage_params:AnalyzeOptions",
+        params="tracelab.analysis.common.stage_params:AnalyzeOptions",
         run="tracelab.flows.analyze:run_stage",
         inputs=(
             Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
@@ -169,7 +169,7 @@ STAGES: tuple[Stage, ...] = (
         command="fit",
         help="Gamma priors of the Azure deployment model, with censoring",
         traces=(_A,),
-        params="tracelab.analysis.stage_params:FitOptions",
+        params="tracelab.analysis.common.stage_params:FitOptions",
         run="tracelab.flows.fit:run_stage",
         inputs=(Requirement("derived/{trace}/fct_azure_deployments.parquet", _DERIVE_CMD),),
         outputs=("results/{trace}/priors",),
@@ -182,7 +182,7 @@ STAGES: tuple[Stage, ...] = (
         command="calibrate",
         help="this run's statistics beside the published figures they should match, with tolerances",
         traces=(_G,),
-        params="tracelab.analysis.calibration:CalibrationOptions",
+        params="tracelab.analysis.statistics.calibration:CalibrationOptions",
         run="tracelab.flows.consume:run_calibration",
         inputs=(
             Requirement(
@@ -200,7 +200,7 @@ STAGES: tuple[Stage, ...] = (
         command="export",
         help="the versioned params document every later stage reads",
         traces=(ALL,),
-        params="tracelab.analysis.stage_params:ExportOptions",
+        params="tracelab.analysis.common.stage_params:ExportOptions",
         run="tracelab.flows.export:run_stage",
         inputs=(
             Requirement(
@@ -218,7 +218,7 @@ STAGES: tuple[Stage, ...] = (
         command="pack",
         help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
-        params="tracelab.analysis.packing:PackingParams",
+        params="tracelab.analysis.packing.stage:PackingParams",
         run="tracelab.flows.consume:run_packing",
         inputs=(
             Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
@@ -234,7 +234,7 @@ STAGES: tuple[Stage, ...] = (
         command="yield",
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
         traces=(_G,),
-        params="tracelab.analysis.yield_sched:YieldParams",
+        params="tracelab.analysis.vcsched.stage:YieldParams",
         run="tracelab.flows.consume:run_yield",
         inputs=(
             Requirement("lake/{trace}/task_events/*.parquet", _INGEST_CMD),
@@ -250,7 +250,7 @@ STAGES: tuple[Stage, ...] = (
         command="admit",
         help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=(_A,),
-        params="tracelab.analysis.admission:AdmissionParams",
+        params="tracelab.analysis.admission.stage:AdmissionParams",
         run="tracelab.flows.consume:run_admission",
         inputs=(_PARAMS_DOC,),
         outputs=("results/{trace}/admission",),
@@ -263,7 +263,7 @@ STAGES: tuple[Stage, ...] = (
         command="place",
         help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=(_A,),
-        params="tracelab.analysis.placement:PlacementParams",
+        params="tracelab.analysis.placement.stage:PlacementParams",
         run="tracelab.flows.consume:run_placement",
         inputs=(_PARAMS_DOC, Requirement("lake/{trace}/vmtable/*.parquet", _INGEST_CMD)),
         outputs=("results/{trace}/placement",),
@@ -335,7 +335,7 @@ def stages_markdown() -> str:
 def _option_lines(stage: Stage) -> list[str]:
     from dataclasses import fields
 
-    from tracelab.analysis.stage_api import option_spec
+    from tracelab.analysis.common.stage_api import option_spec
 
     out = []
     for f in fields(stage.params_type()):

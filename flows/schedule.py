@@ -19,7 +19,7 @@ from typing import Any
 
 from prefect import flow
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.lock import data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 
 
 @dataclass(frozen=True)

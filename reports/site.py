@@ -35,9 +35,9 @@ from typing import Any
 
 import jinja2
 
-from tracelab.analysis.atomic import atomic_write_text
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.safety import checked_run_id, remove_stale_temp_dirs
+from tracelab.analysis.common.atomic import atomic_write_text
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     Parameter,

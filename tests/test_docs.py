@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from repo_paths import REPO
 
 
 def test_readme_is_short_and_its_links_resolve() -> None:
