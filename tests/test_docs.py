@@ -1,8 +1,9 @@
-"""The README stays short and every page it links exists."""
+"""The README stays short, every page it links exists, and the docs stand without ../shared."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from repo_paths import REPO
 
