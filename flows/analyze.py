@@ -21,9 +21,10 @@ from prefect.cache_policies import NO_CACHE
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
-from tracelab.analysis.common.stage_params import ANALYSES, AnalyzeOptions
+from tracelab.analysis.common.stage_params import AnalyzeOptions
 from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.statistics import (
+    ANALYSES,
     clustering,
     gamma_fits,
     gaussian_sums,

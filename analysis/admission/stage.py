@@ -32,6 +32,7 @@ from tracelab.analysis.admission.stats import (
     threshold_midpoint,
     threshold_value,
 )
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
@@ -296,7 +297,7 @@ def admission_results(
     map_fn: MapFn = serial_map,
 ) -> AdmissionSummary:
     """Tune and verify every policy, run the upper bound, write the tables and summary.json."""
-    doc = load_params(data_dir / "exports" / "params.json")
+    doc = load_params(PARAMS_EXPORT.path(data_dir))
     priors = admission_priors(doc, params.prior, params.arrival_rate or None)
     configs = _configs(params, priors)
     importance = _importance(configs[0], params, map_fn)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tracelab.analysis.common.stage_api import option
 from tracelab.analysis.lake.derive import DeriveParams
 from tracelab.analysis.statistics import (
+    ANALYSES,
     clustering,
     gamma_fits,
     gaussian_sums,
@@ -21,16 +22,6 @@ from tracelab.analysis.statistics import (
 from tracelab.analysis.statistics.task_samples import DEFAULT_BATCH_ROWS
 
 _SQL = DeriveParams()
-
-#: the analysis sub-stages of ``tracelab analyze``, in order
-ANALYSES: tuple[str, ...] = (
-    "inst_vs_avg",
-    "variability",
-    "time_invariance",
-    "clustering",
-    "gaussian_sums",
-    "gamma_fits",
-)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
@@ -208,7 +209,7 @@ def _instance_slice(samples: EmpiricalTasks, rows: IntArray) -> EmpiricalTasks:
 
 def params_tasks(data_dir: Path, *, instances: int, tasks: int, seed: int) -> TaskSource:
     """Build the instances from ``DATA/exports/params.json`` alone (centroids + Gamma fits)."""
-    path = data_dir / "exports" / "params.json"
+    path = PARAMS_EXPORT.path(data_dir)
     doc = load_params(path)
     centroids, shares, width = _clusters(doc)
     mean_shape, mean_rate = _gamma(doc, MEAN_RECORD)

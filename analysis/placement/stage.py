@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import (
     MapFn,
@@ -263,7 +264,7 @@ def placement_results(
     """Replay every pool under every policy; write the tables and ``summary.json`` to ``out_dir``."""
     started = time.perf_counter()
     _check(params)
-    doc = load_params(data_dir / "exports" / "params.json")
+    doc = load_params(PARAMS_EXPORT.path(data_dir))
     prior = lifetime_prior_from_params(doc, params.lifetime_record)
     pools = _pools(params, data_dir, doc)
     items = replay_inputs(params, pools, prior)

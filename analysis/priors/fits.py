@@ -116,13 +116,6 @@ def lifetime_rate_mle(core_deaths: FloatArray, core_exposure_hours: FloatArray) 
     return _ratio(core_deaths, core_exposure_hours)
 
 
-def lifetime_rate_ignoring_censoring(
-    n_cores: FloatArray, core_exposure_hours: FloatArray
-) -> FloatArray:
-    """The biased estimate that treats every censored core as a death (for comparison only)."""
-    return _ratio(n_cores, core_exposure_hours)
-
-
 def scaleout_rate_mle(n_scaleouts: FloatArray, observed_hours: FloatArray) -> FloatArray:
     """Poisson MLE of the scale-out rate per deployment, 1/hour."""
     return _ratio(n_scaleouts, observed_hours)

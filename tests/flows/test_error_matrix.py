@@ -45,7 +45,7 @@ def test_an_empty_data_directory(
 def test_a_missing_input_names_the_command_that_makes_it(
     stage: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tracelab.flows.registry import Stage
+    from tracelab.flows.registry import Stage, making_command
 
     assert isinstance(stage, Stage)
     trace = stage.traces[0]
@@ -53,7 +53,7 @@ def test_a_missing_input_names_the_command_that_makes_it(
     if trace != "all":
         argv += ["--trace", trace]
     line = _one_line_failure(argv, capsys)
-    assert stage.requirements(trace)[0].command in line
+    assert making_command(stage.inputs[0], trace) in line
 
 
 def test_an_unexpected_error_is_one_line_and_the_traceback_is_logged(
