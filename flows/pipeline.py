@@ -31,6 +31,7 @@ from tracelab.analysis.fingerprints import (
 )
 from tracelab.analysis.ingest import raw_files_present
 from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.analysis.synthetic import partial_sample
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -167,10 +168,11 @@ def _raw_timings(
         )
         if timings[-1].status == "failed":
             return timings
-    if not has_raw_files(raw):
+    if not has_raw_files(raw) and not partial_sample(raw):
         note = f"no raw files in {raw}"
         print(f"[ingest] {trace} skipped: {note}", flush=True)
         return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
+    # a partial sample under --raw goes to ingest, which refuses it with the reason
     timings.append(stage_timing("ingest", trace, lambda: ingest_trace(settings, trace, raw)))
     return timings
 

@@ -6,6 +6,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from tracelab.analysis.errors import TracelabError
@@ -16,6 +19,36 @@ GENERATED_TRACES = ("google-2011", "azure-2017")
 
 #: sizes every generator accepts (INTERFACE.md)
 SCALES = ("tiny", "small", "medium", "large")
+
+
+#: written into the output folder before a generation touches anything there and removed after
+#: its last file (TRUTH.json): while it exists the folder holds a partial sample, never raw input
+GENERATING_MARKER = ".generating"
+
+
+def partial_sample(folder: Path) -> bool:
+    """True when ``folder`` holds a generation that has not finished (killed, or failed)."""
+    return (folder / GENERATING_MARKER).exists()
+
+
+@contextmanager
+def generation(out: Path) -> Iterator[None]:
+    """Mark ``out`` as a partial sample for the block; the mark goes only when the block ends well.
+
+    A generation killed at any point (while a part is written, between the renames of the parts,
+    before TRUTH.json) leaves the marker, so `run` generates again and ingest refuses the folder
+    instead of taking the parts that happen to be there for the whole trace.
+    """
+    if out.exists() and not out.is_dir():
+        raise TracelabError(f"--out {out} exists and is not a directory; pick another path")
+    out.mkdir(parents=True, exist_ok=True)
+    marker = out / GENERATING_MARKER
+    with marker.open("w", encoding="utf-8") as fh:
+        fh.write(f"tracelab generate (pid {os.getpid()}) has not finished writing this folder\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    yield
+    marker.unlink()
 
 
 def check_request(
@@ -53,22 +86,22 @@ def generate_trace(
     job batch.
     """
     check_request(trace, scale, target_mb, part_mb)
-    if trace == "google-2011":
-        from tracelab.analysis.synthetic.google2011 import generate_google_2011
+    out = Path(out)
+    with generation(out):
+        if trace == "google-2011":
+            from tracelab.analysis.synthetic.google2011 import generate_google_2011
 
-        return generate_google_2011(
-            Path(out),
-            seed=seed,
-            scale=scale,
-            target_mb=target_mb,
-            part_mb=part_mb,
-            progress=progress,
-        )
-    if trace == "azure-2017":
+            return generate_google_2011(
+                out,
+                seed=seed,
+                scale=scale,
+                target_mb=target_mb,
+                part_mb=part_mb,
+                progress=progress,
+            )
         # imported lazily: the Azure generator is a separate module with its own owner
         from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 
         return generate_azure_2017(
-            Path(out), seed=seed, scale=scale, target_mb=target_mb, progress=progress
+            out, seed=seed, scale=scale, target_mb=target_mb, progress=progress
         )
-    raise AssertionError(trace)  # unreachable: check_request knows every trace
