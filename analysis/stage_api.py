@@ -124,6 +124,31 @@ def _bound(x: float) -> str:
     return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
 
 
+def number_arg(
+    kind: type[int] | type[float], minimum: float | None = None, maximum: float | None = None
+) -> Callable[[str], Any]:
+    """An argparse ``type`` for the numeric flags outside stage parameters (``--wait``,
+    ``--chunk-mb``, ``--max-rows`` …): the same finite-and-in-range rule as :func:`out_of_range`,
+    reported by the parser in one line."""
+    import argparse
+
+    spec = OptionSpec("", minimum, maximum)
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        problem = _value_problem("", value, spec)
+        if problem is not None:
+            # the value as typed (-3, not -3.0), then why
+            raise argparse.ArgumentTypeError(f"{text}: {problem.split(': ', 1)[1]}")
+        return value
+
+    return parse
+
+
 class MemoryEstimate(Protocol):
     """Parameters whose memory grows with their values say how much they will need."""
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.stage_api import number_arg
 from tracelab.flows.registry import STAGES, Stage
 
 #: (sub-command, module under flows/, one-line help) of the commands that are not stages
@@ -53,6 +54,8 @@ _AFTER: tuple[tuple[str, str, str], ...] = (
 #: sub-commands that only read the data directory, so they take no write lock
 READ_ONLY = frozenset({"serve", "schedule", "sql"})
 LOG_FILE = Path("logs") / "tracelab.log"
+#: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
+WAIT_MAX_S = 86_400.0
 
 
 class _CommandModule(Protocol):
@@ -101,7 +104,7 @@ def _common_options(p: argparse.ArgumentParser, name: str) -> None:
     if name not in READ_ONLY:
         p.add_argument(
             "--wait",
-            type=float,
+            type=number_arg(float, 0, WAIT_MAX_S),
             default=0.0,
             metavar="SECONDS",
             help="if another run holds the data directory, wait this long before giving up",

@@ -12,7 +12,14 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from tracelab.analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
+from tracelab.analysis.stage_api import number_arg
+from tracelab.analysis.synthetic import (
+    GENERATED_TRACES,
+    MAX_MB,
+    SCALES,
+    check_request,
+    generate_trace,
+)
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
 
@@ -71,7 +78,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output root (default: DATA/raw/<trace>); earlier part files and TRUTH there are replaced",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--seed", type=number_arg(int, 0), default=0, help="random seed (default: 0)"
+    )
     parser.add_argument(
         "--scale",
         choices=SCALES,
@@ -80,13 +89,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target-mb",
-        type=float,
+        type=number_arg(float, 0, MAX_MB),
         default=None,
         help="keep generating job batches until the uncompressed CSV reaches about N MB (10^6 B)",
     )
     parser.add_argument(
         "--part-mb",
-        type=float,
+        type=number_arg(float, 0, MAX_MB),
         default=None,
         help="google-2011: close each part file once its task_usage part holds about N raw MB "
         "(the published parts hold ~350); default: one part per job batch",

@@ -67,6 +67,7 @@ from tracelab.analysis.ingest_run import (
     not_converted_row,
 )
 from tracelab.analysis.schemas import trace_tables
+from tracelab.analysis.stage_api import number_arg
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
@@ -278,13 +279,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--chunk-mb",
-        type=int,
+        type=number_arg(int, 1, 4096),
         default=32,
         help="decompressed MB per batch when a file needs line-by-line validation (memory bound)",
     )
     parser.add_argument(
         "--batch-mb",
-        type=int,
+        type=number_arg(int, 0, 1_000_000),
         default=32,
         help="files smaller than this many stored MB share a conversion task, since each Prefect "
         "task costs bookkeeping CPU (default 32; 0: one task per file)",

@@ -31,6 +31,7 @@ from tracelab.analysis.fingerprints import (
 )
 from tracelab.analysis.ingest import raw_files_present
 from tracelab.analysis.ingest_manifest import read_manifest
+from tracelab.analysis.stage_api import number_arg
 from tracelab.analysis.synthetic import partial_sample
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import ingest_trace
@@ -292,7 +293,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="size of the generated default sample when no raw data is present (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the generated sample (default 0)"
+        "--seed",
+        type=number_arg(int, 0),
+        default=0,
+        help="seed of the generated sample (default 0)",
     )
     parser.add_argument(
         "--rebuild-report",

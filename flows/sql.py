@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from tracelab.analysis.catalog import catalog_path, write_catalog
+from tracelab.analysis.stage_api import number_arg
 from tracelab.flows.settings import Settings
 
 
@@ -24,7 +25,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="a SQL query to run and print (default: rebuild the catalog and say how to open it)",
     )
     parser.add_argument(
-        "--max-rows", type=int, default=40, help="rows printed for a query (default: %(default)s)"
+        "--max-rows",
+        type=number_arg(int, 0, 1_000_000),
+        default=40,
+        help="rows printed for a query (default: %(default)s)",
     )
 
 

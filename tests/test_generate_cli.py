@@ -49,7 +49,8 @@ def test_generate_out_and_rerun_replaces_parts(prefect_harness: None, tmp_path: 
     [
         (["--trace", "google-2019"], "invalid choice: 'google-2019'"),
         (["--scale", "huge"], "invalid choice: 'huge'"),
-        (["--target-mb", "-3"], "--target-mb must be positive"),
+        (["--target-mb", "-3"], "argument --target-mb: -3: must be at least 0"),
+        (["--target-mb", "0"], "--target-mb must be positive"),
     ],
 )
 def test_bad_arguments_give_a_one_line_reason(

@@ -145,3 +145,27 @@ def test_an_exported_prior_the_model_cannot_draw_from_is_one_line(
     write_params(tmp_path, **edit)  # type: ignore[arg-type]
     with pytest.raises(TracelabError, match=message.replace("(", r"\(")):
         admission_results(AdmissionParams(), tmp_path, tmp_path / "out")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["derive", "--wait", "nan"], "argument --wait: nan: must be a finite number"),
+        (["derive", "--wait", "inf"], "argument --wait: inf: must be a finite number"),
+        (["ingest", "--chunk-mb", "99999999"], "argument --chunk-mb: 99999999: must be at most"),
+        (["generate", "--target-mb", "inf"], "argument --target-mb: inf: must be a finite"),
+        (["generate", "--seed", "-1"], "argument --seed: -1: must be at least 0"),
+        (["sql", "--max-rows", "-1", "select 1"], "argument --max-rows: -1: must be at least 0"),
+        (["serve", "--port", "70000"], "argument --port: 70000: must be at most 65535"),
+        (["derive", "--workers", "nan"], "argument --workers: expected an integer, got 'nan'"),
+    ],
+)
+def test_the_other_numeric_flags_follow_the_same_rule(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    # before: --wait nan or inf waited for ever on a held lock; --max-rows -1 was "unexpected
+    # TypeError"; --target-mb inf generated until the disk was full
+    assert main([*argv, "--data", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1

@@ -17,6 +17,9 @@ from tracelab.analysis.errors import TracelabError
 GENERATED_TRACES = ("google-2011", "azure-2017")
 
 
+#: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)
+MAX_MB = 10_000_000
+
 #: sizes every generator accepts (INTERFACE.md)
 SCALES = ("tiny", "small", "medium", "large")
 
@@ -60,10 +63,10 @@ def check_request(
         raise TracelabError(f"unknown trace {trace!r}; the generator knows: {known}")
     if scale not in SCALES:
         raise TracelabError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    if target_mb is not None and not target_mb > 0:
-        raise TracelabError(f"--target-mb must be positive, got {target_mb}")
-    if part_mb is not None and not part_mb > 0:
-        raise TracelabError(f"--part-mb must be positive, got {part_mb}")
+    for flag, mb in (("--target-mb", target_mb), ("--part-mb", part_mb)):
+        # `not > 0` also refuses nan; inf would generate until the disk is full
+        if mb is not None and not 0 < mb <= MAX_MB:
+            raise TracelabError(f"{flag} must be positive and at most {MAX_MB:,}, got {mb}")
     if part_mb is not None and trace != "google-2011":
         raise TracelabError(
             f"--part-mb applies to google-2011's part files; {trace} is published as one file"
