@@ -34,14 +34,14 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from admission_helpers import write_params  # noqa: E402
 
-from tracelab.analysis.admission import (  # noqa: E402
+from tracelab.analysis.admission.model import admission_priors  # noqa: E402
+from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster  # noqa: E402
+from tracelab.analysis.admission.stage import (  # noqa: E402
     PAPER_ADMISSION_PARAMS,
     AdmissionParams,
     admission_results,
 )
-from tracelab.analysis.admission_model import admission_priors  # noqa: E402
-from tracelab.analysis.admission_sim import ClusterConfig, simulate_cluster  # noqa: E402
-from tracelab.analysis.export import load_params  # noqa: E402
+from tracelab.analysis.export.document import load_params  # noqa: E402
 
 HOURS_PER_YEAR = 8760.0
 

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from tracelab.analysis import derive  # noqa: E402
+from tracelab.analysis.lake import derive  # noqa: E402
 from tracelab.analysis.synthetic import generate_trace  # noqa: E402
 from tracelab.flows.settings import Settings, duckdb_connection  # noqa: E402
 

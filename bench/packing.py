@@ -36,20 +36,20 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tracelab.analysis.packing import (  # noqa: E402
+from tracelab.analysis.packing.core import (  # noqa: E402
+    gpa_z,
+    machine_loads,
+    overflow,
+    packed_machines,
+)
+from tracelab.analysis.packing.inputs import realizations  # noqa: E402
+from tracelab.analysis.packing.stage import (  # noqa: E402
     PAPER_PACKING_PARAMS,
     PackingParams,
     observed_statistics,
     packing_results,
     task_source,
 )
-from tracelab.analysis.packing_core import (  # noqa: E402
-    gpa_z,
-    machine_loads,
-    overflow,
-    packed_machines,
-)
-from tracelab.analysis.packing_inputs import realizations  # noqa: E402
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000
@@ -168,7 +168,7 @@ def _peak_rss_mb() -> float:
 
 def _map(args: argparse.Namespace) -> tuple[Callable[..., list[Any]], Callable[[], None], str]:
     if not args.workers and not args.dask_address:
-        from tracelab.analysis.stage_api import serial_map
+        from tracelab.analysis.common.stage_api import serial_map
 
         return serial_map, lambda: None, "serial"
     from distributed import Client, LocalCluster

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from prefect import flow, task
 
-from tracelab.analysis.stage_api import number_arg
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.synthetic import (
     GENERATED_TRACES,
     MAX_MB,

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.stage_api import number_arg
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 
 

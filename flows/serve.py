@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.stage_api import number_arg
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 from tracelab.reports.server import site_server
 

@@ -58,7 +58,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
-from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 
 WINDOW_S = 2_592_000
 GRID_S = 300

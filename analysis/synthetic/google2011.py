@@ -8,7 +8,7 @@ is in the same part index), each part sorted by time (ties keep each task's even
 ``machine_attributes`` are one part each.
 
 Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``), calibrated
-to seed 000/002 and the real task_events parts 2-3 (``analysis/calibration.py`` checks a run):
+to seed 000/002 and the real task_events parts 2-3 (``analysis/statistics/calibration.py`` checks a run):
 
 * jobs are *service* (20%, 1 + Poisson(9) tasks) or *batch* (1 + lognormal(2.3, 1.2) tasks, at
   most 501). 55% of service jobs and 0.5% of batch jobs have a production priority (9-11), so
@@ -110,8 +110,8 @@ import numpy.typing as npt
 import polars as pl
 import pyarrow.parquet as pq
 
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.schemas import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.schemas import (
     GOOGLE_2011,
     TIME_AFTER_WINDOW_US,
     USAGE_WINDOW_US,
@@ -149,7 +149,6 @@ MAX_INCARNATIONS = 16
 COMPRESS_THREADS = 4
 
 BATCHED_TABLES = ("job_events", "task_events", "task_usage", "task_constraints")
-FLEET_TABLES = ("machine_events", "machine_attributes")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
