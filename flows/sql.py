@@ -13,7 +13,12 @@ import argparse
 import sys
 
 from tracelab.analysis.common.stage_api import number_arg
-from tracelab.analysis.lake.catalog import catalog_path, write_catalog
+from tracelab.analysis.lake.catalog import (
+    catalog_path,
+    read_only_connection,
+    refused_statement,
+    write_catalog,
+)
 from tracelab.flows.settings import Settings
 
 
@@ -44,8 +49,11 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             f'open it with: duckdb {path}   (or: tracelab sql "select * from task_events limit 5")'
         )
         return 0
-    con = duckdb.connect(str(path), read_only=True)
+    con = read_only_connection(settings.data_dir)
     try:
+        refused = refused_statement(con, args.query)
+        if refused is not None:
+            raise TracelabError(refused)
         rel = con.sql(args.query)
         if rel is None:
             return 0
