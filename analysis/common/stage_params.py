@@ -184,4 +184,8 @@ class ExportOptions:
     """``tracelab export``: the one versioned params document."""
 
     format: str = option("json", "document format", choices=("json", "csv"))
-    out: str = option("", "where to write (default DATA/exports/params.json or params.csv)")
+    out: str = option(
+        "",
+        "where to write (default DATA/exports/params.json or params.csv): a regular file or a "
+        "new name, in DATA/exports/ or outside the data directory",
+    )
