@@ -74,3 +74,22 @@ def test_help_lists_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for flag in ("--trace", "--out", "--seed", "--scale", "--target-mb"):
         assert flag in text
+
+
+def test_generate_into_another_data_dir_takes_its_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: only --data's lock was taken, so a run in the other data directory could ingest
+    # the sample while it was being written
+    from tracelab.flows.lock import data_dir_lock
+
+    other = tmp_path / "other"
+    out = other / "raw" / "google-2011"
+    with data_dir_lock(other, "tracelab run (held by the test)"):
+        code = main(["generate", "--data", str(tmp_path / "mine"), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert f"{other} is in use by pid" in err[0]
+    assert "tracelab run (held by the test)" in err[0]
+    assert not out.exists()
