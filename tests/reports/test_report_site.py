@@ -227,6 +227,6 @@ def test_a_run_id_whose_folder_exists_repairs_the_stale_index(tmp_path: Path) ->
     index.write_bytes(stale)
     assert b"runs/nightly-2/" not in stale
     # before: refused, and the index went on showing nightly-1 as the latest run
-    with pytest.raises(TracelabError, match="exists already .the site index now shows"):
+    with pytest.raises(TracelabError, match=r"exists already \(the site index now shows"):
         build_site(tmp_path, specs=specs, run_id="nightly-2", now=later)
     assert index.read_bytes() == fresh
