@@ -248,12 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from tracelab.flows.orphans import exit_on_sigterm, mark_owner, stop_orphans
+    from tracelab.flows.orphans import (
+        exit_on_sigterm,
+        mark_owner,
+        start_watchdog,
+        stop_orphans,
+    )
 
     # a Prefect server left by a SIGKILLed earlier command goes now; ours stops on SIGTERM too
     stop_orphans()
     mark_owner()
     exit_on_sigterm()
+    if args.command not in READ_ONLY:
+        start_watchdog()
     if args.command not in READ_ONLY:
         _attach_log_file(args)
     try:
