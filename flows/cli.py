@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.registry import STAGES, Stage
 
 
@@ -99,6 +100,8 @@ _AFTER: tuple[tuple[str, _Loader, str], ...] = (
 #: sub-commands that only read the data directory, so they take no write lock
 READ_ONLY = frozenset({"serve", "schedule", "sql"})
 LOG_FILE = Path("logs") / "tracelab.log"
+#: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
+WAIT_MAX_S = 86_400.0
 
 
 def commands() -> tuple[tuple[str, _Loader | Stage, str], ...]:
@@ -141,7 +144,7 @@ def _common_options(p: argparse.ArgumentParser, name: str) -> None:
     if name not in READ_ONLY:
         p.add_argument(
             "--wait",
-            type=float,
+            type=number_arg(float, 0, WAIT_MAX_S),
             default=0.0,
             metavar="SECONDS",
             help="if another run holds the data directory, wait this long before giving up",
@@ -245,12 +248,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from tracelab.flows.orphans import exit_on_sigterm, mark_owner, stop_orphans
+    from tracelab.flows.orphans import (
+        exit_on_sigterm,
+        mark_owner,
+        start_watchdog,
+        stop_orphans,
+    )
 
     # a Prefect server left by a SIGKILLed earlier command goes now; ours stops on SIGTERM too
     stop_orphans()
     mark_owner()
     exit_on_sigterm()
+    if args.command not in READ_ONLY:
+        start_watchdog()
     if args.command not in READ_ONLY:
         _attach_log_file(args)
     try:

@@ -15,7 +15,8 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from tracelab.analysis.common.datapaths import params_export_path
+from tracelab.analysis.common.datapaths import params_export_path, user_output_problem
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_params import ExportOptions
 from tracelab.analysis.export.document import params_document, write_params_csv, write_params_json
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -68,6 +69,9 @@ def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageRes
     """The registry's entry point: write the params document."""
     started = time.perf_counter()
     out = Path(params.out) if params.out else None
+    problem = None if out is None else user_output_problem(out, settings.data_dir)
+    if problem is not None:
+        raise TracelabError(problem)
     path = export_flow(data_dir=settings.data_dir, out=out, fmt=params.format)
     try:
         shown = str(path.relative_to(settings.data_dir))

@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.lock import data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow
@@ -135,7 +136,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=float,
+        type=number_arg(float, 0, 366 * 86_400),
         default=None,
         metavar="SECONDS",
         help="run every SECONDS instead of on the cron",
@@ -154,7 +155,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=number_arg(int, 1, 65535),
         default=DEFAULT_PORT,
         help="port of the local Prefect server when PREFECT_API_URL is not set (default: %(default)s)",
     )

@@ -34,7 +34,15 @@ from tracelab.analysis.admission.stats import (
 )
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_api import (
+    MAX_HOURS,
+    MapFn,
+    Progress,
+    memory_problem,
+    no_progress,
+    option,
+    serial_map,
+)
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.export.document import load_params
 
@@ -46,6 +54,12 @@ TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-margina
 FIGURE1_POLICIES = ("first-marginal", "second-marginal")
 #: seed streams: tuning runs, verification runs and the App. D pilot never share a seed
 _TUNE, _VERIFY, _PILOT = 0, 1, 2
+#: one run's result object and table row (measured order of magnitude, with Python overhead)
+_RUN_ROW_BYTES = 2_000
+#: one live deployment of a simulated cluster with its belief and heap entry
+_DEPLOYMENT_BYTES = 2_000
+#: one arriving deployment's drawn values (a dozen float64 arrays and their temporaries)
+_ARRIVAL_BYTES = 200
 #: pilot runs per map task (one BM takes ~10 ms: tasks of one run would be all overhead)
 _PILOT_CHUNK = 100
 
@@ -57,14 +71,19 @@ class AdmissionParams:
     Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
     configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per horizon."""
 
-    cores: int = option(100, "cluster capacity C (cores)", minimum=1)
+    cores: int = option(100, "cluster capacity C (cores)", minimum=1, maximum=10_000_000)
     arrival_rate: float = option(
-        0.0, "deployment arrivals per hour; 0 = the exported deployment_arrival_rate", minimum=0
+        0.0,
+        "deployment arrivals per hour; 0 = the exported deployment_arrival_rate",
+        minimum=0,
+        maximum=1e6,
     )
     horizon_hours: float = option(
-        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1
+        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1, maximum=MAX_HOURS
     )
-    runs: int = option(3, "runs per threshold (tuning) and for verification", minimum=2)
+    runs: int = option(
+        3, "runs per threshold (tuning) and for verification", minimum=2, maximum=1_000_000
+    )
     sla: float = option(
         1e-3, "SLA: largest allowed share of failed scale-outs", minimum=0, maximum=1
     )
@@ -72,11 +91,17 @@ class AdmissionParams:
         ("zeroth", "first", "second"), "policies of Table 2", choices=TUNED_POLICIES
     )
     observations: tuple[int, ...] = option(
-        (1,), "Fig. 1: prior observations per deployment (first/second moment, marginal)", minimum=0
+        (1,),
+        "Fig. 1: prior observations per deployment (first/second moment, marginal)",
+        minimum=0,
+        maximum=1_000_000,
     )
     tuning_iterations: int = option(3, "bisection steps per policy", minimum=1, maximum=40)
     lookahead_hours: tuple[float, ...] = option(
-        (26280.0, 8760.0, 730.0, 168.0, 24.0), "look-ahead horizon of each sub-policy", minimum=1
+        (26280.0, 8760.0, 730.0, 168.0, 24.0),
+        "look-ahead horizon of each sub-policy",
+        minimum=1,
+        maximum=MAX_HOURS,
     )
     lookahead_steps: int = option(
         8,
@@ -88,7 +113,9 @@ class AdmissionParams:
         1.0, "§6: a deployment expected below this many cores at a step is marginal", minimum=0
     )
     upper_bound: bool = option(True, "also run the no-SLA upper bound (accept while it fits)")
-    bootstrap: int = option(2000, "BCa bootstrap resamples of the utilization CI", minimum=100)
+    bootstrap: int = option(
+        2000, "BCa bootstrap resamples of the utilization CI", minimum=100, maximum=1_000_000
+    )
     prior: str = option(
         "marginal",
         "params records: joint marginal fit or two-stage",
@@ -111,8 +138,25 @@ class AdmissionParams:
         maximum=0.99,
     )
     is_pilot_runs: int = option(
-        1000, "App. D: pilot runs (badness measure only) estimating P(bucket)", minimum=10
+        1000,
+        "App. D: pilot runs (badness measure only) estimating P(bucket)",
+        minimum=10,
+        maximum=100_000_000,
     )
+
+    def memory_estimate(self) -> tuple[int, str]:
+        """Peak bytes: every verified run's row of every policy, scipy's vectorised bootstrap
+        (runs x resamples values and indices), the pilot's badness values, one run's arrivals
+        drawn up front (rate x horizon; 0 = the exported rate, checked once it is read) and the
+        deployments alive in it (at most one per core)."""
+        configs = len(self.policies) + 2 * len(self.observations) + 1
+        rows = self.runs * configs * _RUN_ROW_BYTES
+        bootstrap = self.runs * self.bootstrap * 16
+        pilot = self.is_pilot_runs * 8 if self.importance_sampling else 0
+        arrivals = self.arrival_rate * self.horizon_hours * _ARRIVAL_BYTES
+        alive = self.cores * _DEPLOYMENT_BYTES
+        flags = "--runs, --bootstrap, --arrival-rate or --horizon-hours"
+        return int(rows + bootstrap + pilot + arrivals + alive), flags
 
 
 #: the issue's reduced benchmark: Table 2 with tuning, 100 runs of one year per policy
@@ -299,6 +343,10 @@ def admission_results(
     """Tune and verify every policy, run the upper bound, write the tables and summary.json."""
     doc = load_params(PARAMS_EXPORT.path(data_dir))
     priors = admission_priors(doc, params.prior, params.arrival_rate or None)
+    # the exported arrival rate is known only now: the memory check again, with it
+    problem = memory_problem(replace(params, arrival_rate=priors.arrival_rate_per_hour))
+    if problem is not None:
+        raise TracelabError(problem)
     configs = _configs(params, priors)
     importance = _importance(configs[0], params, map_fn)
     configs = [replace(c, importance=importance) for c in configs]

@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -69,6 +70,36 @@ class ParamsDocument:
         raise TracelabError(
             f"the params document has no record {trace}/{stage}/{name}; it has: {known or 'none'}"
         )
+
+    def number(
+        self, trace: str, stage: str, name: str, parameter: str, need: str = "positive"
+    ) -> float:
+        """One parameter's value when a model can draw from it, else a one-line error.
+
+        ``need`` is ``positive`` (a Gamma's shape and rate, a rate), ``non-negative`` or
+        ``finite``. A stage writes a failed fit's NaN as null and the document can be edited
+        by hand, so a value is checked where it is used rather than trusted.
+        """
+        rec = self.record(trace, stage, name)
+        if parameter not in rec.parameters:
+            raise TracelabError(
+                f"params record {name} lacks {parameter}; re-run the stage that fits it "
+                "and `tracelab export`"
+            )
+        value: object = rec.parameters[parameter].value
+        if isinstance(value, int | float) and _meets(float(value), need):
+            return float(value)
+        raise TracelabError(
+            f"params record {name}: {parameter} is {value!r}, not a {need} number, so no model "
+            "can draw from it; re-run the stage that fits it (on more data) and `tracelab export`"
+        )
+
+
+def _meets(value: float, need: str) -> bool:
+    """``value`` is finite and ``need`` (positive, non-negative or finite) holds."""
+    if not math.isfinite(value):
+        return False
+    return need == "finite" or value > 0 or (need == "non-negative" and value == 0)
 
 
 def params_schema() -> dict[str, Any]:

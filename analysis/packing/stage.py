@@ -119,13 +119,21 @@ class PackingParams:
         maximum=1.0,
     )
     max_failures: int = option(
-        PAPER_MAX_FAILURES, "rebalancing stops after this many failures in a row", minimum=1
+        PAPER_MAX_FAILURES,
+        "rebalancing stops after this many failures in a row",
+        minimum=1,
+        maximum=1_000_000_000,
     )
     statistics_experiment: bool = option(
         True, "run the inst-vs-avg statistics experiment (Fig. 10)"
     )
     capacity_experiment: bool = option(True, "run the capacity experiment (Fig. 11)")
     clairvoyance_experiment: bool = option(True, "run the clairvoyance experiment (Fig. 12)")
+
+    def memory_estimate(self) -> tuple[int, str]:
+        """Peak bytes of one instance: its tasks x R draws, window indices, inst and avg values
+        and the sorted copies the percentiles take (about six float64 matrices)."""
+        return self.tasks * self.realizations * 8 * 6, "--tasks or --realizations"
 
 
 #: Janus & Rzadca §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)

@@ -73,11 +73,9 @@ def lifetime_prior_from_params(doc: ParamsDocument, record: str) -> LifetimePrio
             f"params record {TRACE}/{PRIORS_STAGE}/{record} is not a Gamma prior "
             f"({r.distribution}); re-run `tracelab fit` and `tracelab export`"
         )
-    shape = r.parameters["shape"].value
-    rate = r.parameters["rate"].value
-    if not (shape > 0 and rate > 0):
-        raise TracelabError(f"params record {record}: shape {shape} and rate {rate} must be > 0")
-    return LifetimePrior(shape=float(shape), rate_hours=float(rate), record=record)
+    shape = doc.number(TRACE, PRIORS_STAGE, record, "shape")
+    rate = doc.number(TRACE, PRIORS_STAGE, record, "rate")
+    return LifetimePrior(shape=shape, rate_hours=rate, record=record)
 
 
 def expected_remaining_hours(

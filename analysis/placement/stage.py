@@ -20,6 +20,7 @@ import polars as pl
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import (
+    MAX_HOURS,
     MapFn,
     Progress,
     no_progress,
@@ -79,10 +80,15 @@ class PlacementParams:
         choices=("vmtable", "params"),
     )
     pool_hosts: tuple[int, ...] = option(
-        (16, 32, 64), "hosts of each pool (one replay per pool and policy)", minimum=1
+        (16, 32, 64),
+        "hosts of each pool (one replay per pool and policy)",
+        minimum=1,
+        maximum=100_000,
     )
-    host_cores: int = option(64, "cores of every host", minimum=1)
-    host_memory_gb: float = option(128.0, "memory of every host, GB", minimum=0.5)
+    host_cores: int = option(64, "cores of every host", minimum=1, maximum=100_000)
+    host_memory_gb: float = option(
+        128.0, "memory of every host, GB", minimum=0.5, maximum=1_000_000.0
+    )
     target_load: float = option(
         0.6, "mean demand of a pool's VMs as a share of its cores", minimum=0.05, maximum=0.95
     )
@@ -102,27 +108,49 @@ class PlacementParams:
         True, "update each VM's prediction with what its deployment showed before it"
     )
     horizon_hours: float = option(
-        720.0, "predicted remaining lifetimes are means restricted to this horizon", minimum=1.0
+        720.0,
+        "predicted remaining lifetimes are means restricted to this horizon",
+        minimum=1.0,
+        maximum=MAX_HOURS,
     )
-    warmup_hours: float = option(24.0, "hours before the metrics start", minimum=0.0)
+    warmup_hours: float = option(
+        24.0, "hours before the metrics start", minimum=0.0, maximum=MAX_HOURS
+    )
     repredict_minutes: float = option(
-        5.0, "LAS/LAVA repredict every host's exit at most this often", minimum=0.0
+        5.0,
+        "LAS/LAVA repredict every host's exit at most this often",
+        minimum=0.0,
+        maximum=MAX_HOURS * 60,
     )
     inflation_every_hours: float = option(
-        24.0, "hours between inflation simulations (stranding); 0 = none", minimum=0.0
+        24.0,
+        "hours between inflation simulations (stranding); 0 = none",
+        minimum=0.0,
+        maximum=MAX_HOURS,
     )
-    inflation_draws: int = option(128, "VMs drawn from the mix per host per inflation", minimum=0)
+    inflation_draws: int = option(
+        128, "VMs drawn from the mix per host per inflation", minimum=0, maximum=1_000_000
+    )
     defrag_every_hours: float = option(
-        24.0, "hours between LARS defragmentation sets; 0 = none", minimum=0.0
+        24.0,
+        "hours between LARS defragmentation sets; 0 = none",
+        minimum=0.0,
+        maximum=MAX_HOURS,
     )
-    defrag_hosts: int = option(4, "hosts drained per defragmentation set", minimum=1)
-    migration_slots: int = option(3, "live migrations in flight at once", minimum=1)
-    migration_minutes: float = option(20.0, "duration of one live migration", minimum=0.0)
+    defrag_hosts: int = option(
+        4, "hosts drained per defragmentation set", minimum=1, maximum=100_000
+    )
+    migration_slots: int = option(
+        3, "live migrations in flight at once", minimum=1, maximum=100_000
+    )
+    migration_minutes: float = option(
+        20.0, "duration of one live migration", minimum=0.0, maximum=MAX_HOURS * 60
+    )
     lava_fill: float = option(
         0.9, "LAVA: an open host turns recycling above this share", minimum=0.1, maximum=1.0
     )
     deadline_factor: float = option(
-        1.1, "LAVA: deadline = factor x the class's upper bound", minimum=1.0
+        1.1, "LAVA: deadline = factor x the class's upper bound", minimum=1.0, maximum=1000.0
     )
     seed: int = option(0, "seed of pool assignment, generation and inflation mixes", minimum=0)
 

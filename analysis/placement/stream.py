@@ -161,8 +161,10 @@ def deployment_model_from_params(doc: ParamsDocument, marginal: bool) -> Deploym
     sfx = "_marginal" if marginal else ""
 
     def value(name: str, parameter: str) -> float:
-        r = doc.record(TRACE, PRIORS_STAGE, name + sfx)
-        return float(r.parameters[parameter].value)
+        need = {"alpha": "finite"}.get(
+            parameter, "non-negative" if name.endswith("shutdown") else "positive"
+        )
+        return doc.number(TRACE, PRIORS_STAGE, name + sfx, parameter, need)
 
     return DeploymentModel(
         lifetime_shape=value("core_lifetime_rate_prior", "shape"),
