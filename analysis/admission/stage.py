@@ -79,7 +79,10 @@ class AdmissionParams:
         maximum=1e6,
     )
     horizon_hours: float = option(
-        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1, maximum=MAX_HOURS
+        168.0,
+        "simulated hours per run (the Cluster Admission paper: 26280)",
+        minimum=1,
+        maximum=MAX_HOURS,
     )
     runs: int = option(
         3, "runs per threshold (tuning) and for verification", minimum=2, maximum=1_000_000
