@@ -257,3 +257,35 @@ def test_lars_never_migrates_more_than_the_trace_order() -> None:
     for rem in itertools.product((500.0, 1500.0, 3000.0, 5000.0), repeat=5):
         best = min(migrations_needed(np.asarray(p), 2, 1200.0) for p in itertools.permutations(rem))
         assert migrations_needed(np.sort(rem)[::-1], 2, 1200.0) == best
+
+
+def test_lava_recycling_hosts_take_only_strictly_lower_classes() -> None:
+    """seed 003 §4.3, our reading: a recycling host gets a VM of its own class or a higher one
+    only when nothing else fits; open hosts of another class are "any non-empty host".
+
+    Hand-built, oracle classes: VM 0 (19 of 20 cores, LC3) turns host 0 recycling at once.
+    VM 1 (LC3) must open host 1 rather than join the LC3 recycling host; VM 2 (LC2) goes to the
+    recycling LC3 host (one class lower, the most preferred level); VM 3 (LC4) finds host 0 full
+    and joins host 1, open but of class LC3 (a non-empty host before an empty one).
+    """
+    h = HOUR
+    stream = _stream(
+        created=[0, 300, 600, 900],
+        deleted=[50 * h, 50 * h, 5 * h, 500 * h],
+        cores=[19.0, 1.0, 1.0, 1.0],
+    )
+    r = _run(stream, _config("lava", "oracle", 3, cores=20.0))
+    assert r.host_of is not None
+    assert r.host_of.tolist() == [0, 1, 0, 1]
+    states = [(hh, s1, c1) for _, hh, _, s1, _, c1, _ in r.transitions]
+    assert states[:2] == [(0, OPEN, 3), (0, RECYCLING, 3)]
+    assert (1, OPEN, 3) in states
+
+
+def test_lava_last_resort_is_a_same_class_recycling_host_not_a_rejection() -> None:
+    h = HOUR
+    stream = _stream(created=[0, 300], deleted=[50 * h, 50 * h], cores=[19.0, 1.0])
+    r = _run(stream, _config("lava", "oracle", 1, cores=20.0))
+    assert r.rejected_vms == 0
+    assert r.host_of is not None
+    assert r.host_of.tolist() == [0, 0]
