@@ -135,6 +135,12 @@ class PlacementParams:
     deadline_factor: float = option(
         1.1, "LAVA: deadline = factor x the class's upper bound", minimum=1.0
     )
+    lava_strict: bool = option(
+        False,
+        "LAVA: a recycling host takes a VM of its own class or higher only when nothing else "
+        "fits (seed 003 §4.3's 'only ... one lifetime class lower'); off: such a host is one of "
+        "'any non-empty host' in §4.3's scoring order",
+    )
     seed: int = option(0, "seed of pool assignment, generation and inflation mixes", minimum=0)
 
 
@@ -242,6 +248,7 @@ def _config(params: PlacementParams, policy: str, predictor: str, hosts: int) ->
         migration_s=params.migration_minutes * 60.0,
         lava_fill=params.lava_fill,
         deadline_factor=params.deadline_factor,
+        lava_strict=params.lava_strict,
         seed=params.seed,
         repredict_every_s=int(params.repredict_minutes * 60.0),
     )

@@ -15,9 +15,10 @@ Policies (seed 003):
 * ``las`` (§4.2): temporal cost = bucket of ΔT = max(VM exit - host exit, 0), host exit = the
   latest repredicted exit of its VMs (now for an empty host), one level above Best Fit;
 * ``lava`` (§4.3): host states empty/open/recycling with a lifetime class and a deadline; levels
-  (recycling hosts of a higher class, closer first) < (open hosts of the VM's class) < (open
-  hosts of another class) < (empty) < (recycling hosts of the VM's class or lower: "only VMs at
-  least one class lower", so only when nothing else fits), then LAS, then Best Fit. Open -> recycling above ``lava_fill`` of cores or
+  (recycling hosts of a higher class, closer first) < (open hosts of the VM's class) < (any
+  other non-empty host) < (empty), then LAS, then Best Fit; with ``lava_strict`` a recycling
+  host of the VM's class or lower ranks below the empty hosts instead ("only VMs at least one
+  class lower", taken only when nothing else fits). Open -> recycling above ``lava_fill`` of cores or
   memory (the VMs then present are residual); when every residual VM has left the class drops by
   one and the remaining VMs become residual; a host past its deadline (``deadline_factor`` times
   its class's upper bound after the last class change) rises one class, turns recycling and all
@@ -86,6 +87,8 @@ class ReplayConfig:
     seed: int
     #: repredict every host's exit at most this often (300 s: at every tick of the trace grid)
     repredict_every_s: int = 300
+    #: LAVA: recycling hosts take a VM of their class or higher only when nothing else fits
+    lava_strict: bool = False
     record: bool = False
 
 
@@ -280,17 +283,20 @@ class _Replay:
     def _update_tiers(self, h: int, state: int, cls: int) -> None:
         """LAVA's level of host ``h`` for a VM of each class (seed 003 §4.3, lower first).
 
-        Recycling hosts "only receive VMs that are at least one lifetime class lower": one of
-        the VM's class or lower ranks below the empty hosts (:data:`LAVA_LAST_RESORT`), so it
-        takes the VM only when nothing else fits — the rule never rejects a VM Best Fit places.
-        "Any non-empty host" is then an open host of another class.
+        §4.3's scoring order: recycling hosts of a higher class (closer first), open hosts of the
+        VM's class, "any non-empty host", empty hosts. By default (``lava_strict`` off) a
+        recycling host of the VM's class or lower is one of "any non-empty host", as the scoring
+        order reads literally; with ``lava_strict`` it ranks below the empty hosts ("recycling
+        hosts only receive VMs that are at least one lifetime class lower"), so it takes such a
+        VM only when nothing else fits and the rule never rejects a VM Best Fit places.
         """
+        below = LAVA_LAST_RESORT if self.cfg.lava_strict else LAVA_OTHER_NON_EMPTY
         for vc in range(1, 5):
             if state == EMPTY:
                 tier = LAVA_EMPTY
             elif state == RECYCLING:
                 # the closer the class, the more preferred
-                tier = cls - vc - 1 if cls > vc else LAVA_LAST_RESORT
+                tier = cls - vc - 1 if cls > vc else below
             elif cls == vc:
                 tier = LAVA_OPEN_SAME
             else:

@@ -126,8 +126,8 @@ def vmtable_stream(data_dir: Path) -> VmStream:
 
     def code(*cols: str) -> IntArray:
         # dense rank: a code fixed by the data alone, whatever the file order
-        key = pl.concat_str([df[c].cast(pl.String) for c in cols], separator="|")
-        return key.rank("dense").to_numpy().astype(np.int64) - 1
+        key = df.select(pl.concat_str([pl.col(c).cast(pl.String) for c in cols], separator="|"))
+        return key.to_series().rank("dense").to_numpy().astype(np.int64) - 1
 
     return _sorted_stream(
         df["vmcreated"].to_numpy().astype(np.int64),
