@@ -223,7 +223,7 @@ def predicted_classes(shape: FloatArray, rate_hours: FloatArray) -> npt.NDArray[
     edges = (0.0, *LAVA_CLASS_UPPER_HOURS[:-1])
     surv = np.stack([lomax_survival(shape, rate_hours, e) for e in edges] + [np.zeros(len(shape))])
     prob = surv[:-1] - surv[1:]
-    return (np.argmax(prob, axis=0) + 1).astype(np.int8)
+    return np.asarray(np.argmax(prob, axis=0) + 1, dtype=np.int8)
 
 
 def predicted_long(shape: FloatArray, rate_hours: FloatArray) -> npt.NDArray[np.bool_]:

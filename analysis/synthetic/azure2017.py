@@ -344,6 +344,19 @@ def _split_cores(cores: int, size: int) -> list[int]:
     return sizes
 
 
+def _event_vms(
+    cores: npt.NDArray[np.int64], size: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(event index, cores) of every VM the events' core counts split into."""
+    vm_event: list[int] = []
+    vm_cores: list[int] = []
+    for i, c in enumerate(cores):
+        for v in _split_cores(int(c), size):
+            vm_event.append(i)
+            vm_cores.append(v)
+    return np.asarray(vm_event, dtype=np.int64), np.asarray(vm_cores, dtype=np.int64)
+
+
 def _deployment(
     rng: np.random.Generator,
     model: AzureModel,
@@ -375,14 +388,7 @@ def _deployment(
     cores = 1 + rng.poisson(size, len(event_times))
     cores[0] = 1 + rng.poisson(model.initial_size_mean)
 
-    vm_event: list[int] = []
-    vm_cores: list[int] = []
-    for i, c in enumerate(cores):
-        for v in _split_cores(int(c), traits.vm_size_cores):
-            vm_event.append(i)
-            vm_cores.append(v)
-    vm_event_a = np.asarray(vm_event)
-    vm_cores_a = np.asarray(vm_cores)
+    vm_event_a, vm_cores_a = _event_vms(cores, traits.vm_size_cores)
     vm_start = event_times[vm_event_a]
     vm_end = vm_start + rng.exponential(1.0 / lam, len(vm_start)) * _HOUR_S
 
