@@ -1,11 +1,11 @@
-"""Seeded synthetic Azure V1 ``vmtable`` from the deployment model of seed 004 (§2.1, App. B).
+"""Seeded synthetic Azure V1 ``vmtable`` from the deployment model of Cluster Admission (§2.1, App. B).
 
-The file is written exactly as published (METHODS §0.2): ``vmtable/vmtable.csv.gz``, headerless,
+The file is written exactly as published (docs/methods.md §0.2): ``vmtable/vmtable.csv.gz``, headerless,
 columns in the order of :data:`analysis.schemas.AZURE_2017`, base64-looking hashes, times in
 seconds on the 300 s grid of a 30-day window, VMs alive at the end carrying the censored value
 ``vmdeleted = 2591700``, CPU in percent.
 
-Model (seed 004 §2.1, all rates per hour):
+Model (Cluster Admission §2.1, all rates per hour):
 
 * deployments arrive as a Poisson process; arrival times inside the window are iid uniform
   (a Poisson process conditioned on its count). Deployments that arrived during the 30 days
@@ -59,7 +59,7 @@ import numpy.typing as npt
 import polars as pl
 from scipy.special import gammaincinv, ndtr, ndtri
 
-from tracelab.analysis.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 
 WINDOW_S = 2_592_000
 GRID_S = 300
@@ -93,21 +93,21 @@ class GammaPrior:
 class AzureModel:
     """True parameters of the generator, calibrated to the published V1 figures (issue 24).
 
-    Targets (``analysis/calibration.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
+    Targets (``analysis/statistics/calibration.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
     (AzurePublicDatasetV1.md: 2,013,767 VMs, 104.4 M VM-hours, 237.8 M core-hours), ~56 VMs per
     deployment (2,013,767 VMs / 35,941 deployments in the V1 notebook), ~145 cores per arriving
-    deployment and 27% of ended deployments shut down (seed 004 App. B), 97.5% of the arriving
-    deployments' cores inactive by the end of the month (seed 004 App. B: 4,211,926 of
+    deployment and 27% of ended deployments shut down (Cluster Admission App. B), 97.5% of the arriving
+    deployments' cores inactive by the end of the month (Cluster Admission App. B: 4,211,926 of
     4,317,961). These leave short VMs common: the lifetime-rate prior has shape < 1, so about
     30% of VMs live under an hour while VMs of an hour or more hold > 99% of the core-hours
-    (the pattern of seed 003 §2.1, whose 88% under an hour is Google's, not a target here).
+    (the pattern of LAVA paper §2.1, whose 88% under an hour is Google's, not a target here).
     """
 
     #: per-deployment core lifetime rate, 1/hour: mean 0.625/h but shape 0.5 spreads it from
     #: minutes to months
     lifetime_rate: GammaPrior = GammaPrior(0.5, 0.8, "1/hour", "hour")
     normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 3.0, "hour^(alpha-1)", "hour^(1-alpha)")
-    #: seed 004 App. B: ~145 cores per deployment (a ~41-core start plus scale-outs of ~9 cores)
+    #: Cluster Admission App. B: ~145 cores per deployment (a ~41-core start plus scale-outs of ~9 cores)
     scaleout_size: GammaPrior = GammaPrior(1.5, 0.19, "cores", "1/cores")
     alpha: float = 0.85
     #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)
@@ -332,7 +332,7 @@ def _hash(rng: np.random.Generator) -> str:
 def _split_cores(cores: int, size: int) -> list[int]:
     """VM core counts of one scale-out: ``cores // size`` VMs of the deployment's size, the
     remainder in powers of two (15 cores at size 4 -> 4 + 4 + 4 + 2 + 1): the cores stay exactly
-    the seed 004 model's ``1 + Poisson(s)``."""
+    the Cluster Admission model's ``1 + Poisson(s)``."""
     sizes = [size] * (cores // size)
     rest = cores % size
     bit = size // 2
