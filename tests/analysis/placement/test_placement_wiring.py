@@ -12,6 +12,14 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from tracelab.analysis.placement.model import (
+    LifetimePrior,
+    deployment_posteriors,
+    feature_posteriors,
+    predicted_classes,
+    predicted_long,
+)
+from tracelab.analysis.placement.replay import ReplayResult
 from tracelab.analysis.placement.stage import (
     PlacementParams,
     _pools_table,
@@ -22,14 +30,6 @@ from tracelab.analysis.placement.stage import (
     predictions,
     replay_inputs,
 )
-from tracelab.analysis.placement.model import (
-    LifetimePrior,
-    deployment_posteriors,
-    feature_posteriors,
-    predicted_classes,
-    predicted_long,
-)
-from tracelab.analysis.placement.replay import ReplayResult
 from tracelab.analysis.placement.stream import VmStream
 
 H = 3600
