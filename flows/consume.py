@@ -1,4 +1,4 @@
-"""The flows of the stages that consume the params export (METHODS §3): one generic shape.
+"""The flows of the stages that consume the params export (docs/methods.md §3): one generic shape.
 
 Each such stage is a plain function ``<stage>_results(params, data_dir, out_dir, *, progress,
 map_fn) -> Summary`` in ``analysis/``; this module wraps it in a Prefect flow named

@@ -285,7 +285,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="packing",
         command="pack",
-        help="stochastic bin packing with GPA and its baselines (seed 000 §4–5)",
+        help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
         code=_packing,
         inputs=(
@@ -313,7 +313,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="admission",
         command="admit",
-        help="cluster admission control on the exported Gamma priors (seed 004)",
+        help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=(_A,),
         code=_admission,
         inputs=(PARAMS_EXPORT,),
@@ -325,7 +325,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="placement",
         command="place",
-        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (seed 003)",
+        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=(_A,),
         code=_placement,
         inputs=(PARAMS_EXPORT, lake_table("vmtable")),
@@ -397,7 +397,7 @@ def stages_markdown() -> str:
         "",
         "Stages run in this order (a topological sort of each stage's upstream stages).",
         "",
-        "| stage | command | traces | upstream | METHODS | reads | writes | report pages |",
+        "| stage | command | traces | upstream | [methods](methods.md) | reads | writes | report pages |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for s in run_order():

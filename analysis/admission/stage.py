@@ -1,4 +1,4 @@
-"""Cluster admission control on the exported Gamma priors (seed 004 §2–6, METHODS §3.2, issue 16).
+"""Cluster admission control on the exported Gamma priors (Cluster Admission §2–6, docs/methods.md §3.2, issue 16).
 
 ``admission_results`` reads only ``DATA/exports/params.json`` (through :func:`load_params`),
 tunes each policy's threshold by binary search to meet the SLA on the scale-out failure rate,
@@ -48,7 +48,7 @@ from tracelab.analysis.export.document import load_params
 
 TRACE = "azure-2017"
 STAGE = "admission"
-#: policies of Table 2 (seed 004 §5) and the §6 marginal heuristic
+#: policies of Table 2 (Cluster Admission §5) and the §6 marginal heuristic
 TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-marginal")
 #: the policies of Fig. 1, run once per entry of ``observations``
 FIGURE1_POLICIES = ("first-marginal", "second-marginal")
@@ -69,7 +69,7 @@ class AdmissionParams:
     """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
     (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
     Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
-    configuration. Seed 004 itself ran 500 runs of 3 years with 600 steps per horizon."""
+    configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per horizon."""
 
     cores: int = option(100, "cluster capacity C (cores)", minimum=1, maximum=10_000_000)
     arrival_rate: float = option(
@@ -79,7 +79,10 @@ class AdmissionParams:
         maximum=1e6,
     )
     horizon_hours: float = option(
-        168.0, "simulated hours per run (seed 004: 26280)", minimum=1, maximum=MAX_HOURS
+        168.0,
+        "simulated hours per run (the Cluster Admission paper: 26280)",
+        minimum=1,
+        maximum=MAX_HOURS,
     )
     runs: int = option(
         3, "runs per threshold (tuning) and for verification", minimum=2, maximum=1_000_000
@@ -104,7 +107,10 @@ class AdmissionParams:
         maximum=MAX_HOURS,
     )
     lookahead_steps: int = option(
-        8, "steps per look-ahead horizon (seed 004: 600)", minimum=1, maximum=5000
+        8,
+        "steps per look-ahead horizon (the Cluster Admission paper: 600)",
+        minimum=1,
+        maximum=5000,
     )
     marginal_cores: float = option(
         1.0, "§6: a deployment expected below this many cores at a step is marginal", minimum=0
@@ -386,7 +392,7 @@ def admission_results(
 
 
 def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
-    """Relative utilization gain over the zeroth-moment baseline (seed 004 §5.3)."""
+    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3)."""
     base = next((r for r in results if r.policy == "zeroth"), None)
     if base is None or base.utilization <= 0:
         return results

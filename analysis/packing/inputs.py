@@ -1,6 +1,6 @@
 """The packing stage's tasks: drawn from the trace's long tasks or built from the params export.
 
-Seed 000 §5.1: an instance is N' tasks, each with R realizations of its inst (1-second) and avg
+Janus & Rzadca §5.1: an instance is N' tasks, each with R realizations of its inst (1-second) and avg
 (5-minute mean) usage resampled from its own empirical distribution. Realizations are drawn
 inside each work cell from the cell's instance seed, so only the tasks' own samples (or model
 parameters) travel to a worker and the result does not depend on where the cell runs.
@@ -172,7 +172,7 @@ def _wanted_samples(data_dir: Path, stats: Path, lake: Path, wanted: IntArray) -
             for i in local:
                 a, b = int(batch.offsets[i]), int(batch.offsets[i + 1])
                 inst.append(batch.inst[a:b])
-                # avg is NULL where the trace has no cpu_rate: fall back to inst (METHODS §1.8)
+                # avg is NULL where the trace has no cpu_rate: fall back to inst (docs/methods.md §1.8)
                 avg.append(np.where(np.isnan(batch.avg[a:b]), batch.inst[a:b], batch.avg[a:b]))
                 lengths.append(np.array([b - a], dtype=np.int64))
             jobs.append(batch.job_id[local])
