@@ -114,8 +114,12 @@ def making_command(entry: DataEntry, trace: str) -> str:
     for producer in entry.producers:
         stage = _BY_NAME.get(producer)
         command = stage.command if stage else producer
-        on_all = stage is not None and stage.traces == (ALL,)
-        commands.append(f"tracelab {command}" + ("" if on_all else f" --trace {trace}"))
+        if stage is not None and stage.traces == (ALL,):
+            commands.append(f"tracelab {command}")
+            continue
+        # a document of all traces (export's input) is made per trace by its producers
+        on = trace if stage is None or trace in stage.traces else stage.traces[0]
+        commands.append(f"tracelab {command} --trace {on}")
     return "` or `".join(commands)
 
 
