@@ -53,7 +53,7 @@ def mark_owner() -> None:
     os.environ[OWNER_VARIABLE] = str(os.getpid())
 
 
-def _death_signal() -> Callable[[], None] | None:
+def death_signal() -> Callable[[], None] | None:
     """A function for ``preexec_fn`` arming SIGTERM on the parent's death (resolved here, in the
     parent: the child between fork and exec must not load libraries); None off Linux."""
     try:
@@ -67,7 +67,7 @@ def start_watchdog() -> None:
     """Once per process, from the main thread: the watchdog that stops this command's marked
     children (Prefect's temporary server) when the command dies, SIGKILL included."""
     global _watchdog
-    arm = _death_signal()
+    arm = death_signal()
     if _watchdog is not None or arm is None or not Path("/proc/self/environ").exists():
         return
     if threading.current_thread() is not threading.main_thread():

@@ -187,5 +187,5 @@ class ExportOptions:
     out: str = option(
         "",
         "where to write (default DATA/exports/params.json or params.csv): a regular file or a "
-        "new name, in DATA/exports/ or outside the data directory",
+        "new name, not in a folder the data directory manages (raw, lake, results, ...)",
     )

@@ -57,14 +57,14 @@ def test_a_folder_and_a_symlink_are_refused(
 
 @pytest.mark.parametrize(
     "relative",
-    ["results/azure-2017/priors/params.json", "lake/params.json", "tracelab.duckdb", "x.json"],
+    ["results/azure-2017/priors/params.json", "lake/params.json", "tracelab.duckdb", "state/x"],
 )
 def test_a_managed_path_of_the_data_directory_is_refused(
     data: Path, capsys: pytest.CaptureFixture[str], relative: str
 ) -> None:
     out = data / relative
     before = out.read_bytes() if out.exists() else None
-    assert "not in its exports/ folder" in _refused(data, out, capsys)
+    assert "which the data directory manages" in _refused(data, out, capsys)
     assert (out.read_bytes() if out.exists() else None) == before
 
 
