@@ -49,7 +49,7 @@ def params_sections(ctx: PageContext) -> Sequence[Section]:
     )
     table = HtmlTable(
         caption="Every record of DATA/exports/params.json (`tracelab export`; "
-        "`--format csv` gives one row per value, arrays included)",
+        "`--format csv` gives one row per fitted parameter, and the arrays in params_values.csv)",
         columns=("record", "trace", "stage", "distribution", "parameters", "n", "method"),
         rows=rows,
     )
