@@ -335,9 +335,7 @@ def write_params_csv(doc: dict[str, Any], path: Path) -> Path:
     """Validate, then write the tidy parameter table to ``path`` and the records' values
     (arrays included) to :func:`values_csv_path`, atomically (empty cell = no value)."""
     validate_params_document(doc, where=str(path))
-    atomic_write_text(
-        values_csv_path(path), _csv_text(VALUES_COLUMNS, params_values_rows(doc))
-    )
+    atomic_write_text(values_csv_path(path), _csv_text(VALUES_COLUMNS, params_values_rows(doc)))
     return atomic_write_text(path, _csv_text(CSV_COLUMNS, params_csv_rows(doc)))
 
 
