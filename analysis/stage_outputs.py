@@ -40,6 +40,23 @@ def write_stage_outputs(
     return written
 
 
+def record_parameters(stage_dir: Path, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Record the options a stage ran with in its ``summary.json`` as ``parameters``.
+
+    What the stage derived from its options (a grid's sizes, a rate read from the params
+    document) it writes into ``parameters`` itself; those entries stay beside the options. An
+    entry named like an option takes the option's value: the record is what ran. Returns the
+    record.
+    """
+    doc = read_summary(stage_dir)
+    derived = {k: v for k, v in (doc.get("parameters") or {}).items() if k not in options}
+    doc["parameters"] = json_ready({**options, **derived})
+    text = json.dumps(json_ready(doc), indent=2, sort_keys=True)
+    atomic_write_text(stage_dir / SUMMARY_FILE, text)
+    recorded: dict[str, Any] = doc["parameters"]
+    return recorded
+
+
 def read_summary(stage_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` a stage wrote."""
     doc: dict[str, Any] = json.loads((stage_dir / SUMMARY_FILE).read_text(encoding="utf-8"))

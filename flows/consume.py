@@ -18,7 +18,8 @@ from typing import Any
 
 from prefect import flow
 
-from tracelab.analysis.stage_api import MapFn, serial_map
+from tracelab.analysis.stage_api import MapFn, option_values, serial_map
+from tracelab.analysis.stage_outputs import record_parameters
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
@@ -100,6 +101,8 @@ def consuming_stage(
             summary = function(
                 params, settings.data_dir, out_dir, progress=PrintedProgress(name), map_fn=map_fn
             )
+        # the page's "Parameters of this run" reads this record, never the results
+        record_parameters(out_dir, option_values(params))
         headline = headline_of(summary.to_dict())
         publish_summary(name, trace, headline, page)
         return StageResult(

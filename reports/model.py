@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tracelab.reports import numfmt
+
 
 class InputsMissing(Exception):
     """A page's inputs are absent or lack a column; the page says so instead of failing the site."""
@@ -19,16 +21,17 @@ class InputsMissing(Exception):
 
 @dataclass(frozen=True)
 class Number:
-    """A computed number inside a paragraph."""
+    """A computed number inside a paragraph: 3 significant digits (:func:`numfmt.fmt`) unless
+    ``fmt`` gives a format spec (``",.0f"`` for counts)."""
 
     key: str
     value: float
-    fmt: str = ".4g"
+    fmt: str = ""
     unit: str = ""
 
     @property
     def text(self) -> str:
-        body = format(self.value, self.fmt)
+        body = format(self.value, self.fmt) if self.fmt else numfmt.fmt(self.value)
         return f"{body} {self.unit}".rstrip() if self.unit else body
 
 
