@@ -21,8 +21,8 @@ class InputsMissing(Exception):
 
 @dataclass(frozen=True)
 class Number:
-    """A computed number inside a paragraph: 3 significant digits (:func:`numfmt.fmt`) unless
-    ``fmt`` gives a format spec (``",.0f"`` for counts)."""
+    """A computed number inside a paragraph: 3 significant digits (:func:`numfmt.fmt`), a share
+    as a percentage with ``fmt="%"``, or ``fmt`` as a format spec (``",.0f"`` for counts)."""
 
     key: str
     value: float
@@ -31,7 +31,10 @@ class Number:
 
     @property
     def text(self) -> str:
-        body = format(self.value, self.fmt) if self.fmt else numfmt.fmt(self.value)
+        if self.fmt in ("", "%"):
+            body = numfmt.fmt_pct(self.value) if self.fmt else numfmt.fmt(self.value)
+        else:
+            body = format(self.value, self.fmt)
         return f"{body} {self.unit}".rstrip() if self.unit else body
 
 

@@ -130,3 +130,29 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
         return Mean(mean, math.nan, math.nan, n, level)
     half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return Mean(mean, mean - half, mean + half, n, level)
+
+
+def clustered_mean_interval(
+    values: Sequence[float] | np.ndarray,
+    clusters: Sequence[object] | np.ndarray,
+    level: float = 0.95,
+    resamples: int = 2000,
+) -> Mean:
+    """The mean of ``values`` with a percentile bootstrap interval that resamples whole
+    clusters (instances): values of one cluster are not independent of each other. Seeded, so
+    the same data give the same page."""
+    x = np.asarray(values, dtype=np.float64)
+    keys = np.asarray(clusters)
+    finite = np.isfinite(x)
+    x, keys = x[finite], keys[finite]
+    if x.size == 0:
+        return Mean(math.nan, math.nan, math.nan, 0, level)
+    labels, index = np.unique(keys, return_inverse=True)
+    if labels.size < 2:
+        return Mean(float(x.mean()), math.nan, math.nan, int(labels.size), level)
+    sums = np.bincount(index, weights=x)
+    counts = np.bincount(index).astype(np.float64)
+    picks = np.random.default_rng(0).integers(0, labels.size, size=(resamples, labels.size))
+    boot = sums[picks].sum(axis=1) / counts[picks].sum(axis=1)
+    low, high = np.percentile(boot, [50 * (1 - level), 50 * (1 + level)])
+    return Mean(float(x.mean()), float(low), float(high), int(labels.size), level)
