@@ -19,6 +19,7 @@ from scipy.special import gammainc
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -143,17 +144,17 @@ def inst_vs_avg_sections(ctx: PageContext) -> Sequence[Section]:
                 "With k = ",
                 Number("k_first", float(nums.k_first), ".0f"),
                 " the median relative difference is ",
-                Number("median_first", nums.median_first, ".3g"),
+                Number("median_first", nums.median_first),
                 " with an interquartile range of ",
-                Number("iqr_first", nums.iqr_first, ".3g"),
+                Number("iqr_first", nums.iqr_first),
                 "; at k = ",
                 Number("k_last", float(nums.k_last), ".0f"),
                 " (",
                 Number("n_tasks_last", float(nums.n_tasks_last), ",.0f"),
                 " tasks) the median is ",
-                Number("median_last", nums.median_last, ".3g"),
+                Number("median_last", nums.median_last),
                 " and the IQR ",
-                Number("iqr_last", nums.iqr_last, ".3g"),
+                Number("iqr_last", nums.iqr_last),
                 ".",
             ),
             paper=(
@@ -174,7 +175,7 @@ def _inst_vs_avg_table(nums: InstVsAvgNumbers) -> HtmlTable:
             (
                 str(b.k),
                 fmt_int(b.n_tasks),
-                *(fmt_num(v, ".3f") for v in (b.q1, b.median, b.q3, b.whisker_low, b.whisker_high)),
+                *(fmt(v) for v in (b.q1, b.median, b.q3, b.whisker_low, b.whisker_high)),
             )
             for b in nums.boxes
         ),
@@ -269,17 +270,17 @@ def variability_sections(ctx: PageContext) -> Sequence[Section]:
                 "Over ",
                 Number("tasks", inst.n, ",.0f"),
                 " long tasks, std ≈ ",
-                Number("inst_slope", inst.slope, ".3f"),
+                Number("inst_slope", inst.slope),
                 "·mean + ",
-                Number("inst_intercept", inst.intercept, ".4f"),
+                Number("inst_intercept", inst.intercept),
                 " for inst (r² ",
-                Number("inst_r2", inst.r_squared, ".2f"),
+                Number("inst_r2", inst.r_squared),
                 ") and std ≈ ",
-                Number("avg_slope", avg.slope, ".3f"),
+                Number("avg_slope", avg.slope),
                 "·mean + ",
-                Number("avg_intercept", avg.intercept, ".4f"),
+                Number("avg_intercept", avg.intercept),
                 " for avg (r² ",
-                Number("avg_r2", avg.r_squared, ".2f"),
+                Number("avg_r2", avg.r_squared),
                 ").",
             ),
             paper="Inst varies more than avg: slope 0.36 vs 0.31, intercept 0.015 vs 0.010.",
@@ -402,7 +403,7 @@ def time_invariance_sections(ctx: PageContext) -> Sequence[Section]:
         [
             (
                 f"Δ = {s.delta}: ",
-                Number(f"share_rejected_{s.delta}", s.share_rejected, ".1%"),
+                Number(f"share_rejected_{s.delta}", s.share_rejected, "%"),
                 " of ",
                 Number(f"n_tested_{s.delta}", s.n_tested, ",.0f"),
                 " tasks",
@@ -491,9 +492,9 @@ def clustering_sections(ctx: PageContext) -> Sequence[Section]:
                 " over ",
                 Number("tasks", nums.tasks, ",.0f"),
                 " long tasks: the largest cluster holds ",
-                Number("largest_share", nums.largest_share, ".1%"),
+                Number("largest_share", nums.largest_share, "%"),
                 " and the smallest ",
-                Number("smallest_share", nums.smallest_share, ".1%"),
+                Number("smallest_share", nums.smallest_share, "%"),
                 " of the tasks.",
             ),
             paper="No cluster holds more than 17.62% of long tasks (smallest 1.42%): usage shapes are diverse.",
@@ -601,7 +602,7 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     rates = [
         (
             f"N = {r.n_tasks_per_set}: ",
-            Number(f"rejection_rate_{r.n_tasks_per_set}", r.rejection_rate, ".3f"),
+            Number(f"rejection_rate_{r.n_tasks_per_set}", r.rejection_rate),
         )
         for r in nums.rows
     ]
@@ -629,9 +630,9 @@ def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
             (
                 str(r.n_tasks_per_set),
                 fmt_int(r.n_sets),
-                fmt_num(r.rejection_rate, ".3f"),
-                fmt_num(r.paper_rejection_rate, ".3f"),
-                fmt_num(r.mean_mu_cores, ".3f"),
+                fmt(r.rejection_rate),
+                fmt(r.paper_rejection_rate),
+                fmt(r.mean_mu_cores),
             )
             for r in nums.rows
         ),
@@ -805,11 +806,11 @@ def gamma_fits_sections(ctx: PageContext) -> Sequence[Section]:
         [
             (
                 f"{f.name}: shape ",
-                Number(f"{f.name}_shape", f.shape, ".4g"),
+                Number(f"{f.name}_shape", f.shape),
                 ", rate ",
-                Number(f"{f.name}_rate", f.rate, ".4g", f"1/{f.unit}"),
+                Number(f"{f.name}_rate", f.rate, "", f"1/{f.unit}"),
                 ", KS distance ",
-                Number(f"{f.name}_ks", f.ks_distance, ".3f"),
+                Number(f"{f.name}_ks", f.ks_distance),
                 " (n = ",
                 Number(f"{f.name}_n", f.n, ",.0f"),
                 ")",
@@ -841,7 +842,7 @@ def _gamma_table(nums: GammaFitsNumbers) -> HtmlTable:
                 f"{fmt_num(f.rate)} 1/{f.unit}",
                 f"[{fmt_num(f.rate_low)}, {fmt_num(f.rate_high)}]",
                 fmt_num(f.log_likelihood, ".6g"),
-                fmt_num(f.ks_distance, ".3f"),
+                fmt(f.ks_distance),
             )
             for f in nums.fits
         ),

@@ -9,6 +9,7 @@ from tracelab.analysis.errors import TracelabError
 from tracelab.analysis.export import load_params
 from tracelab.analysis.params import FittedParameter
 from tracelab.reports.model import HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def params_numbers(ctx: PageContext) -> ParamsNumbers:
 
 def _cell(record: FittedParameter) -> str:
     return ", ".join(
-        f"{k} = {q.value:.4g}{(' ' + q.unit) if q.unit else ''}"
+        f"{k} = {fmt(q.value)}{(' ' + q.unit) if q.unit else ''}"
         for k, q in record.parameters.items()
     )
 
