@@ -295,8 +295,13 @@ def _tuning_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
             ax.plot(steps, np.maximum(rate, floor), color="tab:blue", linewidth=0.8)
             ax.scatter(steps[ok & (rate > 0)], rate[ok & (rate > 0)], color="tab:blue", zorder=3)
             ax.scatter(steps[~ok], rate[~ok], facecolors="none", edgecolors="tab:blue", zorder=3)
-            ax.scatter(steps[rate == 0], np.full(int((rate == 0).sum()), floor), marker="v",
-                       color="tab:blue", zorder=3)  # fmt: skip
+            ax.scatter(
+                steps[rate == 0],
+                np.full(int((rate == 0).sum()), floor),
+                marker="v",
+                color="tab:blue",
+                zorder=3,
+            )
             ax.axhline(n.sla, color="red", linestyle=":", linewidth=1)
             ax.set_yscale("log")
             ax.set_ylim(floor / 2, 1.0)

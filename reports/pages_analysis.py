@@ -677,6 +677,9 @@ def _sums_figure(examples: pl.DataFrame, out: Path) -> list[Figure]:
     shown = sorted(set(examples["n_tasks_per_set"].to_list()))
     if not shown:
         return []
+    # small multiples that stay legible: at most four panels a row, three ticks an axis
+    cols = min(len(shown), 4)
+    rows = -(-len(shown) // cols)
     with new_axes(
         out,
         "sums_with_fitted_normals",
@@ -684,15 +687,24 @@ def _sums_figure(examples: pl.DataFrame, out: Path) -> list[Figure]:
         "density of its fitted normal N(Σμ_i, (Σσ_i²)^½).",
         caption=f"{_cite('Fig. 5')}: the total inst usage (cores) of one random set per N "
         "(histogram of its resampled realizations) and the fitted normal (red).",
-        ncols=len(shown),
+        ncols=cols,
+        nrows=rows,
+        size=(3.2 * cols, 2.7 * rows),
+        margins={"left": 0.07, "right": 0.98, "bottom": 0.1, "top": 0.93, "hspace": 0.6},
     ) as (axes, figs):
+        panels = [axes] if len(shown) == 1 else [ax for row in axes for ax in row]
         for i, n in enumerate(shown):
-            ax = axes if len(shown) == 1 else axes[0][i]
-            _draw_sum_panel(ax, examples.filter(pl.col("n_tasks_per_set") == n), n)
+            _draw_sum_panel(panels[i], examples.filter(pl.col("n_tasks_per_set") == n), n)
+            if i % cols:
+                panels[i].set_ylabel("")
+        for ax in panels[len(shown) :]:
+            ax.set_visible(False)
     return figs
 
 
 def _draw_sum_panel(ax: Any, one: pl.DataFrame, n: int) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     totals = floats(one, "total_cores")
     mu, sigma = float(one["mu_cores"][0]), float(one["sigma_cores"][0])
     ax.hist(totals, bins=40, density=True, color="#9ab")
@@ -700,10 +712,12 @@ def _draw_sum_panel(ax: Any, one: pl.DataFrame, n: int) -> None:
         x = np.linspace(totals.min(), totals.max(), 200)
         pdf = np.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi))
         ax.plot(x, pdf, color="red", linewidth=1)
-    ax.set_title(f"N = {n}", fontsize=8)
-    ax.set_xlabel("total usage (cores)", fontsize=7)
-    ax.set_ylabel("density", fontsize=7)
-    ax.tick_params(labelsize=6)
+    ax.set_title(f"N = {n}", fontsize=9)
+    ax.set_xlabel("total usage (cores)", fontsize=8)
+    ax.set_ylabel("density", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(3))
+    ax.yaxis.set_major_locator(MaxNLocator(3))
+    ax.tick_params(labelsize=8)
 
 
 def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -> list[Figure]:

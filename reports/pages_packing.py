@@ -203,9 +203,21 @@ def _rate_cell(e: PackingEvidence, method: str, paper: float) -> str:
 
 def _headline_table(n: PackingNumbers, e: PackingEvidence) -> HtmlTable:
     rows = (
-        ("GPA ρ = 0.001: q", fmt(PAPER_GPA_Q_RHO_0001), _rate_cell(e, "GPA 0.001", PAPER_GPA_Q_RHO_0001)),
-        ("Cantelli b = 1.0: q", fmt(PAPER_CANTELLI_Q["1"]), _rate_cell(e, "Cantelli 1", PAPER_CANTELLI_Q["1"])),
-        ("Cantelli b = 1.7: q", fmt(PAPER_CANTELLI_Q["1.7"]), _rate_cell(e, "Cantelli 1.7", PAPER_CANTELLI_Q["1.7"])),
+        (
+            "GPA ρ = 0.001: q",
+            fmt(PAPER_GPA_Q_RHO_0001),
+            _rate_cell(e, "GPA 0.001", PAPER_GPA_Q_RHO_0001),
+        ),
+        (
+            "Cantelli b = 1.0: q",
+            fmt(PAPER_CANTELLI_Q["1"]),
+            _rate_cell(e, "Cantelli 1", PAPER_CANTELLI_Q["1"]),
+        ),
+        (
+            "Cantelli b = 1.7: q",
+            fmt(PAPER_CANTELLI_Q["1.7"]),
+            _rate_cell(e, "Cantelli 1.7", PAPER_CANTELLI_Q["1.7"]),
+        ),
         (
             "machines, Cantelli 1.7 / 4.4 over GPA 0.05 (95% SLO)",
             f"{fmt(PAPER_MACHINES_RATIO[0])}–{fmt(PAPER_MACHINES_RATIO[1])}×",
@@ -224,7 +236,7 @@ def _headline_table(n: PackingNumbers, e: PackingEvidence) -> HtmlTable:
             f"{fmt_pct(e.rebalancing.high)}]",
         ),
         ("|m_abs| First Fit − Best Fit, largest", "≤ 1", str(n.first_best_max_machine_difference)),
-    )  # fmt: skip
+    )
     return HtmlTable(
         "Janus & Rzadca 2017 headline numbers beside this run; q: mean over instances, 95% "
         "interval from the overflow count (Clopper–Pearson; none: one-sided bound); rebalancing: "
@@ -295,30 +307,34 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
 
 def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     shown = base.filter(pl.col("family").is_in(["gpa", "av", "perc"]) & (pl.col("parameter") < 100))
+    families = [f for f in ("gpa", "av", "perc") if f in set(shown["family"].to_list())]
     with new_axes(
         ctx.out_dir,
         "packing_m_vs_q",
-        alt="Scatter of normalised machines against overflow frequency, one point per instance and method.",
-        caption="m against q per instance for GPA, av and perc; an instance without any "
-        "overflow (q = 0, which a log axis cannot show) is drawn at 1e-6, below the smallest "
-        "q one overflow gives here (1 / (m_abs · R)).",
-    ) as (ax, figs):
+        alt="Scatter of normalised machines against overflow frequency, one panel per family, "
+        "one point per instance and method.",
+        caption="m against q per instance, one panel per family (GPA, av, perc); an instance "
+        "without any overflow (q = 0, which a log axis cannot show) is drawn at 1e-6, below the "
+        "smallest q one overflow gives here (1 / (m_abs · R)).",
+        ncols=max(len(families), 1),
+        size=(3.6 * max(len(families), 1), 3.4),
+        margins={"left": 0.08, "right": 0.98, "bottom": 0.15, "top": 0.9, "wspace": 0.3},
+    ) as (axes, figs):
         floor = 1e-6
-        for method in _method_order(shown):
-            part = shown.filter(pl.col("method") == method)
-            # one marker per family: more methods than the colour cycle has colours
-            marker = {"gpa": "o", "av": "^"}.get(str(part["family"][0]), "s")
-            ax.scatter(
-                floats(part, "m"),
-                np.maximum(floats(part, "q"), floor),
-                s=12,
-                marker=marker,
-                label=method,
-            )
-        ax.set_yscale("log")
-        ax.set_xlabel("m (normalised machines)")
-        ax.set_ylabel("q (overflow frequency)")
-        ax.legend(fontsize=6, ncol=2)
+        row = [axes] if len(families) <= 1 else list(axes[0])
+        for ax, family in zip(row, families, strict=False):
+            part = shown.filter(pl.col("family") == family)
+            for method in _method_order(part):
+                one = part.filter(pl.col("method") == method)
+                ax.scatter(
+                    floats(one, "m"), np.maximum(floats(one, "q"), floor), s=14, label=method
+                )
+            ax.set_yscale("log")
+            ax.set_ylim(floor / 2, 1.0)
+            ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
+            ax.set_xlabel("m (normalised machines)", fontsize=8)
+            ax.legend(fontsize=7)
+        row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
 
 
@@ -453,28 +469,39 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
 def _lines(
     ctx: PageContext, frame: pl.DataFrame, x: str, name: str, caption: str, split_rebalance: bool
 ) -> tuple[Figure, ...]:
-    with new_axes(ctx.out_dir, name, alt=caption, caption=caption) as (ax, figs):
-        keys = ["method", "rebalance"] if split_rebalance else ["method"]
-        means = frame.group_by(*keys, x, maintain_order=True).agg(pl.col("q").mean()).sort(x)
-        for key in means.select(keys).unique(maintain_order=True).iter_rows():
-            part = means.filter(
-                pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, key, strict=True))
-            )
-            label = key[0] + (
-                "" if not split_rebalance else (" rebal." if key[1] else " no rebal.")
-            )
-            ax.plot(
-                floats(part, x),
-                np.maximum(floats(part, "q"), _ZERO_AT),
-                marker="o",
-                label=label,
-                linestyle="-" if not split_rebalance or key[1] else "--",
-            )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(x)
-        ax.set_ylabel("mean q")
-        ax.legend(fontsize=7)
+    """Mean q against ``x``, one line per method; with ``split_rebalance`` one panel with and one
+    without rebalancing, so no panel has more than the experiment's (four) methods."""
+    panels = [True, False] if split_rebalance else [True]
+    methods = list(dict.fromkeys(frame["method"].to_list()))
+    with new_axes(
+        ctx.out_dir,
+        name,
+        alt=caption,
+        caption=caption,
+        ncols=len(panels),
+        size=(3.8 * len(panels) + 0.6, 3.4) if split_rebalance else None,
+    ) as (axes, figs):
+        row = [axes] if len(panels) == 1 else list(axes[0])
+        for ax, rebalance in zip(row, panels, strict=True):
+            part = frame.filter(pl.col("rebalance") == rebalance) if split_rebalance else frame
+            means = part.group_by("method", x, maintain_order=True).agg(pl.col("q").mean()).sort(x)
+            for method in methods:
+                line = means.filter(pl.col("method") == method)
+                if line.height:
+                    ax.plot(
+                        floats(line, x),
+                        np.maximum(floats(line, "q"), _ZERO_AT),
+                        marker="o",
+                        color=f"C{methods.index(method) % 10}",
+                        label=method,
+                    )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel(x)
+            ax.set_ylabel("mean q")
+            if split_rebalance:
+                ax.set_title("rebalancing" if rebalance else "no rebalancing", fontsize=9)
+            ax.legend(fontsize=7)
     return tuple(figs)
 
 
@@ -500,7 +527,8 @@ def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
             cap,
             "capacity",
             "packing_capacity",
-            "Mean q against machine capacity c (solid: rebalancing, dashed: none).",
+            "Mean q against machine capacity c, with and without rebalancing; a mean q of 0 is "
+            "drawn at 1e-7.",
             True,
         ),
     )
@@ -526,7 +554,8 @@ def _fig12_clairvoyance(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers)
             clair,
             "clairvoyance",
             "packing_clairvoyance",
-            "Mean q against clairvoyance level v (share of R observed).",
+            "Mean q against clairvoyance level v (share of R observed); a mean q of 0 is drawn at "
+            "1e-7.",
             False,
         ),
     )

@@ -111,11 +111,23 @@ def _bars(
         width = 0.4 if paper else 0.6
         ours = [means[k] for k, _ in keys]
         err = np.array([[max(m.value - m.low, 0), max(m.high - m.value, 0)] for m in ours]).T
-        ax.bar(x - (0.2 if paper else 0.0), [m.value for m in ours], width=width,
-               yerr=np.nan_to_num(err), capsize=3, label="this run (vs Best Fit)")  # fmt: skip
+        ax.bar(
+            x - (0.2 if paper else 0.0),
+            [m.value for m in ours],
+            width=width,
+            yerr=np.nan_to_num(err),
+            capsize=3,
+            label="this run (vs Best Fit)",
+        )
         if paper:
-            ax.bar(x + 0.2, [paper.get(k, np.nan) for k, _ in keys], width=width, hatch="//",
-                   alpha=0.5, label="the LAVA paper (vs its production baseline)")  # fmt: skip
+            ax.bar(
+                x + 0.2,
+                [paper.get(k, np.nan) for k, _ in keys],
+                width=width,
+                hatch="//",
+                alpha=0.5,
+                label="the LAVA paper (vs its production baseline)",
+            )
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_xticks(x, [label for _, label in keys], fontsize=8)
         ax.set_ylabel("empty hosts gained (pp)")
@@ -235,9 +247,13 @@ def _series_figure(ctx: PageContext, series: pl.DataFrame) -> list[Figure]:
                 wanted = "none" if policy == "best-fit" else predictor
                 part = one.filter((pl.col("policy") == policy) & (pl.col("predictor") == wanted))
                 if part.height:
-                    ax.plot(floats(part, "hour"), floats(part, "empty_host_pct"), linewidth=0.8,
-                            color="grey" if policy == "best-fit" else f"C{policies.index(policy)}",
-                            label=policy)  # fmt: skip
+                    ax.plot(
+                        floats(part, "hour"),
+                        floats(part, "empty_host_pct"),
+                        linewidth=0.8,
+                        color="grey" if policy == "best-fit" else f"C{policies.index(policy)}",
+                        label=policy,
+                    )
             ax.set_title(f"{predictor} lifetimes", fontsize=9)
             ax.set_xlabel("hour of the trace", fontsize=8)
             ax.tick_params(labelsize=7)

@@ -284,8 +284,14 @@ def _slack_figure(
                         (pl.col("size_class") == size_class) & (pl.col("algorithm") == algorithm)
                     ).sort("slack")
                     if line.height and line[column].null_count() < line.height:
-                        ax.plot(floats(line, "slack"), floats(line, column), marker="o", ms=3,
-                                color=f"C{every.index(algorithm) % 10}", label=algorithm)  # fmt: skip
+                        ax.plot(
+                            floats(line, "slack"),
+                            floats(line, column),
+                            marker="o",
+                            ms=3,
+                            color=f"C{every.index(algorithm) % 10}",
+                            label=algorithm,
+                        )
                 if r == 0:
                     ax.set_title(f"{size_class} problems", fontsize=9)
                 if r == len(groups) - 1:
@@ -468,8 +474,14 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame, h: YieldHeadline) 
                     .sort("n_jobs")
                 )
                 if line.height:
-                    ax.plot(floats(line, "n_jobs"), floats(line, "mean_ms"), marker="o", ms=3,
-                            color=f"C{every.index(algorithm) % 10}", label=algorithm)  # fmt: skip
+                    ax.plot(
+                        floats(line, "n_jobs"),
+                        floats(line, "mean_ms"),
+                        marker="o",
+                        ms=3,
+                        color=f"C{every.index(algorithm) % 10}",
+                        label=algorithm,
+                    )
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("jobs", fontsize=8)
