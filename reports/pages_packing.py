@@ -29,7 +29,7 @@ from tracelab.reports.numfmt import (
     fmt,
     fmt_pct,
 )
-from tracelab.reports.run_parameters import differences, differences_text, parameters_table
+from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "packing"
 _RUN_COLUMNS = (
@@ -286,7 +286,7 @@ def _overview(summary: Mapping[str, Any], n: PackingNumbers, e: PackingEvidence)
             "b = 1.7: 2e-6) and GPA needs 1.9–3.7× fewer machines than Cantelli at a 95% SLO; about "
             "100 observations suffice; rebalancing cuts q by ~7%."
         ),
-        tables=(_headline_table(n, e), parameters_table(summary, STAGE)),
+        tables=(_headline_table(n, e),),
     )
 
 
@@ -619,4 +619,5 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
         if extra is not None:
             sections.append(extra)
     sections.append(_fig13_rebalancing(ctx, runs, numbers, evidence))
+    sections.append(parameters_section(summary, STAGE, "pack"))
     return sections

@@ -24,7 +24,7 @@ from tracelab.reports.model import (
     Section,
 )
 from tracelab.reports.numfmt import Mean, fmt, mean_interval
-from tracelab.reports.run_parameters import parameters_table
+from tracelab.reports.run_parameters import parameters_section
 
 STAGE = "placement"
 #: (policy/predictor, label) in the order of the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6
@@ -393,7 +393,6 @@ def _setup_section(
                     for r in pools.iter_rows(named=True)
                 ),
             ),
-            parameters_table(summary, STAGE),
         ),
     )
 
@@ -459,6 +458,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
         _curve_section(ctx, curve),
         _lars_section(summary),
         _setup_section(summary, pools, replays),
+        parameters_section(summary, STAGE, "place"),
     ]
 
 

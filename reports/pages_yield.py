@@ -17,7 +17,7 @@ from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 from tracelab.reports.numfmt import Mean, fmt
-from tracelab.reports.run_parameters import differences, differences_text, parameters_table
+from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "yield"
 #: “Resource Allocation using Virtual Clusters” Tables 1 (small) and 2 (large): average % degradation from the best MCB
@@ -188,7 +188,6 @@ def _setup_section(h: YieldHeadline) -> Section:
         paper="“Resource Allocation using Virtual Clusters” §4.1: 4 hosts and 6–12 jobs (10 "
         "instances per spec) for small problems, 64 hosts and 100–500 jobs (100 per spec) for "
         "large ones, slack 0.1–0.9, GB/SGB bounded at 500,000 placement attempts.",
-        tables=(parameters_table({"parameters": h.parameters}, STAGE),),
     )
 
 
@@ -572,4 +571,5 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
     trace = _trace_section(ctx, tables["by_slack"], tables["instances"])
     if trace is not None:
         sections.append(trace)
+    sections.append(parameters_section({"parameters": headline.parameters}, STAGE, "yield"))
     return sections

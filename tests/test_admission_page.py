@@ -147,7 +147,8 @@ def test_the_stage_run_through_the_registry_records_its_parameters_and_the_page_
     assert recorded["upper_bound"] is True
     ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "site", trace="azure-2017")
     sections = admission_sections(ctx)
-    (table,) = sections[0].tables
+    assert sections[-1].title == "Parameters of this run"
+    (table,) = sections[-1].tables
     assert [row[0] for row in table.rows] == [*options, "arrival_rate_per_hour", "records"]
     # the headline's "best" met the SLA and is the highest utilization among those that did
     headline = {f.key: f.value for f in sections[1].this_run if isinstance(f, Number)}

@@ -132,7 +132,8 @@ def test_the_stage_run_through_the_registry_records_its_grid_and_the_page_states
     assert not set(recorded) & {"lp_over_milp_pct", "best_mcb", "mcb8_ms_500", "mean_min_yield"}
     sections = yield_sections(PageContext(tmp_path, tmp_path / "site", TRACE))
     (setup,) = [s for s in sections if s.title == "Set-up of this run"]
-    assert [r[0] for r in setup.tables[0].rows] == [
+    assert sections[-1].title == "Parameters of this run"
+    assert [r[0] for r in sections[-1].tables[0].rows] == [
         *options,
         "grid_instances",
         "milp_jobs",
