@@ -35,6 +35,8 @@ class Number:
             body = numfmt.fmt_pct(self.value) if self.fmt else numfmt.fmt(self.value)
         else:
             body = format(self.value, self.fmt)
+        if self.unit == "%":
+            return body + "%"
         return f"{body} {self.unit}".rstrip() if self.unit else body
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from matplotlib.patches import Patch
 
 from tracelab.reports.figures import new_axes
 from tracelab.reports.model import (
@@ -234,15 +235,16 @@ def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
             capsize=4,
             color=["tab:red" if m else "tab:blue" for m in missed],
         )
-        if any(missed):
-            ax.bar([], [], color="tab:red", label="missed the SLA")
         if n.upper_bound is not None:
             ax.axhline(
                 n.upper_bound.utilization, color="black", linestyle="--", label="upper bound"
             )
-        if n.upper_bound is not None or any(missed):
+        handles = ax.get_legend_handles_labels()[0]
+        if any(missed):
+            handles.append(Patch(color="tab:red", label="missed the SLA"))
+        if handles:
             # above the bars and the line, so it hides no error bar
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(handles=handles, fontsize=8, loc="upper right")
         ax.set_xticks(x, [r.policy for r in rows])
         ax.set_ylim(0.0, 1.2)
         ax.set_ylabel("utilization")

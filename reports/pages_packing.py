@@ -20,7 +20,15 @@ from tracelab.analysis.packing import PAPER_PACKING_PARAMS
 from tracelab.analysis.stage_api import option_values
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    Paragraph,
+    Section,
+)
 from tracelab.reports.numfmt import (
     Mean,
     Rate,
@@ -190,15 +198,33 @@ def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidenc
     )
 
 
-def _rate_cell(e: PackingEvidence, method: str, paper: float) -> str:
-    """The rate with its interval; without overflows the bound, and whether the paper's rate
-    could have shown at all in this many evaluations (expected count below 3)."""
+def _q_text(e: PackingEvidence, method: str, mean_q: float) -> str:
+    """The mean q over instances with the 95% interval from the pooled overflow count; without
+    any overflow the one-sided bound with the count instead of a bare 0."""
     rate = e.rates.get(method)
     if rate is None:
-        return "–"
-    if rate.events == 0 and paper * rate.trials < 3:
-        return f"{rate.text}; at the paper's rate {fmt(paper * rate.trials)} expected"
-    return rate.text
+        return fmt(mean_q)
+    return rate.text if rate.events == 0 else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+
+
+def _q_fragments(key: str, e: PackingEvidence, method: str, mean_q: float) -> Paragraph:
+    """:func:`_q_text` as page fragments: the mean is a Number, a bound is text."""
+    rate = e.rates.get(method)
+    if rate is not None and rate.events == 0:
+        return (f"q {rate.text}",)
+    if rate is None:
+        return ("q = ", Number(key, mean_q))
+    return ("q = ", Number(key, mean_q), f" [{fmt(rate.low)}, {fmt(rate.high)}]")
+
+
+def _rate_cell(e: PackingEvidence, method: str, paper: float, mean_q: float) -> str:
+    """:func:`_q_text`, and without overflows whether the paper's rate could have shown at all
+    in this many evaluations (its expected count)."""
+    rate = e.rates.get(method)
+    text = _q_text(e, method, mean_q)
+    if rate is not None and rate.events == 0:
+        return f"{text}; at the paper's rate {fmt(paper * rate.trials)} expected"
+    return text
 
 
 def _headline_table(n: PackingNumbers, e: PackingEvidence) -> HtmlTable:
@@ -206,17 +232,17 @@ def _headline_table(n: PackingNumbers, e: PackingEvidence) -> HtmlTable:
         (
             "GPA ρ = 0.001: q",
             fmt(PAPER_GPA_Q_RHO_0001),
-            _rate_cell(e, "GPA 0.001", PAPER_GPA_Q_RHO_0001),
+            _rate_cell(e, "GPA 0.001", PAPER_GPA_Q_RHO_0001, n.gpa_q_rho_0001),
         ),
         (
             "Cantelli b = 1.0: q",
             fmt(PAPER_CANTELLI_Q["1"]),
-            _rate_cell(e, "Cantelli 1", PAPER_CANTELLI_Q["1"]),
+            _rate_cell(e, "Cantelli 1", PAPER_CANTELLI_Q["1"], n.cantelli_q_1),
         ),
         (
             "Cantelli b = 1.7: q",
             fmt(PAPER_CANTELLI_Q["1.7"]),
-            _rate_cell(e, "Cantelli 1.7", PAPER_CANTELLI_Q["1.7"]),
+            _rate_cell(e, "Cantelli 1.7", PAPER_CANTELLI_Q["1.7"], n.cantelli_q_17),
         ),
         (
             "machines, Cantelli 1.7 / 4.4 over GPA 0.05 (95% SLO)",
@@ -272,8 +298,8 @@ def _overview(summary: Mapping[str, Any], n: PackingNumbers, e: PackingEvidence)
             " tasks with R = ",
             Number("realizations", float(n.realizations), ",.0f"),
             f" realizations each (seed {n.seed}); experiments: {experiments}. "
-            "GPA at ρ = 0.001 gives q = ",
-            Number("gpa_q_rho_0001", n.gpa_q_rho_0001),
+            "GPA at ρ = 0.001 gives ",
+            *_q_fragments("gpa_q_rho_0001", e, "GPA 0.001", n.gpa_q_rho_0001),
             "; Cantelli b = 1.7 needs ",
             Number("machines_ratio_17", n.machines_ratio_17),
             "× the machines of GPA 0.05 and b = 4.4 ",
@@ -356,13 +382,6 @@ def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     return tuple(figs)
 
 
-def _q_text(e: PackingEvidence, method: str, mean_q: float) -> str:
-    rate = e.rates.get(method)
-    if rate is None:
-        return fmt(mean_q)
-    return rate.text if rate.events == 0 else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
-
-
 def _methods_sections(
     ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers, e: PackingEvidence
 ) -> list[Section]:
@@ -387,11 +406,11 @@ def _methods_sections(
         Section(
             title="Machines per method (Janus & Rzadca 2017 Fig. 7)",
             this_run=(
-                "Cantelli b = 1.0 gives q = ",
-                Number("cantelli_q_1", n.cantelli_q_1),
-                f" ({_q_text(e, 'Cantelli 1', n.cantelli_q_1)}) and b = 1.7 q = ",
-                Number("cantelli_q_17", n.cantelli_q_17),
-                f" ({_q_text(e, 'Cantelli 1.7', n.cantelli_q_17)}).",
+                "Cantelli b = 1.0 gives ",
+                *_q_fragments("cantelli_q_1", e, "Cantelli 1", n.cantelli_q_1),
+                " and b = 1.7 ",
+                *_q_fragments("cantelli_q_17", e, "Cantelli 1.7", n.cantelli_q_17),
+                " (mean over instances [95% interval from the overflow count]).",
             ),
             paper="Cantelli and high percentiles are very conservative and use many more machines "
             "than av and GPA; av 1 packs 1,000 tasks into 28.0 machines on average.",
@@ -412,8 +431,8 @@ def _methods_sections(
         Section(
             title="GPA's relative error (Janus & Rzadca 2017 Fig. 9)",
             this_run=(
-                "At ρ = 0.001 GPA measures q = ",
-                Number("gpa_q_fig9", n.gpa_q_rho_0001),
+                "At ρ = 0.001 GPA measures ",
+                *_q_fragments("gpa_q_fig9", e, "GPA 0.001", n.gpa_q_rho_0001),
                 ".",
             ),
             paper="The error is largest at ρ = 0.001 (q = 1.6e-3, +60%): the Gaussian underestimates "

@@ -360,7 +360,7 @@ def _setup_section(
     hosts = list(summary["pool_hosts"])
     constant = stranding_is_constant(replays)
     return Section(
-        title="Data, pools and parameters",
+        title="Data and pools",
         this_run=(
             f"Source: {summary['source']} ",
             "(the ingested vmtable replayed, or a stream generated from the exported deployment "
