@@ -19,7 +19,7 @@ from scipy.special import gammainc
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import fmt
+from tracelab.reports.numfmt import binomial_rate, fmt
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -622,15 +622,23 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
+def _rejection_text(rate: float, sets: int | None) -> str:
+    """The rejection rate with its Clopper–Pearson interval over the sets (a bound at zero)."""
+    if sets is None or not np.isfinite(rate):
+        return fmt(rate)
+    r = binomial_rate(round(rate * sets), sets)
+    return r.text if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
+
+
 def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
     return HtmlTable(
         "Table 1: AD rejection rate per N",
-        ("N", "sets", "rejection rate", "paper", "mean μ (cores)"),
+        ("N", "sets", "rejection rate [95% CI]", "paper", "mean μ (cores)"),
         tuple(
             (
                 str(r.n_tasks_per_set),
                 fmt_int(r.n_sets),
-                fmt(r.rejection_rate),
+                _rejection_text(r.rejection_rate, r.n_sets),
                 fmt(r.paper_rejection_rate),
                 fmt(r.mean_mu_cores),
             )

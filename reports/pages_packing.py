@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.packing import PAPER_PACKING_PARAMS
 from tracelab.analysis.stage_api import option_values
@@ -516,6 +517,10 @@ def _lines(
                     )
             ax.set_xscale("log")
             ax.set_yscale("log")
+            # the grid's own values as ticks: log-axis minor labels collide on a short range
+            ticks = sorted(set(part[x].to_list()))
+            ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)
+            ax.xaxis.set_minor_formatter(NullFormatter())
             ax.set_xlabel(x)
             ax.set_ylabel("mean q")
             if split_rebalance:

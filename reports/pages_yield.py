@@ -204,7 +204,8 @@ def _headline_section(h: YieldHeadline) -> Section:
         (
             f"MILP above MCB8 (small problems, ≤ {milp_jobs} jobs, both solved)",
             f"~{PAPER_MILP_OVER_MCB8_PCT:.0f}%",
-            f"{h.milp_over_mcb8.text}% (n = {h.milp_over_mcb8.n})",
+            f"{_pct(h.milp_over_mcb8.value)} [{fmt(h.milp_over_mcb8.low)}, "
+            f"{fmt(h.milp_over_mcb8.high)}] (n = {h.milp_over_mcb8.n})",
         ),
         (
             "LP bound above MILP (small problems)",
@@ -297,7 +298,28 @@ def _slack_figure(
                     ax.set_xlabel("memory slack", fontsize=8)
                 ax.set_ylabel(ylabel, fontsize=8)
                 ax.tick_params(labelsize=7)
-            panels[r][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+            # the row's legend names every algorithm drawn in any of its panels
+            shown: dict[str, Any] = {}
+            for ax in panels[r]:
+                shown.update(
+                    zip(
+                        ax.get_legend_handles_labels()[1],
+                        ax.get_legend_handles_labels()[0],
+                        strict=True,
+                    )
+                )
+            panels[r][-1].legend(
+                list(shown.values()),
+                list(shown),
+                fontsize=7,
+                loc="center left",
+                bbox_to_anchor=(1.02, 0.5),
+            )
+        for c in range(len(classes)):  # one y range per size class, so rows compare
+            lows, highs = zip(*(panels[r][c].get_ylim() for r in range(len(groups))), strict=True)
+            pad = 0.04 * (max(highs) - min(lows))
+            for r in range(len(groups)):
+                panels[r][c].set_ylim(min(lows) - pad, max(highs) + pad)
     return figs
 
 
