@@ -324,6 +324,7 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         "packing_machines",
         alt="Box plots of the normalised number of machines per estimation method.",
         caption="m = m_abs / ⌈Σx̄/c⌉ per method over instances (Best Fit, rebalancing, c = 1, full clairvoyance).",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         data = [floats(base.filter(pl.col("method") == m), "m") for m in order]
         ax.boxplot(data, showfliers=False)
@@ -460,6 +461,7 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         alt="Bars of mean overflow frequency per method when statistics come from inst or from avg.",
         caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on "
         "inst; a mean q of 0 (no overflow in any instance) is drawn at 1e-7.",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         x = np.arange(len(order))
         for shift, col in ((-0.2, "inst"), (0.2, "avg")):
@@ -604,6 +606,7 @@ def _fig13_rebalancing(
         "packing_rebalancing",
         alt="Box plots of the relative decrease of overflow frequency from rebalancing per method.",
         caption="(q_off − q_on)/q_off per instance (Best Fit; instances with q_off = 0 left out).",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         if order:
             ax.boxplot(
