@@ -3,10 +3,12 @@ PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LINKED := $(VENV)/.linked
+FILE_LIST := build/package-files.txt
 LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
-.PHONY: setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
+.PHONY: FORCE setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
 	bench-packing bench-admission bench-placement bench-yield clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
@@ -16,10 +18,22 @@ $(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r $(LOCK)
-	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . || $(BIN)/pip install --quiet --no-deps -e .
 	@touch $(STAMP)
+	@rm -f $(LINKED)
 
-setup: $(STAMP)
+# Strict editable install: setuptools links every package file under build/__editable__.*/tracelab/
+# (the installed names), so imports, mypy and an editor's go-to-definition follow plain files.
+# A file added or removed changes the listing, which relinks.
+$(LINKED): $(STAMP) $(FILE_LIST)
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e . --config-settings editable_mode=strict
+	@touch $(LINKED)
+
+$(FILE_LIST): FORCE
+	@mkdir -p build
+	@find analysis flows reports queries -type f ! -path '*/__pycache__/*' | sort > $(FILE_LIST).new
+	@cmp -s $(FILE_LIST).new $(FILE_LIST) && rm $(FILE_LIST).new || mv $(FILE_LIST).new $(FILE_LIST)
+
+setup: $(LINKED)
 
 ## re-resolve pyproject's ranges in a scratch venv and rewrite requirements.lock
 lock:
@@ -36,24 +50,21 @@ browser:
 	  echo "note: chromium not installed; browser tests will be skipped"
 
 ## sets everything up, then runs the whole pipeline on the built-in default sample
-run: $(STAMP)
+run: $(LINKED)
 	$(BIN)/tracelab run
 
-# mypy cannot follow setuptools' package-dir mapping: check the folders in the installed layout
-typecheck: $(STAMP)
-	@mkdir -p build/typecheck/tracelab
-	@for d in analysis flows reports queries; do ln -sfn ../../../$$d build/typecheck/tracelab/$$d; done
-	$(BIN)/mypy
+typecheck: $(LINKED)
+	MYPYPATH="$$(echo build/__editable__.tracelab-*)" $(BIN)/mypy
 
-lint: $(STAMP)
+lint: $(LINKED)
 	$(BIN)/ruff check $(CODE)
 	$(BIN)/ruff format --check $(CODE)
 
 ## the whole test suite (CI calls exactly this); no test collected is a failure
-test: $(STAMP) browser lint typecheck
+test: $(LINKED) browser lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield: $(STAMP)
+bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield: $(LINKED)
 	$(BIN)/python bench/$(@:bench-%=%).py
 
 clean:

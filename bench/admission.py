@@ -8,7 +8,7 @@ Run by hand (never in tests)::
     .venv/bin/python bench/admission.py --dask-address tcp://host:8786
     .venv/bin/python bench/admission.py --params DATA/exports/params.json
 
-Part 1 simulates the second-moment policy (seed 004 §5.2 sub-policies, ``--steps`` per horizon,
+Part 1 simulates the second-moment policy (Cluster Admission §5.2 sub-policies, ``--steps`` per horizon,
 600 in the paper) twice on the same seeds: with the moment sums kept incrementally and with every
 deployment's moments recomputed at each arrival. Both must make the same decisions; the CPU-time
 ratio is ``naive_ratio``. Part 2 (not with ``--quick``) runs ``admission_results`` at the issue's
@@ -34,14 +34,14 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from admission_helpers import write_params  # noqa: E402
 
-from tracelab.analysis.admission import (  # noqa: E402
+from tracelab.analysis.admission.model import admission_priors  # noqa: E402
+from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster  # noqa: E402
+from tracelab.analysis.admission.stage import (  # noqa: E402
     PAPER_ADMISSION_PARAMS,
     AdmissionParams,
     admission_results,
 )
-from tracelab.analysis.admission_model import admission_priors  # noqa: E402
-from tracelab.analysis.admission_sim import ClusterConfig, simulate_cluster  # noqa: E402
-from tracelab.analysis.export import load_params  # noqa: E402
+from tracelab.analysis.export.document import load_params  # noqa: E402
 
 HOURS_PER_YEAR = 8760.0
 

@@ -116,7 +116,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _raw_files(raw: Path) -> dict[str, list[Path]]:
-    from tracelab.analysis.schemas import table
+    from tracelab.analysis.lake.schemas import table
 
     return {t: sorted(raw.glob(table(TRACE, t).raw_glob)) for t in TABLES}
 
@@ -124,7 +124,7 @@ def _raw_files(raw: Path) -> dict[str, list[Path]]:
 def _child_polars(raw: Path, dest: Path) -> None:
     import polars as pl
 
-    from tracelab.analysis.schemas import table
+    from tracelab.analysis.lake.schemas import table
 
     for name, files in _raw_files(raw).items():
         tbl = table(TRACE, name)
@@ -147,7 +147,7 @@ def _child_polars(raw: Path, dest: Path) -> None:
 def _child_duckdb(raw: Path, dest: Path) -> None:
     import duckdb
 
-    from tracelab.analysis.schemas import table
+    from tracelab.analysis.lake.schemas import table
 
     sql_type = {"int": "BIGINT", "float": "DOUBLE", "str": "VARCHAR", "bool": "BOOLEAN"}
     con = duckdb.connect()

@@ -33,17 +33,17 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from tracelab.analysis.export import load_params, params_document, write_params_json  # noqa: E402
-from tracelab.analysis.params import FittedParameter, Quantity, write_stage_params  # noqa: E402
-from tracelab.analysis.placement import (  # noqa: E402
+from tracelab.analysis.export.document import load_params, params_document, write_params_json  # noqa: E402
+from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params  # noqa: E402
+from tracelab.analysis.placement.model import lifetime_prior_from_params  # noqa: E402
+from tracelab.analysis.placement.replay import replay  # noqa: E402
+from tracelab.analysis.placement.stage import (  # noqa: E402
     PAPER_PLACEMENT_PARAMS,
     PlacementParams,
     placement_results,
     replay_inputs,
 )
-from tracelab.analysis.placement_model import lifetime_prior_from_params  # noqa: E402
-from tracelab.analysis.placement_replay import replay  # noqa: E402
-from tracelab.analysis.placement_stream import (  # noqa: E402
+from tracelab.analysis.placement.stream import (  # noqa: E402
     VmStream,
     deployment_model_from_params,
     generated_pools,

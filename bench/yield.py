@@ -1,4 +1,4 @@
-"""Benchmark the yield stage: seed 001's large-problem grid with MCB8 and the greedy heuristics.
+"""Benchmark the yield stage: the Virtual Clusters paper's large-problem grid with MCB8 and the greedy heuristics.
 
 Run by hand (never in tests)::
 
@@ -32,9 +32,9 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tracelab.analysis.yield_algorithms import Instance, mcb_sort_key  # noqa: E402
-from tracelab.analysis.yield_instances import paper_instance  # noqa: E402
-from tracelab.analysis.yield_sched import (  # noqa: E402
+from tracelab.analysis.vcsched.algorithms import Instance, mcb_sort_key  # noqa: E402
+from tracelab.analysis.vcsched.instances import paper_instance  # noqa: E402
+from tracelab.analysis.vcsched.stage import (  # noqa: E402
     PAPER_YIELD_PARAMS,
     YieldParams,
     instance_specs,

@@ -1,4 +1,4 @@
-"""`tracelab analyze` (issue #4): the statistics stages of METHODS §2.1–2.5 and §2.7.
+"""`tracelab analyze` (issue #4): the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
 
 A thin Prefect flow: one task per stage, each calling the plain functions in ``analysis/`` and
 writing ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for
@@ -19,7 +19,12 @@ import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from tracelab.analysis import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_params import AnalyzeOptions
+from tracelab.analysis.export.params import write_stage_params
+from tracelab.analysis.statistics import (
+    ANALYSES,
     clustering,
     gamma_fits,
     gaussian_sums,
@@ -27,12 +32,8 @@ from tracelab.analysis import (
     time_invariance,
     variability,
 )
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.params import write_stage_params
-from tracelab.analysis.stage_outputs import write_stage_outputs
-from tracelab.analysis.stage_params import ANALYSES, AnalyzeOptions
-from tracelab.analysis.task_samples import TaskSampleBatch, task_sample_batches
-from tracelab.analysis.variability import long_task_stats
+from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
+from tracelab.analysis.statistics.variability import long_task_stats
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection

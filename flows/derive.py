@@ -18,10 +18,10 @@ from prefect.cache_policies import NONE
 from rich.console import Console
 from rich.table import Table
 
-from tracelab.analysis import derive
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.sql import QUERIES_DIR, load_sql
-from tracelab.analysis.stage_params import DeriveOptions
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
+from tracelab.analysis.common.stage_params import DeriveOptions
+from tracelab.analysis.lake import derive
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.scaleout import dask_task_runner

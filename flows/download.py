@@ -14,7 +14,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 
-from tracelab.analysis.download import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.download import (
     AZURE_2017_BASE,
     CHECKSUM_LIST,
     GOOGLE_2011_BASE,
@@ -26,8 +27,7 @@ from tracelab.analysis.download import (
     google_files,
     parse_checksum_list,
 )
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.schemas import trace_tables
+from tracelab.analysis.lake.schemas import trace_tables
 from tracelab.flows.settings import Settings
 
 _BASES = {"google-2011": GOOGLE_2011_BASE, "azure-2017": AZURE_2017_BASE}

@@ -1,7 +1,7 @@
 """`tracelab export`: every stage's fitted parameters -> one versioned params document (issue #5).
 
 Gathers ``DATA/results/<trace>/<stage>/params.json``, validates the document against
-``analysis/params_schema.json`` and writes ``DATA/exports/params.json`` with the schema beside it
+``analysis/export/params_schema.json`` and writes ``DATA/exports/params.json`` with the schema beside it
 (or ``--format csv``: ``params.csv``, one row per fitted parameter, and ``params_values.csv``, the
 records' values and arrays) atomically. Later stages read it with
 :func:`analysis.export.load_params`.
@@ -16,14 +16,15 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from tracelab.analysis.export import (
+from tracelab.analysis.common.datapaths import params_export_path
+from tracelab.analysis.common.stage_params import ExportOptions
+from tracelab.analysis.export.document import (
     SCHEMA_COPY_NAME,
     params_document,
     values_csv_path,
     write_params_csv,
     write_params_json,
 )
-from tracelab.analysis.stage_params import ExportOptions
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
@@ -67,7 +68,7 @@ def export_flow(data_dir: Path, out: Path | None = None, fmt: str = "json") -> P
 
 def default_export_path(data_dir: Path, fmt: str) -> Path:
     """``DATA/exports/params.json`` (or ``params.csv``)."""
-    return data_dir / "exports" / f"params.{fmt}"
+    return params_export_path(data_dir, fmt)
 
 
 def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageResult:

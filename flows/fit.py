@@ -1,4 +1,4 @@
-"""`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, METHODS §2.6).
+"""`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, docs/methods.md §2.6).
 
 Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab derive --trace
 azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables
@@ -17,18 +17,18 @@ import polars as pl
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from tracelab.analysis import derive
-from tracelab.analysis.azure_vmtable import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_params import FitOptions
+from tracelab.analysis.export.params import write_stage_params
+from tracelab.analysis.lake import derive
+from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
+from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
 )
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.params import write_stage_params
-from tracelab.analysis.priors import azure_priors, priors_summary, priors_tables
-from tracelab.analysis.schemas import AZURE_CENSORED_VMDELETED_S
-from tracelab.analysis.stage_outputs import write_stage_outputs
-from tracelab.analysis.stage_params import FitOptions
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection

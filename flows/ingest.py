@@ -37,8 +37,8 @@ from rich.progress import (
 )
 from rich.table import Table as RichTable
 
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.ingest import (
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.ingest import (
     RawDiscovery,
     RawFile,
     discover_raw_files,
@@ -47,7 +47,7 @@ from tracelab.analysis.ingest import (
     remove_leftover_temp_files,
     remove_outputs,
 )
-from tracelab.analysis.ingest_manifest import (
+from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
     conversion_batches,
@@ -57,7 +57,7 @@ from tracelab.analysis.ingest_manifest import (
     plan_files,
     read_manifest,
 )
-from tracelab.analysis.ingest_run import (
+from tracelab.analysis.lake.ingest_run import (
     Converted,
     IngestSummary,
     ManifestLedger,
@@ -66,7 +66,7 @@ from tracelab.analysis.ingest_run import (
     failed_conversion,
     not_converted_row,
 )
-from tracelab.analysis.schemas import trace_tables
+from tracelab.analysis.lake.schemas import trace_tables
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout

@@ -22,7 +22,7 @@ import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 
-from tracelab.analysis.safety import checked_run_id
+from tracelab.analysis.common.safety import checked_run_id
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.settings import Settings
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.settings import Settings
 from tracelab.reports.server import site_server
 

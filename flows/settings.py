@@ -9,7 +9,7 @@ from pathlib import Path
 
 import duckdb
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,6 @@ class Settings:
     @property
     def results_dir(self) -> Path:
         return self.data_dir / "results"
-
-    @property
-    def exports_dir(self) -> Path:
-        return self.data_dir / "exports"
 
     @property
     def site_dir(self) -> Path:

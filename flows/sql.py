@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tracelab.analysis.catalog import catalog_path, write_catalog
+from tracelab.analysis.lake.catalog import catalog_path, write_catalog
 from tracelab.flows.settings import Settings
 
 
@@ -31,7 +31,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     import duckdb
 
-    from tracelab.analysis.errors import TracelabError
+    from tracelab.analysis.common.errors import TracelabError
 
     path = write_catalog(settings.data_dir)
     if args.query is None:

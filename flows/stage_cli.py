@@ -13,8 +13,8 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from tracelab.analysis.errors import TracelabError
-from tracelab.analysis.stage_api import element_type, option_spec, out_of_range
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
 from tracelab.flows.registry import ALL, STAGES, TRACES, Stage, StageResult
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
@@ -50,7 +50,7 @@ def _shown(default: Any) -> str:
 
 
 def add_params_arguments(parser: argparse.ArgumentParser, params_type: type[Any]) -> None:
-    """One flag per :func:`~tracelab.analysis.stage_api.option` field of ``params_type``."""
+    """One flag per :func:`~tracelab.analysis.common.stage_api.option` field of ``params_type``."""
     hints = typing.get_type_hints(params_type)
     for f in dataclasses.fields(params_type):
         spec = option_spec(f)

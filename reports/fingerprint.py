@@ -3,7 +3,7 @@
 A page is a function of the files its builder reads, the reports code and the packages that draw
 it. The fingerprint combines the SHA-256 of every such file (streamed, so memory does not grow
 with the trace), a hash of ``reports/`` (templates included) and of the project modules it imports
-(followed transitively, e.g. ``analysis/schemas.py``), the package versions and the list of pages.
+(followed transitively, e.g. ``analysis/lake/schemas.py``), the package versions and the list of pages.
 File modification times are never looked at: a file rewritten with the same bytes keeps its
 fingerprint, and a file changed within the same second does not.
 """
@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
 
-from tracelab.analysis.fingerprints import combined_fingerprint, files_fingerprint
+from tracelab.analysis.common.fingerprints import combined_fingerprint, files_fingerprint
 from tracelab.reports.model import PageSpec
 
 #: the folder holding the installed ``analysis/`` and ``reports/`` (the repo when installed

@@ -29,7 +29,7 @@ def recorded_parameters(summary: Mapping[str, Any]) -> dict[str, Any]:
 
 def stage_options(stage: str) -> dict[str, str]:
     """The registry's options of ``stage``: name -> help, in declaration order."""
-    from tracelab.analysis.stage_api import option_spec
+    from tracelab.analysis.common.stage_api import option_spec
     from tracelab.flows.registry import STAGES
 
     params = next(s for s in STAGES if s.name == stage).params_type()

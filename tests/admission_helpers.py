@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracelab.analysis.admission_model import AdmissionPriors
-from tracelab.analysis.export import params_document, write_params_json
-from tracelab.analysis.params import FittedParameter, Quantity, write_stage_params
+from tracelab.analysis.admission.model import AdmissionPriors
+from tracelab.analysis.export.document import params_document, write_params_json
+from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from repo_paths import REPO
+
 MAX_LINES = 80
 
 
@@ -22,7 +22,7 @@ def test_no_function_is_longer_than_80_lines() -> None:
 
 
 def test_one_atomic_write_helper() -> None:
-    # temp-file-and-rename is written once (analysis/atomic.py); the exceptions commit several
+    # temp-file-and-rename is written once (analysis/common/atomic.py); the exceptions commit several
     # files together (an ingested file's rows and rejects, a run's site folder) or resume a
     # partial download / a streamed gzip part, which a one-file helper cannot express
     allowed = {"atomic.py", "ingest.py", "download.py", "csvparts.py", "site.py"}
@@ -32,4 +32,4 @@ def test_one_atomic_write_helper() -> None:
             text = path.read_text(encoding="utf-8")
             if path.name not in allowed and ("tmp.replace(" in text or "partial.replace(" in text):
                 offenders.append(str(path.relative_to(REPO)))
-    assert not offenders, f"use tracelab.analysis.atomic instead: {offenders}"
+    assert not offenders, f"use tracelab.analysis.common.atomic instead: {offenders}"

@@ -14,8 +14,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
-REPO = Path(__file__).resolve().parent.parent
+from repo_paths import REPO
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +63,7 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     }
     assert shipped == in_repo
     assert "tracelab/reports/templates/page.html" in names
-    assert "tracelab/analysis/params_schema.json" in names
+    assert "tracelab/analysis/export/params_schema.json" in names
 
 
 @pytest.mark.slow
@@ -80,7 +79,7 @@ def test_the_installed_wheel_runs_from_an_unrelated_directory(
     assert generic.returncode != 0
     assert "No module named 'analysis'" in generic.stderr
     where = subprocess.run(
-        [python, "-c", "import tracelab.analysis.sql as s; print(s.QUERIES_DIR)"],
+        [python, "-c", "import tracelab.analysis.common.sql as s; print(s.QUERIES_DIR)"],
         cwd=elsewhere,
         capture_output=True,
         text=True,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tracelab.analysis.errors import TracelabError
+from tracelab.analysis.common.errors import TracelabError
 
 #: trace ids the generator knows
 GENERATED_TRACES = ("google-2011", "azure-2017")

@@ -1,0 +1,350 @@
+"""Cluster admission control on the exported Gamma priors (Cluster Admission §2–6, docs/methods.md §3.2, issue 16).
+
+``admission_results`` reads only ``DATA/exports/params.json`` (through :func:`load_params`),
+tunes each policy's threshold by binary search to meet the SLA on the scale-out failure rate,
+verifies the tuned threshold on fresh seeds, and writes the stage's tables and ``summary.json``.
+The model and its closed-form moments are in ``admission_model.py``, the incremental moment sums in
+``admission_moments.py``, the event-driven cluster in ``admission_sim.py``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tracelab.analysis.admission.importance import ImportanceSampling, importance_scheme
+from tracelab.analysis.admission.model import AdmissionPriors, admission_priors
+from tracelab.analysis.admission.sim import (
+    ClusterConfig,
+    RunResult,
+    pilot_badness,
+    simulate_cluster,
+)
+from tracelab.analysis.admission.stats import (
+    PolicyResult,
+    policy_result,
+    threshold_bounds,
+    threshold_midpoint,
+    threshold_value,
+)
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.export.document import load_params
+
+TRACE = "azure-2017"
+STAGE = "admission"
+#: policies of Table 2 (Cluster Admission §5) and the §6 marginal heuristic
+TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-marginal")
+#: the policies of Fig. 1, run once per entry of ``observations``
+FIGURE1_POLICIES = ("first-marginal", "second-marginal")
+#: seed streams: tuning runs, verification runs and the App. D pilot never share a seed
+_TUNE, _VERIFY, _PILOT = 0, 1, 2
+#: pilot runs per map task (one BM takes ~10 ms: tasks of one run would be all overhead)
+_PILOT_CHUNK = 100
+
+
+@dataclass(frozen=True)
+class AdmissionParams:
+    """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
+    (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
+    Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
+    configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per horizon."""
+
+    cores: int = option(100, "cluster capacity C (cores)", minimum=1)
+    arrival_rate: float = option(
+        0.0, "deployment arrivals per hour; 0 = the exported deployment_arrival_rate", minimum=0
+    )
+    horizon_hours: float = option(
+        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1
+    )
+    runs: int = option(3, "runs per threshold (tuning) and for verification", minimum=2)
+    sla: float = option(
+        1e-3, "SLA: largest allowed share of failed scale-outs", minimum=0, maximum=1
+    )
+    policies: tuple[str, ...] = option(
+        ("zeroth", "first", "second"), "policies of Table 2", choices=TUNED_POLICIES
+    )
+    observations: tuple[int, ...] = option(
+        (1,), "Fig. 1: prior observations per deployment (first/second moment, marginal)", minimum=0
+    )
+    tuning_iterations: int = option(3, "bisection steps per policy", minimum=1, maximum=40)
+    lookahead_hours: tuple[float, ...] = option(
+        (26280.0, 8760.0, 730.0, 168.0, 24.0), "look-ahead horizon of each sub-policy", minimum=1
+    )
+    lookahead_steps: int = option(
+        8,
+        "steps per look-ahead horizon (the Cluster Admission paper: 600)",
+        minimum=1,
+        maximum=5000,
+    )
+    marginal_cores: float = option(
+        1.0, "§6: a deployment expected below this many cores at a step is marginal", minimum=0
+    )
+    upper_bound: bool = option(True, "also run the no-SLA upper bound (accept while it fits)")
+    bootstrap: int = option(2000, "BCa bootstrap resamples of the utilization CI", minimum=100)
+    prior: str = option(
+        "marginal",
+        "params records: joint marginal fit or two-stage",
+        choices=("marginal", "two-stage"),
+    )
+    seed: int = option(0, "base seed (runs use (seed, stream, run))", minimum=0)
+    importance_sampling: bool = option(
+        False, "App. D: redraw runs by badness bucket and weight them by Prop. D.2"
+    )
+    is_quantiles: tuple[float, ...] = option(
+        (0.8, 0.95),
+        "App. D: bucket bounds as quantiles of the pilot's badness measure",
+        minimum=0,
+        maximum=1,
+    )
+    is_redraw: tuple[float, ...] = option(
+        (0.5, 0.25),
+        "App. D: redraw probability of each bucket below the top one (one per quantile)",
+        minimum=0,
+        maximum=0.99,
+    )
+    is_pilot_runs: int = option(
+        1000, "App. D: pilot runs (badness measure only) estimating P(bucket)", minimum=10
+    )
+
+
+#: the issue's reduced benchmark: Table 2 with tuning, 100 runs of one year per policy
+PAPER_ADMISSION_PARAMS = AdmissionParams(
+    horizon_hours=8760.0,
+    runs=100,
+    observations=(0, 1, 5, 50),
+    tuning_iterations=8,
+    lookahead_steps=60,
+)
+
+
+@dataclass(frozen=True)
+class AdmissionSummary:
+    """Headline numbers: per policy the tuned threshold, utilization (BCa 95% CI), failure rate."""
+
+    prior: str
+    records: tuple[str, ...]
+    cores: int
+    arrival_rate_per_hour: float
+    horizon_hours: float
+    runs: int
+    sla: float
+    results: tuple[PolicyResult, ...]
+    upper_bound: PolicyResult | None
+    importance_sampling: bool
+    params: AdmissionParams
+    importance: ImportanceSampling | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "trace": TRACE,
+            "stage": STAGE,
+            "prior": self.prior,
+            "records": list(self.records),
+            "cores": self.cores,
+            "arrival_rate_per_hour": self.arrival_rate_per_hour,
+            "horizon_hours": self.horizon_hours,
+            "runs": self.runs,
+            "sla": self.sla,
+            "results": [r.to_dict() for r in self.results],
+            "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
+            "importance_sampling": self.importance_sampling,
+            "importance": None if self.importance is None else self.importance.to_dict(),
+            # the options, and what the stage derived from them and the params document
+            "parameters": asdict(self.params)
+            | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},
+        }
+
+
+def run_cluster(cfg: ClusterConfig, seed: int, stream: int, run: int) -> RunResult:
+    """One run (module level so a Dask worker can unpickle it); seeded by (seed, stream, run)."""
+    return simulate_cluster(cfg, (seed, stream, run), run)
+
+
+class _Runner:
+    """Runs batches through ``map_fn`` and counts them for ``progress``."""
+
+    def __init__(self, map_fn: MapFn, progress: Progress, total: int, seed: int) -> None:
+        self.map_fn = map_fn
+        self.progress = progress
+        self.total = total
+        self.done = 0
+        self.seed = seed
+
+    def runs(self, cfg: ClusterConfig, stream: int, n: int) -> list[RunResult]:
+        fn = functools.partial(run_cluster, cfg, self.seed, stream)
+        out: list[RunResult] = self.map_fn(fn, list(range(n)))
+        self.done += n
+        self.progress(self.done, self.total, "runs")
+        return out
+
+
+def pilot_chunk(cfg: ClusterConfig, seed: int, runs: tuple[int, ...]) -> list[float]:
+    """Badness measures of nominal pilot runs (module level, for Dask)."""
+    return [pilot_badness(cfg, (seed, _PILOT, r)) for r in runs]
+
+
+def _importance(
+    cfg: ClusterConfig, params: AdmissionParams, map_fn: MapFn
+) -> ImportanceSampling | None:
+    """App. D's scheme: bucket bounds and P(bucket) from a pilot of BM values (stream 2)."""
+    if not params.importance_sampling:
+        return None
+    if len(params.is_redraw) != len(params.is_quantiles):
+        raise TracelabError(
+            f"--is-redraw has {len(params.is_redraw)} values, --is-quantiles "
+            f"{len(params.is_quantiles)}: one redraw probability per bucket below the top one"
+        )
+    runs = range(params.is_pilot_runs)
+    chunks = [tuple(runs[i : i + _PILOT_CHUNK]) for i in range(0, len(runs), _PILOT_CHUNK)]
+    fn = functools.partial(pilot_chunk, cfg, params.seed)
+    bm = np.array([b for chunk in map_fn(fn, chunks) for b in chunk], dtype=np.float64)
+    return importance_scheme(bm, params.is_quantiles, params.is_redraw)
+
+
+def _failure_rate(results: list[RunResult]) -> float:
+    """Pooled failed / requested scale-outs, each run weighted (App. D; weight 1 without it)."""
+    scaleouts = sum(r.weight * r.scaleouts for r in results)
+    return sum(r.weight * r.failures for r in results) / scaleouts if scaleouts else 0.0
+
+
+def _utilization(results: list[RunResult]) -> float:
+    total = sum(r.weight for r in results)
+    return sum(r.weight * r.utilization for r in results) / total
+
+
+def _tune(
+    base: ClusterConfig, params: AdmissionParams, runner: _Runner, rows: list[dict[str, Any]]
+) -> float:
+    """Largest threshold whose failure rate on the tuning seeds meets the SLA (bisection).
+
+    Utilization and failure rate grow with the threshold, so the feasible thresholds form an
+    interval from the bottom of the range; the same seeds at every step keep the comparison paired.
+    """
+    lo, hi = threshold_bounds(base.policy)
+    for step in range(params.tuning_iterations):
+        mid = threshold_midpoint(base.policy, lo, hi)
+        threshold = threshold_value(base.policy, mid)
+        res = runner.runs(replace(base, threshold=threshold), _TUNE, params.runs)
+        rate = _failure_rate(res)
+        feasible = rate <= params.sla
+        rows.append(
+            {
+                "policy": base.policy,
+                "observations": base.observations,
+                "iteration": step,
+                "threshold": threshold,
+                "failure_rate": rate,
+                "utilization": _utilization(res),
+                "feasible": feasible,
+            }
+        )
+        lo, hi = (mid, hi) if feasible else (lo, mid)
+    return lo
+
+
+def _run_rows(
+    policy: str, observations: int, threshold: float, res: list[RunResult]
+) -> list[dict[str, Any]]:
+    return [
+        {"policy": policy, "observations": observations, "threshold": threshold, **asdict(r)}
+        for r in res
+    ]
+
+
+def _configs(params: AdmissionParams, priors: AdmissionPriors) -> list[ClusterConfig]:
+    base = ClusterConfig(
+        priors=priors,
+        cores=params.cores,
+        horizon_hours=params.horizon_hours,
+        policy="zeroth",
+        threshold=0.0,
+        lookahead_hours=params.lookahead_hours,
+        lookahead_steps=params.lookahead_steps,
+        marginal_cores=params.marginal_cores,
+    )
+    out = [replace(base, policy=p) for p in params.policies]
+    out += [
+        replace(base, policy=p, observations=k)
+        for k in params.observations
+        for p in FIGURE1_POLICIES
+        if (p, k) not in {(c.policy, c.observations) for c in out}
+    ]
+    return out
+
+
+def _tables(
+    results: list[PolicyResult], tuning: list[dict[str, Any]], runs: list[dict[str, Any]]
+) -> dict[str, pl.DataFrame]:
+    return {
+        "policies": pl.DataFrame([r.to_dict() for r in results]),
+        "tuning": pl.DataFrame(tuning, schema_overrides={"feasible": pl.Boolean}),
+        "runs": pl.DataFrame(runs),
+    }
+
+
+def admission_results(
+    params: AdmissionParams,
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: Progress = no_progress,
+    map_fn: MapFn = serial_map,
+) -> AdmissionSummary:
+    """Tune and verify every policy, run the upper bound, write the tables and summary.json."""
+    doc = load_params(PARAMS_EXPORT.path(data_dir))
+    priors = admission_priors(doc, params.prior, params.arrival_rate or None)
+    configs = _configs(params, priors)
+    importance = _importance(configs[0], params, map_fn)
+    configs = [replace(c, importance=importance) for c in configs]
+    total = params.runs * (len(configs) * (params.tuning_iterations + 1) + params.upper_bound)
+    runner = _Runner(map_fn, progress, total, params.seed)
+    tuning: list[dict[str, Any]] = []
+    run_rows: list[dict[str, Any]] = []
+    results: list[PolicyResult] = []
+    for cfg in configs:
+        point = _tune(cfg, params, runner, tuning)
+        threshold = threshold_value(cfg.policy, point)
+        verified = runner.runs(replace(cfg, threshold=threshold), _VERIFY, params.runs)
+        run_rows += _run_rows(cfg.policy, cfg.observations, threshold, verified)
+        results.append(
+            policy_result(cfg.policy, cfg.observations, point, verified, params.sla, params)
+        )
+    upper = None
+    if params.upper_bound:
+        cfg = replace(configs[0], policy="accept-all", observations=0, threshold=1.0)
+        verified = runner.runs(cfg, _VERIFY, params.runs)
+        run_rows += _run_rows("accept-all", 0, 1.0, verified)
+        upper = policy_result("accept-all", 0, 1.0, verified, None, params)
+    results = _with_gains(results)
+    summary = AdmissionSummary(
+        prior=params.prior,
+        records=priors.records,
+        cores=params.cores,
+        arrival_rate_per_hour=priors.arrival_rate_per_hour,
+        horizon_hours=params.horizon_hours,
+        runs=params.runs,
+        sla=params.sla,
+        results=tuple(results),
+        upper_bound=upper,
+        importance_sampling=importance is not None,
+        params=params,
+        importance=importance,
+    )
+    write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
+    return summary
+
+
+def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
+    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3)."""
+    base = next((r for r in results if r.policy == "zeroth"), None)
+    if base is None or base.utilization <= 0:
+        return results
+    return [replace(r, gain_vs_zeroth=r.utilization / base.utilization - 1.0) for r in results]

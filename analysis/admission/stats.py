@@ -1,0 +1,158 @@
+"""Threshold ranges of the policies and the per-policy result with its confidence intervals."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+import numpy as np
+from scipy import stats
+
+from tracelab.analysis.admission.sim import RunResult
+
+#: what a threshold means per policy (Cluster Admission Defs. 4.1, 4.2, 4.4)
+THRESHOLD_UNITS = {
+    "zeroth": "fraction of C (active cores after acceptance)",
+    "first": "fraction of C (expected active cores)",
+    "second": "overflow probability (Cantelli bound)",
+    "first-marginal": "fraction of C (expected active cores)",
+    "second-marginal": "overflow probability (Cantelli bound)",
+    "accept-all": "none",
+}
+
+
+class _BootstrapOptions(Protocol):
+    @property
+    def bootstrap(self) -> int: ...
+
+    @property
+    def seed(self) -> int: ...
+
+
+def threshold_bounds(policy: str) -> tuple[float, float]:
+    """Search range of T: a fraction of C (up to 2 for the loose Markov bound) or log10 of a
+    probability for the second-moment policies (their T spans orders of magnitude)."""
+    if policy.startswith("second"):
+        return -8.0, 0.0
+    if policy.startswith("first"):
+        return 0.0, 2.0
+    return 0.0, 1.0
+
+
+def threshold_midpoint(policy: str, lo: float, hi: float) -> float:
+    """The next bisection point (arithmetic; on the log10 scale for the second moment)."""
+    return 0.5 * (lo + hi)
+
+
+def threshold_value(policy: str, t: float) -> float:
+    """The policy's threshold from a point of its search range."""
+    return float(10.0**t) if policy.startswith("second") else t
+
+
+@dataclass(frozen=True)
+class PolicyResult:
+    """A policy's verified result on fresh seeds (``threshold`` as the policy uses it)."""
+
+    policy: str
+    observations: int
+    threshold: float
+    threshold_unit: str
+    utilization: float
+    utilization_ci_low: float
+    utilization_ci_high: float
+    failure_rate: float
+    failure_rate_ci_low: float
+    failure_rate_ci_high: float
+    scaleouts: int
+    failures: int
+    runs: int
+    #: None for the no-SLA upper bound
+    sla_met: bool | None
+    gain_vs_zeroth: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.asarray((values * weights).sum(axis=axis) / weights.sum(axis=axis))
+
+
+def utilization_ci(
+    values: np.ndarray, resamples: int, seed: int, weights: np.ndarray | None = None
+) -> tuple[float, float]:
+    """BCa bootstrap 95% CI of the mean (Cluster Admission §5.2, Efron 1987); percentile if BCa fails.
+
+    With importance weights (App. D) the statistic is the weighted mean and runs are resampled
+    together with their weights."""
+    w = np.ones_like(values) if weights is None else weights
+    if len(values) < 3 or float(np.ptp(values)) == 0.0:
+        m = float(_weighted_mean(values, w)) if len(values) else math.nan
+        return m, m
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = stats.bootstrap(
+            (values,) if weights is None else (values, weights),
+            np.mean if weights is None else _weighted_mean,
+            paired=weights is not None,
+            method="BCa",
+            n_resamples=resamples,
+            random_state=np.random.default_rng(seed),
+        )
+    low, high = float(res.confidence_interval.low), float(res.confidence_interval.high)
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return _percentile_ci(values * w, w, resamples, seed)
+    return low, high
+
+
+def _percentile_ci(
+    num: np.ndarray, den: np.ndarray, resamples: int, seed: int
+) -> tuple[float, float]:
+    """Percentile bootstrap 95% CI of sum(num)/sum(den), resampling runs (failures cluster in
+    runs, so runs, not scale-outs, are the independent units)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(num), (resamples, len(num)))
+    tot = den[idx].sum(axis=1)
+    ratio = np.where(tot > 0, num[idx].sum(axis=1) / np.maximum(tot, 1e-300), 0.0)
+    return float(np.percentile(ratio, 2.5)), float(np.percentile(ratio, 97.5))
+
+
+def policy_result(
+    policy: str,
+    observations: int,
+    point: float,
+    runs: list[RunResult],
+    sla: float | None,
+    options: _BootstrapOptions,
+) -> PolicyResult:
+    """The verified result of one tuned policy (``point`` on its search scale); means and the
+    failure rate weighted by the runs' importance weights (all 1 without App. D)."""
+    util = np.array([r.utilization for r in runs], dtype=np.float64)
+    weights = np.array([r.weight for r in runs], dtype=np.float64)
+    fails = np.array([r.failures for r in runs], dtype=np.float64)
+    scaleouts = np.array([r.scaleouts for r in runs], dtype=np.float64)
+    w_fails, w_scaleouts = weights * fails, weights * scaleouts
+    rate = float(w_fails.sum() / w_scaleouts.sum()) if w_scaleouts.sum() else 0.0
+    weighted = bool((weights != 1.0).any())
+    u_low, u_high = utilization_ci(
+        util, options.bootstrap, options.seed, weights if weighted else None
+    )
+    f_low, f_high = _percentile_ci(w_fails, w_scaleouts, options.bootstrap, options.seed)
+    return PolicyResult(
+        policy=policy,
+        observations=observations,
+        threshold=threshold_value(policy, point),
+        threshold_unit=THRESHOLD_UNITS[policy],
+        utilization=float(_weighted_mean(util, weights)),
+        utilization_ci_low=u_low,
+        utilization_ci_high=u_high,
+        failure_rate=rate,
+        failure_rate_ci_low=f_low,
+        failure_rate_ci_high=f_high,
+        scaleouts=int(scaleouts.sum()),
+        failures=int(fails.sum()),
+        runs=len(runs),
+        sla_met=None if sla is None else rate <= sla,
+    )

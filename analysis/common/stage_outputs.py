@@ -1,0 +1,82 @@
+"""Writing an analysis stage's outputs: Parquet tables plus a small ``summary.json``.
+
+``DATA/results/<trace>/<stage>/<table>.parquet`` and ``.../summary.json`` (INTERFACE.md). Every file
+is written to a temporary name and renamed, so a reader never sees a half-written result.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tracelab.analysis.common.atomic import atomic_write_text, atomic_write_with
+
+SUMMARY_FILE = "summary.json"
+
+
+def write_stage_outputs(
+    stage_dir: Path, tables: Mapping[str, pl.DataFrame], summary: Mapping[str, Any]
+) -> list[Path]:
+    """Write ``tables`` as ``<name>.parquet`` and ``summary`` as ``summary.json``; returns the paths.
+
+    Tables of an earlier run that this run did not write are removed, so the folder never mixes
+    two runs.
+    """
+    stage_dir.mkdir(parents=True, exist_ok=True)
+    for stale in stage_dir.glob("*.parquet"):
+        if stale.stem not in tables:
+            stale.unlink()
+    written: list[Path] = []
+    for name, frame in tables.items():
+        written.append(atomic_write_with(stage_dir / f"{name}.parquet", frame.write_parquet))
+    text = json.dumps(json_ready(summary), indent=2, sort_keys=True)
+    written.append(atomic_write_text(stage_dir / SUMMARY_FILE, text))
+    return written
+
+
+def read_summary(stage_dir: Path) -> dict[str, Any]:
+    """The ``summary.json`` a stage wrote."""
+    doc: dict[str, Any] = json.loads((stage_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+    return doc
+
+
+def record_parameters(stage_dir: Path, params: object) -> Path | None:
+    """Add the options a stage ran with (every field, defaults included) to its ``summary.json``
+    as ``parameters``: pages list the parameters from this record, never from the results.
+
+    What the stage derived from its options (a grid's sizes, a rate read from the params
+    document) it writes into ``parameters`` itself; those entries stay beside the options. An
+    entry named like an option takes the option's value: the record is what ran.
+    """
+    path = stage_dir / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    doc = read_summary(stage_dir)
+    options = dataclasses.asdict(params)  # type: ignore[call-overload]
+    derived = {k: v for k, v in (doc.get("parameters") or {}).items() if k not in options}
+    doc["parameters"] = json_ready({**options, **derived})
+    return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))
+
+
+def json_ready(obj: Any) -> Any:
+    """Plain JSON types: numpy scalars/arrays unwrapped, tuples as lists, non-finite floats as None."""
+    if isinstance(obj, Mapping):
+        return {str(k): json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_ready(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_ready(obj.tolist())
+    if isinstance(obj, np.generic):
+        return json_ready(obj.item())
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Path):
+        return str(obj)
+    return obj

@@ -1,0 +1,119 @@
+"""``DATA/tracelab.duckdb``: a DuckDB catalog of views over every lake, derived and result table.
+
+The file stores no rows, only views over the Parquet files (absolute paths, rebuilt by
+``tracelab sql`` and ``tracelab run``), so it stays a few KB and never goes stale for long. Lake
+tables keep their int64 µs / s times and gain ``<column>_ts`` TIMESTAMP columns counted from the
+trace window's start (the publishers give offsets, not dates: the window start shows as
+1970-01-01 00:00:00), with the "before/after the window" markers as NULL. Column comments come
+from the schema registry (the official field names).
+
+DDL cannot take bound parameters in DuckDB, so this is the one place SQL text is assembled in
+Python: identifiers are quoted with :func:`_ident` and literals with :func:`_literal`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from tracelab.analysis.common.atomic import atomic_path
+from tracelab.analysis.lake.schemas import (
+    TIME_AFTER_WINDOW_US,
+    TIME_BEFORE_WINDOW_US,
+    TRACES,
+    WINDOW_START_US,
+    Table,
+)
+
+CATALOG_FILE = "tracelab.duckdb"
+#: trace -> (time units per second, the window start in those units)
+_TIME_COLUMNS: dict[str, tuple[int, int]] = {
+    "google-2011": (1_000_000, WINDOW_START_US),
+    "azure-2017": (1, 0),
+}
+
+
+def catalog_path(data_dir: Path) -> Path:
+    return data_dir / CATALOG_FILE
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+_TIME_NAMES = frozenset({"time", "start_time", "end_time", "vmcreated", "vmdeleted"})
+
+
+def _time_columns(table: Table) -> list[str]:
+    return [c.name for c in table.columns if c.kind == "int" and c.name in _TIME_NAMES]
+
+
+def _lake_view(table: Table, files: str) -> str:
+    per_second, start = _TIME_COLUMNS[table.trace]
+    extra = []
+    for col in _time_columns(table):
+        c = _ident(col)
+        if table.trace == "google-2011":
+            # 0 = before the window, 2^63-1 = after it (docs/methods.md §0.1): no instant to show
+            value = (
+                f"CASE WHEN {c} IN ({TIME_BEFORE_WINDOW_US}, {TIME_AFTER_WINDOW_US}) THEN NULL "
+                f"ELSE make_timestamp({c} - {start}) END"
+            )
+        else:
+            value = f"make_timestamp(({c} - {start}) * {1_000_000 // per_second})"
+        extra.append(f"{value} AS {_ident(col + '_ts')}")
+    cols = ", ".join(["*", *extra])
+    return (
+        f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {cols} "
+        f"FROM read_parquet({_literal(files)}, union_by_name = true)"
+    )
+
+
+def _comments(table: Table) -> list[str]:
+    return [
+        f"COMMENT ON COLUMN {_ident(table.name)}.{_ident(c.name)} IS "
+        f"{_literal(f'{table.trace} {table.name}: {c.official}')}"
+        for c in table.columns
+    ]
+
+
+def catalog_statements(data_dir: Path) -> list[str]:
+    """The DDL of every view for what exists under ``data_dir`` now."""
+    root = data_dir.resolve()
+    out: list[str] = []
+    for trace, tables in TRACES.items():
+        for table in tables.values():
+            folder = root / "lake" / trace / table.name
+            if any(folder.glob("*.parquet")):
+                out.append(_lake_view(table, str(folder / "*.parquet")))
+                out.extend(_comments(table))
+        for path in sorted((root / "derived" / trace).glob("*.parquet")):
+            out.append(
+                f"CREATE OR REPLACE VIEW {_ident(path.stem)} AS "
+                f"SELECT * FROM read_parquet({_literal(str(path))})"
+            )
+        for path in sorted((root / "results" / trace).glob("*/*.parquet")):
+            name = f"{path.parent.name}_{path.stem}"
+            out.append(
+                f"CREATE OR REPLACE VIEW {_ident(name)} AS "
+                f"SELECT * FROM read_parquet({_literal(str(path))})"
+            )
+    return out
+
+
+def write_catalog(data_dir: Path) -> Path:
+    """(Re)build ``DATA/tracelab.duckdb`` atomically; returns its path."""
+    path = catalog_path(data_dir)
+    with atomic_path(path) as tmp:
+        con = duckdb.connect(str(tmp))
+        try:
+            for statement in catalog_statements(data_dir):
+                con.execute(statement)
+        finally:
+            con.close()
+    return path

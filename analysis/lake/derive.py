@@ -1,0 +1,333 @@
+"""Derived tables (issue #3, docs/methods.md §1): plain functions the derive flow and the tests share.
+
+The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files: names with
+``_azure_`` belong to azure-2017, the others to google-2011. A file reads the lake tables by their
+names (``task_events``, ``task_usage``, ... or ``vmtable``) and other derived tables by theirs; the
+dependencies are the derived-table names a file mentions, so adding a table is adding a file.
+A check ``queries/checks/assert_*.sql`` belongs to the trace whose derived tables it reads and
+returns the rows that break its property (zero rows = holds).
+
+Values enter as DuckDB named parameters; :class:`DeriveParams` holds every default in one place and
+each query receives only the parameters it names.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tracelab.analysis.common.atomic import atomic_path
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
+from tracelab.analysis.lake.schemas import (
+    AZURE_CENSORED_VMDELETED_S,
+    TIME_AFTER_WINDOW_US,
+    TRACES,
+    USAGE_WINDOW_US,
+    WINDOW_START_US,
+    trace_tables,
+)
+
+#: the trace window lasts 29 days (docs/methods.md §0.1)
+WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
+
+_COMMENT = re.compile(r"--[^\n]*")
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+_DERIVED_FILE = re.compile(r"^(fct|agg)_[a-z0-9_]+$")
+
+
+@dataclass(frozen=True)
+class DeriveParams:
+    """Every tunable of the derived tables; a query gets the ones it names as ``$name``."""
+
+    #: µs; the trace window proper starts here (docs/methods.md §0.1)
+    window_start_us: int = WINDOW_START_US
+    #: µs; the marker for "after the window" (2^63-1): never on a time axis
+    time_after_window_us: int = TIME_AFTER_WINDOW_US
+    #: µs; one task_usage record window (5 minutes)
+    usage_window_us: int = USAGE_WINDOW_US
+    #: µs; the trace window length (29 days)
+    window_length_us: int = WINDOW_LENGTH_US
+    #: T_i >= this many usage windows makes a task long (24 x 5 min = 2 h, Janus & Rzadca §3.1)
+    long_task_windows: int = 24
+    #: production tasks have priority >= this (docs/methods.md §0.1)
+    production_priority: int = 9
+    #: |relative change| below this counts as a calm window (Zhu et al. Fig. 10: 20%)
+    change_threshold: float = 0.2
+    #: azure-2017: s; vmtable times lie on this grid and lifetimes are at least one step
+    grid_s: int = 300
+    #: azure-2017: s; vmdeleted at or past this means alive at the end (right-censored)
+    censored_s: int = AZURE_CENSORED_VMDELETED_S
+    #: azure-2017: a deployment whose >= this many VMs all end at one timestamp was shut down
+    shutdown_min_vms: int = 3
+
+    def as_sql_params(self) -> dict[str, int | float]:
+        """The parameters by their ``$name`` in the SQL files."""
+        return dict(asdict(self))
+
+
+@dataclass(frozen=True)
+class TableResult:
+    """One materialised table: its Parquet file, row count and wall time in seconds."""
+
+    name: str
+    path: Path
+    rows: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One invariant query: the rows that break it (at most ``limit`` kept) and their count."""
+
+    name: str
+    n_violations: int
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+
+    @property
+    def holds(self) -> bool:
+        return self.n_violations == 0
+
+
+def trace_of_table(name: str) -> str:
+    """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017)."""
+    return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
+
+
+def derived_table_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
+    """Sorted names of the trace's derived tables (``fct_*`` / ``agg_*`` files in ``queries/``)."""
+    trace_tables(trace)  # unknown trace ids fail here, naming the known ones
+    names = (p.stem for p in queries_dir.glob("*.sql") if _DERIVED_FILE.match(p.stem))
+    return sorted(n for n in names if trace_of_table(n) == trace)
+
+
+def _code(sql: str) -> str:
+    # comments may name tables or parameters without using them
+    return _COMMENT.sub("", sql)
+
+
+def referenced_names(sql: str, candidates: Iterable[str]) -> tuple[str, ...]:
+    """The candidates that the SQL (comments stripped) mentions as whole words, sorted."""
+    code = _code(sql)
+    return tuple(sorted(c for c in candidates if re.search(rf"\b{re.escape(c)}\b", code)))
+
+
+def table_dependencies(trace: str, queries_dir: Path = QUERIES_DIR) -> dict[str, tuple[str, ...]]:
+    """For each derived table of the trace, the other derived tables its SQL reads."""
+    names = derived_table_names(trace, queries_dir)
+    deps: dict[str, tuple[str, ...]] = {}
+    for name in names:
+        sql = (queries_dir / f"{name}.sql").read_text(encoding="utf-8")
+        deps[name] = tuple(d for d in referenced_names(sql, names) if d != name)
+    return deps
+
+
+def dependency_order(deps: Mapping[str, Sequence[str]]) -> list[str]:
+    """Tables so that each comes after the tables it reads; ties in name order (deterministic)."""
+    unknown = sorted({d for ds in deps.values() for d in ds} - set(deps))
+    if unknown:
+        raise TracelabError(f"derived tables read tables that no queries/*.sql builds: {unknown}")
+    done: list[str] = []
+    remaining = dict(deps)
+    while remaining:
+        ready = sorted(n for n, ds in remaining.items() if all(d in done for d in ds))
+        if not ready:
+            raise TracelabError(
+                f"the queries in queries/ depend on each other in a cycle: {sorted(remaining)}"
+            )
+        done.extend(ready)
+        for n in ready:
+            del remaining[n]
+    return done
+
+
+def tables_needed(targets: Iterable[str], deps: Mapping[str, Sequence[str]]) -> list[str]:
+    """The targets and everything they read, in dependency order."""
+    needed: set[str] = set()
+    stack = list(targets)
+    while stack:
+        name = stack.pop()
+        if name not in needed:
+            needed.add(name)
+            stack.extend(deps.get(name, ()))
+    return [n for n in dependency_order(deps) if n in needed]
+
+
+def check_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
+    """The ``checks/assert_*`` queries of a trace: those reading only its tables (derived or lake).
+
+    A check must name at least one table of the trace and none of another trace.
+    """
+    own = set(derived_table_names(trace, queries_dir)) | set(trace_tables(trace))
+    every = {
+        name for t in TRACES for name in (*derived_table_names(t, queries_dir), *trace_tables(t))
+    }
+    found: list[str] = []
+    for path in sorted((queries_dir / "checks").glob("assert_*.sql")):
+        reads = set(referenced_names(path.read_text(encoding="utf-8"), every))
+        if reads and reads <= own:
+            found.append(f"checks/{path.stem}")
+    return found
+
+
+def params_for(sql: str, params: Mapping[str, object]) -> dict[str, object]:
+    """The subset of ``params`` the SQL names (DuckDB rejects unused named parameters)."""
+    wanted = set(_PARAM.findall(_code(sql)))
+    missing = sorted(wanted - set(params))
+    if missing:
+        raise TracelabError(f"the query needs parameters that have no value: {missing}")
+    return {k: v for k, v in params.items() if k in wanted}
+
+
+def lake_table_files(lake_trace_dir: Path, table: str) -> list[Path]:
+    """The Parquet files of one lake table (recursively, so partition folders work too)."""
+    folder = lake_trace_dir / table
+    return sorted(folder.rglob("*.parquet")) if folder.is_dir() else []
+
+
+def require_lake(trace: str, lake_trace_dir: Path) -> dict[str, list[Path]]:
+    """The lake's Parquet files per table; a :class:`TracelabError` if the trace has none."""
+    files = {name: lake_table_files(lake_trace_dir, name) for name in trace_tables(trace)}
+    if not any(files.values()):
+        raise TracelabError(
+            f"no Parquet lake for {trace} under {lake_trace_dir}: "
+            f"run `tracelab ingest --trace {trace}` first"
+        )
+    return files
+
+
+def create_input_views(con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path) -> None:
+    """Expose each lake table of the trace under its own name; an absent table is empty.
+
+    Raises a :class:`TracelabError` naming the folder and the ingest command when the trace has
+    no lake at all.
+    """
+    tables = trace_tables(trace)
+    files = require_lake(trace, lake_trace_dir)
+    for name, table in tables.items():
+        if files[name]:
+            rel = con.read_parquet([str(p) for p in files[name]], union_by_name=True)
+            rel.create_view(name, replace=True)
+        else:
+            # an absent table (e.g. machine_attributes not ingested) still binds, with no rows
+            con.from_arrow(table.arrow_schema().empty_table()).create(name)
+
+
+def expose_derived(con: duckdb.DuckDBPyConnection, names: Iterable[str], derived_dir: Path) -> None:
+    """Expose already materialised derived tables as views of the same name."""
+    for name in names:
+        path = derived_dir / f"{name}.parquet"
+        if not path.is_file():
+            raise TracelabError(f"derived table {path} is missing: derive {name} first")
+        con.read_parquet(str(path)).create_view(name, replace=True)
+
+
+def materialise_table(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    params: Mapping[str, object],
+    derived_dir: Path,
+) -> TableResult:
+    """Run ``queries/<name>.sql``, write ``<derived_dir>/<name>.parquet`` and expose it as a view.
+
+    DuckDB streams the result into a temporary file, renamed into place only when complete, so a
+    failed or killed run never leaves a truncated table behind.
+    """
+    derived_dir.mkdir(parents=True, exist_ok=True)
+    path = derived_dir / f"{name}.parquet"
+    sql = load_sql(name)
+    start = time.perf_counter()
+    with atomic_path(path) as partial:
+        con.sql(sql, params=params_for(sql, params)).write_parquet(str(partial), compression="zstd")
+    seconds = time.perf_counter() - start
+    con.read_parquet(str(path)).create_view(name, replace=True)
+    rows = int(pq.read_metadata(path).num_rows)
+    return TableResult(name=name, path=path, rows=rows, seconds=seconds)
+
+
+def check_violations(
+    con: duckdb.DuckDBPyConnection,
+    check: str,
+    params: Mapping[str, object],
+    limit: int = 10,
+) -> CheckResult:
+    """Run one ``checks/assert_*`` query; keep its first ``limit`` offending rows."""
+    sql = load_sql(check)
+    rel = con.sql(sql, params=params_for(sql, params))
+    table: pa.Table = rel.to_arrow_table()
+    rows = tuple(tuple(r.values()) for r in table.slice(0, limit).to_pylist())
+    return CheckResult(
+        name=check.removeprefix("checks/"),
+        n_violations=table.num_rows,
+        columns=tuple(table.column_names),
+        rows=rows,
+    )
+
+
+def failed_checks_message(results: Iterable[CheckResult]) -> str | None:
+    """One readable report of the failed checks and their first offending rows; None if all hold."""
+    failed = [r for r in results if not r.holds]
+    if not failed:
+        return None
+    parts = [f"{len(failed)} invariant check(s) failed:"]
+    for r in failed:
+        parts.append(
+            f"{r.name}: {r.n_violations} offending row(s); first ones ({', '.join(r.columns)}):"
+        )
+        parts.extend(f"  {row}" for row in r.rows)
+    return "\n".join(parts)
+
+
+#: per-task tables: each row depends only on one task's rows, so they can be computed per
+#: job_id-hash partition (on Dask workers) and concatenated; listed in dependency order
+PER_TASK_TABLES: tuple[str, ...] = ("fct_task_usage_stats", "fct_task_usage_histograms")
+
+
+def create_partition_input_views(
+    con: duckdb.DuckDBPyConnection,
+    trace: str,
+    lake_trace_dir: Path,
+    partition: int,
+    n_partitions: int,
+) -> None:
+    """Like :func:`create_input_views`, restricted to one job_id-hash partition of every table
+    that has a ``job_id`` column (``queries/inputs/lake_table_partition.sql``)."""
+    create_input_views(con, trace, lake_trace_dir)
+    sql = load_sql("inputs/lake_table_partition")
+    for name, table in trace_tables(trace).items():
+        files = lake_table_files(lake_trace_dir, name)
+        if files and "job_id" in table.column_names:
+            params = {
+                "files": [str(p) for p in files],
+                "n_partitions": n_partitions,
+                "partition": partition,
+            }
+            con.sql(sql, params=params).create_view(name, replace=True)
+
+
+def partition_dir(derived_dir: Path, n_partitions: int) -> Path:
+    """Where the partitions of the per-task tables are written before they are merged."""
+    return derived_dir / f".partitions-{n_partitions}"
+
+
+def merge_partitions(
+    con: duckdb.DuckDBPyConnection, name: str, parts: Sequence[Path], derived_dir: Path
+) -> TableResult:
+    """Concatenate a per-task table's partitions into ``<derived_dir>/<name>.parquet`` (atomic)."""
+    path = derived_dir / f"{name}.parquet"
+    start = time.perf_counter()
+    with atomic_path(path) as partial:
+        con.sql(
+            load_sql("inputs/merged_partitions"), params={"files": [str(p) for p in parts]}
+        ).write_parquet(str(partial), compression="zstd")
+    rows = int(pq.read_metadata(path).num_rows)
+    return TableResult(name=name, path=path, rows=rows, seconds=time.perf_counter() - start)

@@ -1,0 +1,255 @@
+"""Fetching the published trace files: resumable, parallel, verified, atomic (issue 12, item 6).
+
+Locations are the ones the publishers document:
+
+* google-2011: every file of bucket ``clusterdata-2011-2`` is served over HTTP at
+  ``https://commondatastorage.googleapis.com/clusterdata-2011-2/<path>``, and the bucket's
+  ``SHA256SUM`` lists the sha256 of each file (format + schema document, "Downloading");
+* azure-2017: ``vmtable.csv.gz`` of the Azure Public Dataset v1, at
+  ``https://azurepublicdatasettraces.blob.core.windows.net/azurepublicdataset/trace_data/vmtable/``
+  (AzurePublicDatasetV1Links.txt). Azure publishes no checksum list, so only its length is checked.
+
+A file is written as ``.<name>.part`` next to its final name and renamed into place only once its
+checksum matches, so ingest never sees a partial or corrupt file. A partial file left by a
+dropped connection or a killed run is resumed with an HTTP range request. Only the standard
+library is used (``urllib``), so nothing beyond Python is needed to fetch the data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from tracelab.analysis.common.errors import TracelabError
+
+GOOGLE_2011_BASE = "https://commondatastorage.googleapis.com/clusterdata-2011-2/"
+AZURE_2017_BASE = "https://azurepublicdatasettraces.blob.core.windows.net/azurepublicdataset/"
+CHECKSUM_LIST = "SHA256SUM"
+_PART = re.compile(r"part-(\d{5})-of-(\d{5})\.csv\.gz")
+_CHUNK = 1 << 20
+#: statuses worth retrying: the server or a proxy is busy or restarting
+_RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
+
+
+class DownloadError(TracelabError):
+    """A file could not be fetched and verified; the message names it and what to do."""
+
+
+@dataclass(frozen=True)
+class RemoteFile:
+    """One published file: where it is, where it goes under the raw root, and its sha256."""
+
+    url: str
+    #: path relative to the raw root (``task_events/part-00000-of-00500.csv.gz``)
+    rel: str
+    #: hex sha256 from the publisher's list, or None when the publisher gives none
+    sha256: str | None
+
+
+@dataclass(frozen=True)
+class FetchPolicy:
+    """How hard to try: attempts per file, socket timeout, first back-off (doubled each time)."""
+
+    attempts: int = 6
+    timeout_s: float = 60.0
+    backoff_s: float = 1.0
+    #: the longest wait between attempts, whatever the back-off or Retry-After says
+    max_wait_s: float = 30.0
+
+
+def parse_checksum_list(text: str) -> dict[str, str]:
+    """``sha256sum`` output (``<hex>  <path>``, ``*`` for binary mode) → {path: hex}."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        parts = line.strip().split(maxsplit=1)
+        if len(parts) != 2 or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
+            continue
+        path = parts[1].lstrip("*").removeprefix("./")
+        out[path] = parts[0].lower()
+    return out
+
+
+def google_files(
+    checksums: dict[str, str],
+    base_url: str,
+    tables: Sequence[str] | None = None,
+    parts: tuple[int, int] | None = None,
+) -> list[RemoteFile]:
+    """The listed part files of ``tables`` (all when None) whose part number is in ``parts``."""
+    chosen: list[RemoteFile] = []
+    for path, digest in sorted(checksums.items()):
+        folder, _, name = path.rpartition("/")
+        match = _PART.fullmatch(name)
+        if not folder or "/" in folder or match is None:
+            continue
+        if tables is not None and folder not in tables:
+            continue
+        if parts is not None and not parts[0] <= int(match.group(1)) <= parts[1]:
+            continue
+        chosen.append(RemoteFile(base_url + path, path, digest))
+    return chosen
+
+
+def azure_files(base_url: str) -> list[RemoteFile]:
+    """The vmtable, the one table of the 2017 trace that tracelab reads."""
+    return [RemoteFile(base_url + "trace_data/vmtable/vmtable.csv.gz", "vmtable.csv.gz", None)]
+
+
+def fetch_text(url: str, policy: FetchPolicy) -> str:
+    """A small text file (the checksum list), with the same retries as the data files."""
+    for attempt in range(policy.attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=policy.timeout_s) as response:
+                return bytes(response.read()).decode("utf-8")
+        except urllib.error.HTTPError as exc:
+            if exc.code not in _RETRY_STATUSES or attempt == policy.attempts - 1:
+                raise DownloadError(f"{url}: HTTP {exc.code}; check the URL") from None
+            _wait(policy, attempt, exc.headers.get("Retry-After"))
+        except (OSError, http.client.HTTPException) as exc:
+            if attempt == policy.attempts - 1:
+                raise DownloadError(f"{url}: {exc}; check the network and retry") from None
+            _wait(policy, attempt, None)
+    raise AssertionError("unreachable")
+
+
+def fetch_file(
+    remote: RemoteFile,
+    dest_root: Path,
+    policy: FetchPolicy,
+    on_bytes: Callable[[int], None] = lambda n: None,
+) -> Path:
+    """Fetch one file into ``dest_root/<rel>`` unless it is there and verified; returns its path.
+
+    Resumes a partial file with a range request; retries busy statuses, dropped connections and
+    short bodies; a checksum mismatch deletes the partial file and starts over. After
+    ``policy.attempts`` failures: a one-line :class:`DownloadError`, nothing under the final name.
+    """
+    final = dest_root / remote.rel
+    # only verified files get their final name, so one there is complete (Azure lists no sums)
+    if final.is_file() and (remote.sha256 is None or _sha256(final) == remote.sha256):
+        return final
+    partial = final.with_name(f".{final.name}.part")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    problem = ""
+    for attempt in range(policy.attempts):
+        try:
+            complete = _fetch_into(remote.url, partial, policy, on_bytes)
+        except _Retry as exc:
+            problem = str(exc)
+            _wait(policy, attempt, exc.retry_after)
+            continue
+        if not complete:
+            problem = "the connection ended before the whole file arrived"
+            continue
+        if remote.sha256 is not None and _sha256(partial) != remote.sha256:
+            partial.unlink()
+            problem = f"its sha256 does not match {CHECKSUM_LIST}"
+            continue
+        partial.replace(final)
+        return final
+    # a partial file stays: the next run resumes it
+    raise DownloadError(
+        f"{remote.rel}: not downloaded after {policy.attempts} attempts ({problem}); "
+        f"run `tracelab download` again later (from {remote.url})"
+    )
+
+
+class _Retry(Exception):
+    def __init__(self, reason: str, retry_after: str | None = None) -> None:
+        super().__init__(reason)
+        self.retry_after = retry_after
+
+
+def _fetch_into(
+    url: str, partial: Path, policy: FetchPolicy, on_bytes: Callable[[int], None]
+) -> bool:
+    """Append the rest of ``url`` to ``partial``; True when the whole body arrived."""
+    offset = partial.stat().st_size if partial.is_file() else 0
+    request = urllib.request.Request(url)
+    if offset:
+        request.add_header("Range", f"bytes={offset}-")
+    try:
+        response = urllib.request.urlopen(request, timeout=policy.timeout_s)
+    except urllib.error.HTTPError as exc:
+        if exc.code == 416 and offset:
+            partial.unlink()  # the partial file is longer than the remote one: start over
+            raise _Retry("the partial file did not fit the remote file") from None
+        if exc.code in _RETRY_STATUSES:
+            raise _Retry(f"HTTP {exc.code}", exc.headers.get("Retry-After")) from None
+        raise DownloadError(f"{url}: HTTP {exc.code}; check --tables/--parts") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise _Retry(f"cannot connect: {exc}") from None
+    with response:
+        resumed = response.status == 206
+        if resumed and not response.headers.get("Content-Range", "").startswith(f"bytes {offset}-"):
+            partial.unlink()
+            raise _Retry("the server answered another range than asked for")
+        expected = response.headers.get("Content-Length")
+        received = 0
+        # a server that ignores the range sends the whole file: write it from the start
+        with partial.open("ab" if resumed else "wb") as out:
+            try:
+                while block := response.read(_CHUNK):
+                    out.write(block)
+                    received += len(block)
+                    on_bytes(len(block))
+            except (OSError, http.client.HTTPException) as exc:
+                raise _Retry(f"connection lost: {exc}") from None
+    return expected is None or received == int(expected)
+
+
+def _wait(policy: FetchPolicy, attempt: int, retry_after: str | None) -> None:
+    delay = policy.backoff_s * (2**attempt)
+    if retry_after is not None and retry_after.isdigit():
+        delay = max(delay, float(retry_after))
+    time.sleep(min(delay, policy.max_wait_s))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        while block := fh.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class DownloadSummary:
+    """Files now present and verified, and (rel, reason) of those that could not be fetched."""
+
+    done: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]
+
+
+def download_files(
+    files: Sequence[RemoteFile],
+    dest_root: Path,
+    *,
+    workers: int = 4,
+    policy: FetchPolicy | None = None,
+    on_bytes: Callable[[int], None] = lambda n: None,
+) -> DownloadSummary:
+    """Fetch ``files`` with ``workers`` parallel connections; one file's failure stops no other."""
+    chosen = policy or FetchPolicy()
+
+    def one(remote: RemoteFile) -> tuple[str, str]:
+        try:
+            fetch_file(remote, dest_root, chosen, on_bytes)
+        except DownloadError as exc:
+            return remote.rel, str(exc)
+        return remote.rel, ""
+
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        results = list(pool.map(one, files))
+    return DownloadSummary(
+        done=tuple(rel for rel, error in results if not error),
+        failed=tuple((rel, error) for rel, error in results if error),
+    )

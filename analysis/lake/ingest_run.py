@@ -1,0 +1,206 @@
+"""One ingest run: converting planned files, their manifest rows, the ledger and the summary.
+
+:mod:`flows.ingest` only orchestrates (Prefect tasks, progress, logging); what a planned file
+becomes, which manifest row records it and what the run adds up to is decided here.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import polars as pl
+
+from tracelab.analysis.lake.ingest import Conversion, convert_file, file_checksum, lake_paths
+from tracelab.analysis.lake.ingest_manifest import (
+    FilePlan,
+    ManifestRow,
+    manifest_with,
+    write_manifest,
+)
+from tracelab.analysis.lake.schemas import table
+
+
+@dataclass(frozen=True)
+class Converted:
+    """One file's result: the conversion and the checksum of the file it read."""
+
+    conversion: Conversion
+    checksum: str
+
+
+def failed_conversion(exc: BaseException) -> Conversion:
+    """An ``error`` conversion for a failure no converter anticipated (e.g. disk full)."""
+    return Conversion(
+        status="error",
+        method="none",
+        rows_read=0,
+        rows_written=0,
+        rows_rejected=0,
+        error=f"unexpected failure: {exc}; fix the cause and run ingest again",
+        seconds=0.0,
+        started_at=datetime.now(UTC),
+    )
+
+
+def converted_plan(
+    trace: str,
+    plan: FilePlan,
+    lake_trace_dir: Path,
+    *,
+    chunk_bytes: int,
+    wrong_format_share: float,
+) -> Converted:
+    """Convert one planned file; a failure is that file's ``error``, never an exception.
+
+    A file whose plan has no checksum (it decided nothing) is checksummed first, so the
+    conversion then reads it from the page cache.
+    """
+    digest = plan.checksum
+    try:
+        if not digest:
+            try:
+                digest = file_checksum(plan.raw.path)
+            except OSError:
+                digest = ""  # unreadable: convert_file reports it with what to do
+        result = convert_file(
+            table(trace, plan.raw.table),
+            plan.raw,
+            lake_paths(lake_trace_dir, plan.raw),
+            chunk_bytes=chunk_bytes,
+            wrong_format_share=wrong_format_share,
+        )
+    except Exception as exc:
+        result = failed_conversion(exc)
+    return Converted(result, digest)
+
+
+def converted_row(plan: FilePlan, done: Converted) -> ManifestRow:
+    """The manifest row of a file this run converted (or failed to)."""
+    result = done.conversion
+    return ManifestRow(
+        table=plan.raw.table,
+        path=plan.raw.rel,
+        bytes=plan.raw.size_bytes,
+        checksum=done.checksum,
+        rows_read=result.rows_read,
+        rows_written=result.rows_written,
+        rows_rejected=result.rows_rejected,
+        started_at=result.started_at,
+        seconds=result.seconds,
+        status=result.status,
+        error=result.error,
+        method=result.method,
+    )
+
+
+def not_converted_row(plan: FilePlan, started_at: datetime) -> ManifestRow:
+    """The manifest row of a file skipped as unchanged or left out as a duplicate."""
+    if plan.action == "skip" and plan.previous is not None:
+        before = plan.previous
+        return ManifestRow(
+            **{
+                **before.__dict__,
+                "started_at": started_at,
+                "seconds": 0.0,
+                "status": "skipped-unchanged",
+                "error": "",
+            }
+        )
+    return ManifestRow(
+        table=plan.raw.table,
+        path=plan.raw.rel,
+        bytes=plan.raw.size_bytes,
+        checksum=plan.checksum,
+        rows_read=0,
+        rows_written=0,
+        rows_rejected=0,
+        started_at=started_at,
+        seconds=0.0,
+        status="duplicate",
+        error=f"same bytes as {plan.duplicate_of}; not ingested so its rows are not counted "
+        "twice (delete one of the two copies)",
+        method="none",
+    )
+
+
+class ManifestLedger:
+    """The manifest in memory, rewritten atomically at most every ``interval_s`` and on flush.
+
+    Rewriting the whole manifest after each of thousands of files would cost O(files²); a file
+    whose row is lost to a kill is converted again by the next run (its outputs are complete or
+    absent, never partial), so ingest stays idempotent.
+    """
+
+    def __init__(self, lake_trace_dir: Path, manifest: pl.DataFrame, interval_s: float) -> None:
+        self._dir = lake_trace_dir
+        self._manifest = manifest
+        self._interval_s = interval_s
+        self._pending: list[ManifestRow] = []
+        self._last_write = -float("inf")
+
+    def record(self, rows: list[ManifestRow]) -> None:
+        self._pending.extend(rows)
+        if time.monotonic() - self._last_write >= self._interval_s:
+            self.flush()
+
+    def flush(self) -> None:
+        self._manifest = manifest_with(self._manifest, self._pending)
+        self._pending = []
+        write_manifest(self._dir, self._manifest)
+        self._last_write = time.monotonic()
+
+
+@dataclass(frozen=True)
+class TableSummary:
+    """Per-table totals of one ingest run."""
+
+    table: str
+    files: int
+    converted: int
+    skipped: int
+    duplicates: int
+    errors: int
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+
+
+@dataclass(frozen=True)
+class IngestSummary:
+    """What one ingest run did: every file's manifest row and what could not be ingested."""
+
+    trace: str
+    raw_dir: Path
+    lake_dir: Path
+    rows: tuple[ManifestRow, ...]
+    #: (path relative to raw root, reason): unknown table folders, clashing names; these fail the run
+    discovery_errors: tuple[tuple[str, str], ...]
+    #: (path, reason) of files left out on purpose (not matching the table glob)
+    ignored: tuple[tuple[str, str], ...]
+    seconds: float
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.discovery_errors) or any(r.status == "error" for r in self.rows)
+
+    def tables(self) -> list[TableSummary]:
+        out: list[TableSummary] = []
+        for name in sorted({r.table for r in self.rows}):
+            rows = [r for r in self.rows if r.table == name]
+            out.append(
+                TableSummary(
+                    table=name,
+                    files=len(rows),
+                    converted=sum(r.status == "ok" for r in rows),
+                    skipped=sum(r.status == "skipped-unchanged" for r in rows),
+                    duplicates=sum(r.status == "duplicate" for r in rows),
+                    errors=sum(r.status == "error" for r in rows),
+                    rows_read=sum(r.rows_read for r in rows),
+                    rows_written=sum(r.rows_written for r in rows),
+                    rows_rejected=sum(r.rows_rejected for r in rows),
+                )
+            )
+        return out

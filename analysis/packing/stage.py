@@ -1,0 +1,571 @@
+"""Stage ``packing``: stochastic bin packing with GPA and its baselines (docs/methods.md §3.1, issue 15).
+
+Janus & Rzadca §4–5, Algorithm 1, Figs. 7–13. Instances of long tasks (``packing_inputs``) are packed
+by every method (``packing_core``) and evaluated on held-out realizations:
+
+* ``methods`` (Figs. 7, 8, 9, 13): every method, First and Best Fit, c = ``capacity``, full
+  clairvoyance, inst statistics.
+* ``statistics`` (Fig. 10): every method estimated from avg instead of inst (Best Fit); evaluation
+  is always on inst realizations. Skipped for ``source="params"`` (the export has no avg data).
+* ``capacity`` (Fig. 11): av 2 / GPA 0.001 and av 1.25 / GPA 0.1 for each c in ``capacities``.
+* ``clairvoyance`` (Fig. 12): GPA 0.01 and 0.001, av 1.25 and 2 for each clairvoyance level v.
+
+Every packing is evaluated with and without the paper's rebalancing (Fig. 13 compares them).
+Metrics (§5.1): m = m_abs / ⌈Σ x̄_i / c⌉ with x̄_i the mean of all R inst realizations of task i (so
+m does not move with the clairvoyance level), and q = overflows / (m_abs · |E|) with its binomial
+standard error. Observation set: the first ⌊v·R⌉ realizations (at least 1, at most R − 1 when
+v < 1); evaluation set: the rest, or all R when v = 1.
+
+Work is split into cells (instance × experiment) run through ``map_fn``; a cell draws its
+instance's realizations from ``default_rng([seed, 3, instance])``, so tables do not depend on
+the map or its order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.packing.core import (
+    PAPER_MAX_FAILURES,
+    FloatArray,
+    fits_av,
+    fits_cantelli,
+    fits_gpa,
+    fits_perc,
+    gpa_z,
+    machine_loads,
+    overflow,
+    packed_machines,
+    rebalanced_loads,
+    rebalanced_machines,
+)
+from tracelab.analysis.packing.inputs import (
+    InstanceTasks,
+    TaskSource,
+    params_tasks,
+    realizations,
+    trace_tasks,
+)
+
+#: Janus & Rzadca §5.4/§5.5: the av/GPA pairs with similar (m, q) at c = 1 that Figs. 11–12 compare
+PAIRED_METHODS: tuple[tuple[str, float], ...] = (
+    ("av", 2.0),
+    ("gpa", 0.001),
+    ("av", 1.25),
+    ("gpa", 0.1),
+)
+CLAIRVOYANCE_METHODS: tuple[tuple[str, float], ...] = (
+    ("gpa", 0.01),
+    ("av", 1.25),
+    ("gpa", 0.001),
+    ("av", 2.0),
+)
+#: Janus & Rzadca §5.2–5.6 headline numbers the report states beside this run's
+PAPER_HEADLINE: dict[str, Any] = {
+    "gpa_q_at_rho_0.001": 1.6e-3,
+    "cantelli_q_b_1.0": 3e-4,
+    "cantelli_q_b_1.7": 2e-6,
+    "machines_ratio_cantelli_to_gpa_at_95pct_slo": [1.9, 3.7],
+    "observations_sufficient": 100,
+    "rebalancing_q_decrease": 0.07,
+    "av1_mean_machines": 28.0,
+    "instances": 50,
+    "tasks": 1000,
+    "realizations": 10000,
+}
+_CELLS_PER_CHUNK = 4
+
+
+@dataclass(frozen=True)
+class PackingParams:
+    """The experiment grid; the defaults are the small grid ``tracelab run`` uses."""
+
+    source: str = option(
+        "trace",
+        "where tasks come from: the trace's long tasks, or the params export alone",
+        choices=("trace", "params"),
+    )
+    seed: int = option(0, "seed of the task draws and realizations", minimum=0)
+    instances: int = option(4, "instances (paper: 50)", minimum=1, maximum=10_000)
+    tasks: int = option(250, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
+    realizations: int = option(
+        1000, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
+    )
+    capacity: float = option(1.0, "machine capacity c of the base case (cores)", minimum=0.01)
+    rhos: tuple[float, ...] = option(
+        (0.1, 0.05, 0.01, 0.001), "GPA target overflow probabilities ρ", minimum=1e-9, maximum=0.49
+    )
+    cantelli: tuple[float, ...] = option((1.0, 1.7, 4.4), "Cantelli multipliers b", minimum=0.0)
+    av_factors: tuple[float, ...] = option((1.0, 1.25, 2.0), "av factors f", minimum=0.0)
+    percentiles: tuple[float, ...] = option(
+        (50.0, 70.0, 90.0, 95.0, 99.0, 100.0), "perc percentiles", minimum=0.0, maximum=100.0
+    )
+    capacities: tuple[float, ...] = option(
+        (0.5, 0.8, 1.0, 2.0, 5.0), "capacities c of the capacity experiment (Fig. 11)", minimum=0.01
+    )
+    clairvoyance: tuple[float, ...] = option(
+        (0.01, 0.1, 1.0),
+        "clairvoyance levels v of Fig. 12 (paper: 0.001,0.01,0.1,0.3,0.5,0.8,1)",
+        minimum=1e-6,
+        maximum=1.0,
+    )
+    max_failures: int = option(
+        PAPER_MAX_FAILURES, "rebalancing stops after this many failures in a row", minimum=1
+    )
+    statistics_experiment: bool = option(
+        True, "run the inst-vs-avg statistics experiment (Fig. 10)"
+    )
+    capacity_experiment: bool = option(True, "run the capacity experiment (Fig. 11)")
+    clairvoyance_experiment: bool = option(True, "run the clairvoyance experiment (Fig. 12)")
+
+
+#: Janus & Rzadca §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)
+PAPER_PACKING_PARAMS = PackingParams(
+    instances=50,
+    tasks=1000,
+    realizations=10_000,
+    clairvoyance=(0.001, 0.01, 0.1, 0.3, 0.5, 0.8, 1.0),
+)
+
+
+@dataclass(frozen=True)
+class Method:
+    """One estimation method: family ``gpa``/``cantelli``/``av``/``perc`` and its parameter."""
+
+    family: str
+    parameter: float
+
+    @property
+    def label(self) -> str:
+        name = {"gpa": "GPA", "cantelli": "Cantelli", "av": "av", "perc": "perc"}[self.family]
+        return f"{name} {self.parameter:g}"
+
+
+def all_methods(params: PackingParams) -> tuple[Method, ...]:
+    """Every method of the grid, in the paper's order (GPA, Cantelli, av, perc)."""
+    return (
+        *(Method("gpa", r) for r in params.rhos),
+        *(Method("cantelli", b) for b in params.cantelli),
+        *(Method("av", f) for f in params.av_factors),
+        *(Method("perc", p) for p in params.percentiles),
+    )
+
+
+@dataclass(frozen=True)
+class TaskStatistics:
+    """What the methods see of each task: moments and percentiles of its observation set (cores)."""
+
+    mean: FloatArray
+    std: FloatArray
+    percentiles: dict[float, FloatArray]
+
+
+def observed_statistics(observed: FloatArray, percentiles: Sequence[float]) -> TaskStatistics:
+    """Mean, population std and the requested percentiles (linear interpolation) per task row."""
+    pct = np.percentile(observed, list(percentiles), axis=1) if percentiles else np.zeros((0,))
+    return TaskStatistics(
+        mean=observed.mean(axis=1),
+        std=observed.std(axis=1),
+        percentiles={p: pct[i] for i, p in enumerate(percentiles)},
+    )
+
+
+def item_moments(method: Method, stats: TaskStatistics) -> tuple[FloatArray, FloatArray, float]:
+    """(μ, σ², z) for GPA, or (fixed item size, 0, 0) for the baselines."""
+    zeros = np.zeros_like(stats.mean)
+    if method.family == "gpa":
+        return stats.mean, stats.std**2, gpa_z(method.parameter)
+    if method.family == "cantelli":
+        return stats.mean + method.parameter * stats.std, zeros, 0.0
+    if method.family == "av":
+        return method.parameter * stats.mean, zeros, 0.0
+    return stats.percentiles[method.parameter], zeros, 0.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One unit of work: one experiment on one instance."""
+
+    instance: int
+    experiment: str
+    tasks: InstanceTasks
+    params: PackingParams
+
+
+@dataclass(frozen=True)
+class _Setting:
+    statistics: str
+    clairvoyance: float
+    capacity: float
+    methods: tuple[Method, ...]
+    fits: tuple[str, ...]
+
+
+def experiment_settings(experiment: str, params: PackingParams) -> tuple[_Setting, ...]:
+    """The (statistics, clairvoyance, capacity, methods, fit algorithms) an experiment packs."""
+    every = all_methods(params)
+    paired = tuple(Method(f, p) for f, p in PAIRED_METHODS)
+    if experiment == "methods":
+        return (_Setting("inst", 1.0, params.capacity, every, ("first", "best")),)
+    if experiment == "statistics":
+        return (_Setting("avg", 1.0, params.capacity, every, ("best",)),)
+    if experiment == "capacity":
+        return tuple(_Setting("inst", 1.0, c, paired, ("best",)) for c in params.capacities)
+    if experiment == "clairvoyance":
+        clair = tuple(Method(f, p) for f, p in CLAIRVOYANCE_METHODS)
+        return tuple(
+            _Setting("inst", v, params.capacity, clair, ("best",)) for v in params.clairvoyance
+        )
+    raise ValueError(f"unknown experiment {experiment!r}")
+
+
+def observation_count(clairvoyance: float, r: int) -> int:
+    """|O| = ⌊v·R⌉ clipped to [1, R − 1] (R when v = 1, where O = E = all realizations)."""
+    if clairvoyance >= 1.0:
+        return r
+    return int(min(max(1, round(clairvoyance * r)), r - 1))
+
+
+def cell_runs(cell: Cell) -> pl.DataFrame:
+    """Every packing of one cell, evaluated without and with rebalancing: one row per evaluation."""
+    p = cell.params
+    rng = np.random.default_rng([p.seed, 3, cell.instance])
+    inst, avg = realizations(cell.tasks, p.realizations, rng)
+    # x̄_i of §5.1 from all R realizations, so m_norm is the same at every clairvoyance level
+    total_mean = float(inst.mean(axis=1).sum())
+    rows: list[dict[str, Any]] = []
+    for setting in experiment_settings(cell.experiment, p):
+        n_obs = observation_count(setting.clairvoyance, p.realizations)
+        source = inst if setting.statistics == "inst" else avg
+        wanted = sorted({m.parameter for m in setting.methods if m.family == "perc"})
+        stats = observed_statistics(source[:, :n_obs], wanted)
+        evaluation = inst if n_obs == p.realizations else inst[:, n_obs:]
+        m_norm = max(1, int(np.ceil(total_mean / setting.capacity)))
+        for method in setting.methods:
+            mu, var, z = item_moments(method, stats)
+            for fit in setting.fits:
+                machine = packed_machines(
+                    mu, var, capacity=setting.capacity, z=z, best_fit=fit == "best"
+                )
+                n_machines = int(machine.max()) + 1
+                loads = machine_loads(evaluation, machine, n_machines)
+                moved = rebalanced_machines(
+                    machine, mu, var, capacity=setting.capacity, z=z, max_failures=p.max_failures
+                )
+                after = rebalanced_loads(loads, evaluation, moved, n_machines)
+                base = {
+                    "instance": cell.instance,
+                    "experiment": cell.experiment,
+                    "statistics": setting.statistics,
+                    "clairvoyance": setting.clairvoyance,
+                    "observations": n_obs,
+                    "capacity": setting.capacity,
+                    "family": method.family,
+                    "parameter": method.parameter,
+                    "method": method.label,
+                    "fit": fit,
+                    "n_tasks": int(mu.shape[0]),
+                    "m_norm": m_norm,
+                }
+                for rebalance, assignment, load in (
+                    (False, machine, loads),
+                    (True, moved.machine, after),
+                ):
+                    result = overflow(load, assignment, setting.capacity)
+                    rows.append(
+                        base
+                        | {
+                            "rebalance": rebalance,
+                            "moves": int(moved.moved_tasks.size) if rebalance else 0,
+                            "m_abs": result.machines_used,
+                            "m": result.machines_used / m_norm,
+                            "overflows": result.overflows,
+                            "evaluations": result.evaluations,
+                            "q": result.q,
+                            "q_stderr": result.q_stderr,
+                        }
+                    )
+    return pl.DataFrame(rows, schema=_RUN_SCHEMA)
+
+
+_RUN_SCHEMA: dict[str, Any] = {
+    "instance": pl.Int64,
+    "experiment": pl.String,
+    "statistics": pl.String,
+    "clairvoyance": pl.Float64,
+    "observations": pl.Int64,
+    "capacity": pl.Float64,
+    "family": pl.String,
+    "parameter": pl.Float64,
+    "method": pl.String,
+    "fit": pl.String,
+    "n_tasks": pl.Int64,
+    "m_norm": pl.Int64,
+    "rebalance": pl.Boolean,
+    "moves": pl.Int64,
+    "m_abs": pl.Int64,
+    "m": pl.Float64,
+    "overflows": pl.Int64,
+    "evaluations": pl.Int64,
+    "q": pl.Float64,
+    "q_stderr": pl.Float64,
+}
+
+
+def selected_experiments(params: PackingParams) -> tuple[str, ...]:
+    """The experiments the grid runs (``statistics`` needs avg data: not with the params source)."""
+    chosen = ["methods"]
+    if params.statistics_experiment and params.source == "trace":
+        chosen.append("statistics")
+    if params.capacity_experiment:
+        chosen.append("capacity")
+    if params.clairvoyance_experiment:
+        chosen.append("clairvoyance")
+    return tuple(chosen)
+
+
+def packing_runs(
+    source: TaskSource,
+    params: PackingParams,
+    *,
+    progress: Progress = no_progress,
+    map_fn: MapFn = serial_map,
+) -> pl.DataFrame:
+    """Every cell's evaluations, sorted by (instance, experiment order) whatever the map."""
+    cells = [
+        Cell(i, e, tasks, params)
+        for i, tasks in enumerate(source.instances)
+        for e in selected_experiments(params)
+    ]
+    frames: list[pl.DataFrame] = []
+    progress(0, len(cells), "cells")
+    for first in range(0, len(cells), _CELLS_PER_CHUNK):
+        chunk = cells[first : first + _CELLS_PER_CHUNK]
+        frames.extend(map_fn(cell_runs, chunk))
+        progress(len(frames), len(cells), "cells")
+    return pl.concat(frames) if frames else pl.DataFrame(schema=_RUN_SCHEMA)
+
+
+_GROUP = (
+    "experiment",
+    "statistics",
+    "clairvoyance",
+    "observations",
+    "capacity",
+    "family",
+    "parameter",
+    "method",
+    "fit",
+    "rebalance",
+)
+
+
+def method_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """Per experiment setting and method: means over instances (the paper's m̄, q̄) and pooled q."""
+    return (
+        runs.group_by(_GROUP, maintain_order=True)
+        .agg(
+            pl.len().alias("instances"),
+            pl.col("m").mean().alias("m_mean"),
+            pl.col("m").median().alias("m_median"),
+            pl.col("m_abs").mean().alias("m_abs_mean"),
+            pl.col("q").mean().alias("q_mean"),
+            pl.col("q").median().alias("q_median"),
+            pl.col("overflows").sum().alias("overflows"),
+            pl.col("evaluations").sum().alias("evaluations"),
+        )
+        .with_columns(q_pooled=pl.col("overflows") / pl.col("evaluations"))
+        .with_columns(
+            q_pooled_stderr=(
+                pl.col("q_pooled") * (1 - pl.col("q_pooled")) / pl.col("evaluations")
+            ).sqrt(),
+            gpa_rel_error=pl.when(pl.col("family") == "gpa").then(
+                (pl.col("q_mean") - pl.col("parameter")) / pl.col("parameter")
+            ),
+        )
+    )
+
+
+def rebalancing_table(runs: pl.DataFrame) -> pl.DataFrame:
+    """Fig. 13 per instance and packing: q_off, q_on and (q_off − q_on)/q_off (null when q_off = 0)."""
+    keys = [c for c in ("instance", *_GROUP) if c != "rebalance"]
+    off = runs.filter(~pl.col("rebalance")).select(*keys, q_off="q", m_abs_off="m_abs")
+    on = runs.filter(pl.col("rebalance")).select(*keys, q_on="q", m_abs_on="m_abs", moves="moves")
+    return off.join(on, on=keys, how="inner", maintain_order="left").with_columns(
+        q_decrease=pl.when(pl.col("q_off") > 0).then(
+            (pl.col("q_off") - pl.col("q_on")) / pl.col("q_off")
+        )
+    )
+
+
+@dataclass(frozen=True)
+class PackingSummary:
+    """Headline numbers of a run (base case: Best Fit, rebalancing, c = ``capacity``, v = 1, inst).
+
+    q values are means over instances of each instance's overflow frequency, as the paper's q̄.
+    Keys of the dicts are the method parameters as text (ρ, b, c, v).
+    """
+
+    source: str
+    data: str
+    instances: int
+    tasks: int
+    realizations: int
+    population: int
+    with_replacement: bool
+    experiments: tuple[str, ...]
+    gpa_q: dict[str, float]
+    gpa_relative_error: dict[str, float]
+    cantelli_q: dict[str, float]
+    m_by_method: dict[str, float]
+    q_by_method: dict[str, float]
+    #: m(Cantelli b) / m(GPA ρ = 0.05): how many more machines Cantelli needs at a 95% SLO
+    machines_ratio_cantelli_to_gpa_95: dict[str, float]
+    #: mean over instances and av/GPA packings with q_off > 0 of (q_off − q_on)/q_off (Fig. 13)
+    rebalancing_q_decrease: float
+    #: largest |m_abs(First Fit) − m_abs(Best Fit)| over instances and methods (§5.2: at most 1)
+    first_best_max_machine_difference: int
+    #: GPA 0.01 q̄ per clairvoyance level (Fig. 12), and observations per level
+    clairvoyance_gpa_q: dict[str, float]
+    clairvoyance_observations: dict[str, int]
+    #: GPA 0.001 q̄ per capacity, with rebalancing (Fig. 11a)
+    capacity_gpa_q: dict[str, float]
+    parameters: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """``summary.json``: these fields, the grid it ran and the paper's headline numbers."""
+        return dataclasses.asdict(self) | {"paper": PAPER_HEADLINE}
+
+
+def _key(value: float) -> str:
+    return f"{value:g}"
+
+
+def _base(methods: pl.DataFrame, capacity: float) -> pl.DataFrame:
+    return methods.filter(
+        (pl.col("experiment") == "methods")
+        & (pl.col("fit") == "best")
+        & pl.col("rebalance")
+        & (pl.col("capacity") == capacity)
+    )
+
+
+def _by(frame: pl.DataFrame, family: str, value: str) -> dict[str, float]:
+    rows = frame.filter(pl.col("family") == family)
+    return {_key(p): float(v) for p, v in zip(rows["parameter"], rows[value], strict=True)}
+
+
+def packing_summary(
+    runs: pl.DataFrame, params: PackingParams, source: TaskSource
+) -> PackingSummary:
+    """The headline numbers from the runs table (NaN where the grid lacks the method)."""
+    methods = method_table(runs)
+    base = _base(methods, params.capacity)
+    m_by = dict(zip(base["method"], base["m_mean"].cast(pl.Float64), strict=True))
+    gpa_m = _by(base, "gpa", "m_mean")
+    ratio = {
+        b: m / gpa_m["0.05"] if "0.05" in gpa_m else float("nan")
+        for b, m in _by(base, "cantelli", "m_mean").items()
+    }
+    gains = (
+        rebalancing_table(runs)
+        .filter(
+            (pl.col("experiment") == "methods")
+            & (pl.col("fit") == "best")
+            & pl.col("family").is_in(["gpa", "av"])
+        )["q_decrease"]
+        .drop_nulls()
+    )
+    base_runs = runs.filter((pl.col("experiment") == "methods") & pl.col("rebalance"))
+    per_fit = base_runs.pivot(on="fit", index=["instance", "method"], values="m_abs")
+    diff = np.abs(per_fit["first"].to_numpy() - per_fit["best"].to_numpy())
+    clair = methods.filter(
+        (pl.col("experiment") == "clairvoyance")
+        & pl.col("rebalance")
+        & (pl.col("method") == "GPA 0.01")
+    )
+    cap = methods.filter(
+        (pl.col("experiment") == "capacity")
+        & pl.col("rebalance")
+        & (pl.col("method") == "GPA 0.001")
+    )
+    return PackingSummary(
+        source=params.source,
+        data=source.description,
+        instances=params.instances,
+        tasks=params.tasks,
+        realizations=params.realizations,
+        population=source.population,
+        with_replacement=source.with_replacement,
+        experiments=selected_experiments(params),
+        gpa_q=_by(base, "gpa", "q_mean"),
+        gpa_relative_error=_by(base, "gpa", "gpa_rel_error"),
+        cantelli_q=_by(base, "cantelli", "q_mean"),
+        m_by_method={str(k): float(v) for k, v in m_by.items()},
+        q_by_method=dict(zip(base["method"], base["q_mean"].cast(pl.Float64), strict=True)),
+        machines_ratio_cantelli_to_gpa_95=ratio,
+        rebalancing_q_decrease=float(gains.to_numpy().mean()) if gains.len() else float("nan"),
+        first_best_max_machine_difference=int(diff.max()) if diff.size else 0,
+        clairvoyance_gpa_q=dict(
+            zip(map(_key, clair["clairvoyance"]), clair["q_mean"].cast(pl.Float64), strict=True)
+        ),
+        clairvoyance_observations=dict(
+            zip(map(_key, clair["clairvoyance"]), clair["observations"], strict=True)
+        ),
+        capacity_gpa_q=dict(
+            zip(map(_key, cap["capacity"]), cap["q_mean"].cast(pl.Float64), strict=True)
+        ),
+        parameters=dataclasses.asdict(params),
+    )
+
+
+def packing_tables(runs: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """The stage's Parquet tables by file stem: ``runs``, ``methods``, ``rebalancing``."""
+    return {
+        "runs": runs,
+        "methods": method_table(runs),
+        "rebalancing": rebalancing_table(runs),
+    }
+
+
+def task_source(params: PackingParams, data_dir: Path) -> TaskSource:
+    """The instances' tasks from the trace's derived tables or the params export."""
+    draw = params_tasks if params.source == "params" else trace_tasks
+    return draw(data_dir, instances=params.instances, tasks=params.tasks, seed=params.seed)
+
+
+def packing_results(
+    params: PackingParams,
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: Progress = no_progress,
+    map_fn: MapFn = serial_map,
+) -> PackingSummary:
+    """Build the instances, run every experiment cell, write the tables and ``summary.json``."""
+    source = task_source(params, data_dir)
+    runs = packing_runs(source, params, progress=progress, map_fn=map_fn)
+    summary = packing_summary(runs, params, source)
+    write_stage_outputs(out_dir, packing_tables(runs), summary.to_dict())
+    return summary
+
+
+__all__ = [
+    "PAPER_PACKING_PARAMS",
+    "PackingParams",
+    "PackingSummary",
+    "fits_av",
+    "fits_cantelli",
+    "fits_gpa",
+    "fits_perc",
+    "packing_results",
+]

@@ -1,0 +1,154 @@
+"""Calibration page: the run's statistics against published and real-excerpt targets (issue 13).
+
+The table comes from :func:`tracelab.analysis.statistics.calibration.calibration_rows` on this run's own
+derived tables and analysis results (google-2011, and agg_azure_population of azure-2017).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tracelab.analysis.statistics.calibration import (
+    AD_SPECS,
+    CalibrationRow,
+    calibration_rows,
+    load_calibration_inputs,
+)
+from tracelab.reports.frames import read_json
+from tracelab.reports.model import (
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    Paragraph,
+    Section,
+)
+from tracelab.reports.numfmt import fmt
+from tracelab.reports.run_parameters import parameters_section
+
+COLUMNS = ("statistic", "target", "source", "this run", "tolerance", "ok")
+
+
+def calibration_sections(ctx: PageContext) -> Sequence[Section]:
+    """One section: how many rows are within tolerance, and the table itself."""
+
+    def read(relative: Path) -> Path:
+        ctx.reads.append(relative.as_posix())
+        return ctx.data_dir / relative
+
+    inputs = load_calibration_inputs(ctx.data_dir, read)
+    rows = calibration_rows(inputs)
+    judged = [r for r in rows if r.ok is not None]
+    if not judged:
+        raise InputsMissing("no derived tables or analysis results to calibrate against")
+    n_ok = sum(bool(r.ok) for r in judged)
+    ad_names = {s.statistic for s in AD_SPECS}
+    main = [r for r in rows if r.statistic not in ad_names]
+    ad = [r for r in rows if r.statistic in ad_names]
+    return (
+        Section(
+            title="Does this run look like the real traces?",
+            this_run=(
+                f"Data: {_data_source(ctx.data_dir)}. ",
+                Number("calibration_rows_ok", float(n_ok), ".0f"),
+                " of ",
+                Number("calibration_rows_judged", float(len(judged)), ".0f"),
+                " statistics lie within their tolerance; rows outside it are highlighted. "
+                "Every target is a published number or a figure measured on the real excerpts "
+                "(task_events parts 2-3 of clusterdata-2011-2), never the generator's output.",
+            ),
+            paper=_named(
+                "Janus & Rzadca (usage, §3), Zhu et al. (life cycles, §2, §4.1, Fig. 8), "
+                "Cluster Admission (Azure deployments, App. B)."
+            ),
+            tables=(_table("Calibration", main),),
+        ),
+        Section(
+            title=_named("Janus & Rzadca Table 1 at the paper's scale"),
+            this_run=_ad_parameters(inputs.gaussian_sums),
+            paper="R = S = 10,000 realizations and sets per N, from a pool of 100,000 long tasks; "
+            "rejection rates 0.991 0.965 0.923 0.784 0.493 0.183 0.087 for N = 10 ... 500.",
+            tables=(_table(_named("A-D rejection rate per N against Janus & Rzadca Table 1"), ad),),
+        ),
+        *_parameters(ctx),
+    )
+
+
+def _parameters(ctx: PageContext) -> tuple[Section, ...]:
+    """The calibration stage's own recorded options (absent when only the inputs exist)."""
+    summary = ctx.results("calibration") / "summary.json"
+    if not summary.is_file():
+        return ()
+    return (parameters_section(read_json(summary), "calibration", "calibrate"),)
+
+
+def _ad_parameters(summary: Mapping[str, Any] | None) -> Paragraph:
+    """R, S and the pool this run's Table 1 used, stated beside the paper's."""
+    if summary is None:
+        return ("The gaussian_sums stage has not run.",)
+    params = summary.get("parameters", {})
+    pool = summary.get("inputs", {}).get("pool_tasks", 0)
+    return (
+        "This run: R = ",
+        Number("ad_realizations", float(params.get("realizations", 0)), ".0f"),
+        " realizations per task, S = ",
+        Number("ad_sets", float(params.get("sets", 0)), ".0f"),
+        " sets per N, pool of ",
+        Number("ad_pool_tasks", float(pool), ".0f"),
+        " long tasks (all the sample has when fewer than the pool size "
+        f"{params.get('pool_size', '?')}). With S = 200 a rate's binomial standard error is at "
+        "most 0.035.",
+    )
+
+
+def _table(caption: str, rows: list[CalibrationRow]) -> HtmlTable:
+    return HtmlTable(
+        caption,
+        COLUMNS,
+        tuple(
+            (
+                r.statistic,
+                r.target,
+                _named(r.source),
+                "n/a" if r.measured is None else fmt(r.measured),
+                r.tolerance,
+                {True: "yes", False: "NO", None: "not run"}[r.ok],
+            )
+            for r in rows
+        ),
+        highlight_rows=tuple(i for i, r in enumerate(rows) if r.ok is False),
+    )
+
+
+#: the papers as the pages cite them (analysis/statistics/calibration.py uses docs/methods.md's short names)
+_PAPERS = {
+    "Janus & Rzadca": "Janus & Rzadca 2017",
+    "Zhu et al.": "Zhu, Wang & Wang 2015",
+    "Cluster Admission": "“On the cluster admission problem”",
+}
+
+
+def _named(text: str) -> str:
+    """``text`` with docs/methods.md's short names replaced by the pages' citations."""
+    return re.sub("|".join(map(re.escape, _PAPERS)), lambda m: _PAPERS[m.group(0)], text)
+
+
+def _data_source(data_dir: Path) -> str:
+    """Which data the run read: the generated sample (trace, scale, seed) or real files."""
+    parts = []
+    for trace in ("google-2011", "azure-2017"):
+        truth = data_dir / "raw" / trace / "TRUTH.json"
+        if truth.is_file():
+            doc = json.loads(truth.read_text(encoding="utf-8"))
+            version = doc.get("generator_version", "")
+            parts.append(
+                f"{trace} synthetic sample (generator {version}, scale {doc.get('scale')}, "
+                f"seed {doc.get('seed')})".replace("generator , ", "")
+            )
+        else:
+            parts.append(f"{trace} files under raw/{trace}")
+    return "; ".join(parts)

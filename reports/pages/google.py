@@ -1,0 +1,980 @@
+"""Pages for the google-2011 derived tables (Zhu, Wang & Wang 2015, "10 Observations on Google
+Cluster Trace").
+
+Each page comes in three parts: ``<name>_numbers`` computes everything the page states from its
+input frame (pure: no matplotlib, no context), ``_<name>_figure*`` draws from those numbers or the
+frames, and ``<name>_sections`` only reads the inputs and composes the prose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+from matplotlib.patches import Rectangle
+
+from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
+from tracelab.reports.figures import FloatArray, ecdf, new_axes
+from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
+from tracelab.reports.model import Figure, HtmlTable, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt_pct
+
+TRACE = "google-2011"
+EVENT_NAMES = (
+    "SUBMIT",
+    "SCHEDULE",
+    "EVICT",
+    "FAIL",
+    "FINISH",
+    "KILL",
+    "LOST",
+    "UPDATE_PENDING",
+    "UPDATE_RUNNING",
+)
+_US_PER_DAY = 86_400_000_000
+_US_PER_HOUR = 3_600_000_000
+
+#: the papers the pages cite: authors, year, short title (the seed file's first lines; it states
+#: no year, 2015 is its arXiv listing's, 1508.02111)
+PAPERS = {"zhu2015": "Zhu, Wang & Wang 2015, “10 Observations on Google Cluster Trace”"}
+
+
+def _cite(where: str, paper: str = "zhu2015") -> str:
+    """A figure of a paper, for a title or caption: ``_cite("Fig. 1")``."""
+    return f"{PAPERS[paper]}, {where}"
+
+
+#: a table as read (tests) or as scanned lazily (the site: memory stays flat on the full trace)
+Frame = pl.DataFrame | pl.LazyFrame
+
+
+def _event(code: int | None) -> str:
+    if code is None:
+        return "(first in data)"
+    return EVENT_NAMES[code] if 0 <= code < len(EVENT_NAMES) else str(code)
+
+
+def _short(name: str) -> str:
+    return name.replace("UPDATE_", "UPD_")
+
+
+def _days(times_us: np.ndarray) -> np.ndarray:
+    # day 0 = the trace window's start (600 s); time 0 ("before the window") plots slightly left of it
+    return (times_us.astype(np.float64) - WINDOW_START_US) / _US_PER_DAY
+
+
+def _in_window(lf: pl.LazyFrame, time: str) -> pl.LazyFrame:
+    # 2^63-1 means "after the window": it has no place on a time axis
+    return lf.filter(pl.col(time).is_not_null() & (pl.col(time) < TIME_AFTER_WINDOW_US))
+
+
+def _or_zero(value: Any) -> float:
+    return float(value or 0)
+
+
+# --- transitions (Fig. 1) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TransitionPair:
+    """One (previous event, event) pair of a task and how often it occurs."""
+
+    prev: int | None  # None: the task's first event in the data
+    event: int
+    n: int
+    n_production: int | None
+    #: allowed by the documented life-cycle graph (a task's first event always is)
+    documented: bool
+
+
+@dataclass(frozen=True)
+class TransitionsNumbers:
+    """What the transitions page states; ``pairs`` sorted with first events first."""
+
+    pairs: tuple[TransitionPair, ...]
+    has_production: bool
+    total: int
+    undocumented: int
+    undocumented_share: float
+    #: distinct undocumented (previous, event) pairs
+    undocumented_types: int
+    evict_after_submit: int
+    submit_after_submit: int
+
+
+def transitions_numbers(counts: pl.DataFrame) -> TransitionsNumbers:
+    """Totals of ``agg_transition_counts``: transitions (pairs with a previous event), undocumented."""
+    df = counts.sort("prev_event_type", "event_type", nulls_last=False)
+    has_prod = "n_production" in df.columns
+    pairs = tuple(
+        TransitionPair(
+            prev=None if r["prev_event_type"] is None else int(r["prev_event_type"]),
+            event=int(r["event_type"]),
+            n=int(r["n"]),
+            n_production=None
+            if not has_prod or r["n_production"] is None
+            else int(r["n_production"]),
+            documented=bool(r["allowed_by_documented_graph"]) or r["prev_event_type"] is None,
+        )
+        for r in df.iter_rows(named=True)
+    )
+    moves = [p for p in pairs if p.prev is not None]
+    undocumented = [p for p in moves if not p.documented]
+    total = sum(p.n for p in moves)
+    n_undoc = sum(p.n for p in undocumented)
+
+    def count(prev: int, event: int) -> int:
+        return sum(p.n for p in moves if p.prev == prev and p.event == event)
+
+    return TransitionsNumbers(
+        pairs=pairs,
+        has_production=has_prod,
+        total=total,
+        undocumented=n_undoc,
+        undocumented_share=n_undoc / total if total else 0.0,
+        undocumented_types=len(undocumented),
+        evict_after_submit=count(0, 2),
+        submit_after_submit=count(0, 0),
+    )
+
+
+def transitions_sections(ctx: PageContext) -> Sequence[Section]:
+    """Fig. 1 of the paper: the (previous event → event) pairs with counts, undocumented marked."""
+    path = ctx.derived("agg_transition_counts")
+    lf = scan(path, ("prev_event_type", "event_type", "n", "allowed_by_documented_graph"))
+    nums = transitions_numbers(collect(lf))
+    matrix_figs = _transition_matrix_figure(nums, ctx.out_dir)
+    graph_figs = _transition_graph_figure(nums, ctx.out_dir)
+    return (
+        Section(
+            title=f"Task event transitions ({_cite('Fig. 1')})",
+            this_run=(
+                "This run has ",
+                Number("transitions_total", nums.total, ",.0f"),
+                " transitions between consecutive events of a task; ",
+                Number("transitions_undocumented", nums.undocumented, ",.0f"),
+                " of them (",
+                Number("undocumented_share", nums.undocumented_share, "%"),
+                ") are not allowed by the documented graph. EVICT straight after SUBMIT occurs ",
+                Number("evict_after_submit", nums.evict_after_submit, ",.0f"),
+                " times and SUBMIT directly after SUBMIT ",
+                Number("submit_after_submit", nums.submit_after_submit, ",.0f"),
+                " times.",
+            ),
+            paper=(
+                "The paper found transitions missing from the trace's specification: tasks are evicted "
+                "straight from the pending state (EVICT after SUBMIT), while a SUBMIT never directly "
+                "follows a SUBMIT."
+            ),
+            figures=(*graph_figs, *matrix_figs),
+            tables=(_transitions_table(nums),),
+        ),
+    )
+
+
+def _transitions_table(nums: TransitionsNumbers) -> HtmlTable:
+    prod = nums.has_production
+    rows = tuple(
+        (
+            _event(p.prev),
+            _event(p.event),
+            fmt_int(p.n),
+            *((fmt_int(p.n_production),) if prod else ()),
+            "yes" if p.documented else "NO",
+        )
+        for p in nums.pairs
+    )
+    return HtmlTable(
+        caption="Every (previous event, event) pair; undocumented pairs highlighted",
+        columns=("previous", "event", "count", *(("production",) if prod else ()), "documented"),
+        rows=rows,
+        highlight_rows=tuple(k for k, p in enumerate(nums.pairs) if not p.documented),
+    )
+
+
+def _transition_matrix(nums: TransitionsNumbers) -> tuple[FloatArray, np.ndarray]:
+    """(counts, documented) by row = previous event (row 0: first in data), column = event."""
+    matrix = np.zeros((len(EVENT_NAMES) + 1, len(EVENT_NAMES)))
+    allowed = np.ones_like(matrix, dtype=bool)
+    for p in nums.pairs:
+        i = 0 if p.prev is None else p.prev + 1
+        j = p.event
+        if 0 <= i < matrix.shape[0] and 0 <= j < len(EVENT_NAMES):
+            matrix[i, j] += float(p.n)
+            allowed[i, j] = p.documented
+    return matrix, allowed
+
+
+def _transition_matrix_figure(nums: TransitionsNumbers, out: Path) -> list[Figure]:
+    matrix, allowed = _transition_matrix(nums)
+    labels = ["(first)", *EVENT_NAMES]
+    with new_axes(
+        out,
+        "transition_counts",
+        alt=(
+            f"Heat map of task event transition counts, previous event by row, next event by column; "
+            f"{nums.undocumented_types} undocumented transition types outlined in red."
+        ),
+        caption=(
+            "Transition graph as a matrix: cell (row → column) counts a task's event following its "
+            "previous event (log colour scale); red outlines = not in the documented life-cycle graph."
+        ),
+        margins={"left": 0.2, "bottom": 0.24, "right": 0.98},
+    ) as (ax, figs):
+        shown = np.where(matrix > 0, np.log10(np.maximum(matrix, 1.0)), np.nan)
+        image = ax.imshow(shown, cmap="Blues", aspect="auto")
+        ax.figure.colorbar(image, ax=ax, label="log10(count)")
+        ax.set_xticks(
+            range(len(EVENT_NAMES)),
+            [_short(e) for e in EVENT_NAMES],
+            rotation=45,
+            ha="right",
+            fontsize=7,
+        )
+        ax.set_yticks(range(len(labels)), [_short(e) for e in labels], fontsize=7)
+        ax.set_xlabel("event")
+        ax.set_ylabel("previous event of the task")
+        _annotate_cells(ax, matrix, allowed)
+    return figs
+
+
+def _annotate_cells(ax: Any, matrix: FloatArray, allowed: np.ndarray) -> None:
+    """Each non-empty cell's count; an undocumented cell outlined in red."""
+    for i in range(matrix.shape[0]):
+        for j in range(matrix.shape[1]):
+            if matrix[i, j] > 0:
+                ax.text(j, i, f"{int(matrix[i, j]):,}", ha="center", va="center", fontsize=5.5)
+                if not allowed[i, j]:
+                    ax.add_patch(
+                        Rectangle(
+                            (j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=1.6
+                        )
+                    )
+
+
+def _transition_graph_figure(nums: TransitionsNumbers, out: Path) -> list[Figure]:
+    with new_axes(
+        out,
+        "transition_graph",
+        alt=(
+            "Directed graph of task events: an arrow from one event type to the next, width by "
+            f"count, labelled with the count; {nums.undocumented_types} undocumented transition "
+            "types in red."
+        ),
+        caption=(
+            f"Transition graph ({_cite('Fig. 1')} style): arrow = a task's next event after the "
+            "previous one, width ∝ log count; red = not in the documented life-cycle graph. "
+            "Repeats of one event (self loops) are in the table."
+        ),
+        margins={"left": 0.02, "right": 0.98, "bottom": 0.02, "top": 0.98},
+        size=(7.0, 6.6),
+    ) as (ax, figs):
+        _draw_transition_graph(ax, nums.pairs)
+    return figs
+
+
+def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
+    """Event types on a circle, one curved arrow per observed (previous, next) pair."""
+    k = len(EVENT_NAMES)
+    angles = np.pi / 2 - 2 * np.pi * np.arange(k) / k
+    pos = np.column_stack([np.cos(angles), np.sin(angles)])
+    edges = [p for p in pairs if p.prev is not None and 0 <= p.prev < k and 0 <= p.event < k]
+    top = max((p.n for p in edges), default=1)
+    for p in edges:
+        if p.prev is not None and p.prev != p.event:
+            _draw_edge(ax, pos[p.prev], pos[p.event], p.n, p.documented, top)
+    for i, name in enumerate(EVENT_NAMES):
+        ax.text(
+            pos[i, 0],
+            pos[i, 1],
+            _short(name),
+            ha="center",
+            va="center",
+            fontsize=7,
+            fontweight="bold",
+            bbox={"boxstyle": "round,pad=0.3", "fc": "#eef1f4", "ec": "#24323f"},
+        )
+    ax.set_xlim(-1.25, 1.25)
+    ax.set_ylim(-1.18, 1.18)
+    ax.set_aspect("equal")
+    ax.axis("off")
+
+
+def _draw_edge(ax: Any, a: FloatArray, b: FloatArray, n: int, ok: bool, top: int) -> None:
+    """A curved arrow a → b, width by log count, with the count on the arc."""
+    rad = 0.2
+    color = "tab:blue" if ok else "red"
+    ax.annotate(
+        "",
+        xy=b,
+        xytext=a,
+        arrowprops={
+            "arrowstyle": "-|>",
+            "connectionstyle": f"arc3,rad={rad}",
+            "lw": 0.4 + 3.0 * np.log1p(n) / np.log1p(top),
+            "color": color,
+            "alpha": 0.75 if ok else 0.95,
+            "shrinkA": 16,
+            "shrinkB": 16,
+        },
+    )
+    # the label sits on the arc: halfway between the chord's middle and the control point
+    d = b - a
+    mid = (a + b) / 2 + rad / 2 * np.array([d[1], -d[0]])
+    ax.text(
+        mid[0],
+        mid[1],
+        f"{n:,}",
+        fontsize=6,
+        ha="center",
+        va="center",
+        color=color,
+        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+    )
+
+
+# --- event CDFs (Figs. 2–3) -----------------------------------------------------------------
+
+_SERIES = ("new_submissions", "submissions", "schedules", "completions")
+
+
+@dataclass(frozen=True)
+class EventCdfNumbers:
+    """Totals over the window per series, and the weighted series' ends (total / new submissions)."""
+
+    totals: Mapping[str, float]
+    weighted_submissions_end: float
+    weighted_completions_end: float
+
+
+def event_cdf_numbers(events: Frame) -> EventCdfNumbers:
+    """Each series' total is the largest value of its running count ``cum_<series>``."""
+    row = collect(events.lazy().select(pl.col(f"cum_{s}").max() for s in _SERIES))
+    totals = {s: _or_zero(row[f"cum_{s}"][0]) for s in _SERIES}
+    new = totals["new_submissions"]
+    return EventCdfNumbers(
+        totals=totals,
+        weighted_submissions_end=totals["submissions"] / new if new else float("nan"),
+        weighted_completions_end=totals["completions"] / new if new else float("nan"),
+    )
+
+
+def event_cdf_sections(ctx: PageContext) -> Sequence[Section]:
+    """Figs. 2–3 of the paper: CDFs of new submissions, submissions, schedules, completions."""
+    cdf = [f"cdf_{s}" for s in _SERIES]
+    weighted = [f"weighted_{s}" for s in _SERIES]
+    cum = tuple(f"cum_{s}" for s in _SERIES)
+    lf = scan(ctx.derived("agg_event_cdf"), ("time", *cdf, *weighted, *cum))
+    series = series_on_grid(_in_window(lf, "time"), "time", [*cdf, *weighted])
+    nums = event_cdf_numbers(lf)
+    totals: list[str | Number] = ["Totals over the window: "]
+    for k, name in enumerate(_SERIES):
+        totals += [
+            f"{name.replace('_', ' ')} ",
+            Number(f"total_{name}", nums.totals[name], ",.0f"),
+            ", " if k < len(_SERIES) - 1 else ".",
+        ]
+    return (
+        Section(
+            title=f"CDF of events ({_cite('Fig. 2')})",
+            this_run=tuple(totals),
+            paper=(
+                "Observations 1–4: new submissions and completions grow at a stable rate, "
+                "resubmissions concentrate in two periods, schedules tightly follow submissions. Totals "
+                "on the full trace: 25,424,731 new submissions, 48,375,166 submissions, 47,331,507 "
+                "schedules, 18,217,975 completions."
+            ),
+            figures=tuple(_event_cdf_figure(series, cdf, "CDF of events", "2", ctx.out_dir)),
+        ),
+        Section(
+            title=f"Weighted CDF of events ({_cite('Fig. 3')})",
+            this_run=(
+                "Each series is scaled by the new-submission total, so it ends at its total relative to "
+                "new submissions: submissions end at ",
+                Number("weighted_submissions_end", nums.weighted_submissions_end),
+                " and completions at ",
+                Number("weighted_completions_end", nums.weighted_completions_end),
+                ".",
+            ),
+            paper=(
+                "Weighted CDFs: submissions end near 48.4/25.4 = 1.90 and completions near "
+                "18.2/25.4 = 0.72 of the new submissions; schedules track submissions."
+            ),
+            figures=tuple(
+                _event_cdf_figure(series, weighted, "Weighted CDF of events", "3", ctx.out_dir)
+            ),
+        ),
+    )
+
+
+def _event_cdf_figure(
+    series: pl.DataFrame, columns: Sequence[str], title: str, fig_no: str, out: Path
+) -> list[Figure]:
+    days = _days(series["time"].to_numpy())
+    with new_axes(
+        out,
+        f"event_cdf_{fig_no}",
+        alt=f"{title} over the trace's days: new submissions, submissions, schedules, completions.",
+        caption=f"{title} over time (days since the window start).",
+    ) as (ax, figs):
+        for c in columns:
+            ax.plot(days, floats(series, c), label=c, linewidth=1.2)
+        ax.set_xlabel("day of trace")
+        ax.set_ylabel("CDF" if fig_no == "2" else "cumulative count / total new submissions")
+        ax.legend(fontsize=7)
+    return figs
+
+
+# --- queue and running tasks (Figs. 4–5) ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunningNumbers:
+    """Tasks in execution: the series' column, its maximum and its value at the latest time."""
+
+    column: str
+    max: float
+    end: float
+
+
+@dataclass(frozen=True)
+class QueueNumbers:
+    """Queue lengths at the latest time in the window (paper's series and corrected), the
+    corrected series' maximum, and the running tasks when their table is there."""
+
+    paper_end: float
+    end: float
+    gap_end: float
+    max: float
+    running: RunningNumbers | None
+
+
+def running_column(running: Frame) -> str | None:
+    """``running_tasks``, else the first numeric column other than ``time`` (None: no such column)."""
+    schema = running.lazy().collect_schema()
+    values = [c for c, t in schema.items() if c != "time" and t.is_numeric()]
+    if not values:
+        return None
+    return "running_tasks" if "running_tasks" in values else values[0]
+
+
+def queue_numbers(queue: Frame, running: Frame | None = None) -> QueueNumbers:
+    """End and maximum of ``agg_queue_length`` (and ``agg_running_tasks``) inside the window."""
+    stats = collect(
+        _in_window(queue.lazy(), "time").select(
+            # the value at the latest time, without sorting the whole series
+            pl.col("queue_length_paper").get(pl.col("time").arg_max()).alias("paper_end"),
+            pl.col("queue_length").get(pl.col("time").arg_max()).alias("end"),
+            pl.col("queue_length").max().alias("max"),
+        )
+    )
+    paper_end, end = _or_zero(stats["paper_end"][0]), _or_zero(stats["end"][0])
+    return QueueNumbers(
+        paper_end=paper_end,
+        end=end,
+        gap_end=paper_end - end,
+        max=_or_zero(stats["max"][0]),
+        running=None if running is None else _running_numbers(running),
+    )
+
+
+def _running_numbers(running: Frame) -> RunningNumbers | None:
+    col = running_column(running)
+    if col is None:
+        return None
+    stats = collect(
+        _in_window(running.lazy(), "time").select(
+            pl.col(col).max().alias("max"),
+            pl.col(col).get(pl.col("time").arg_max()).alias("end"),
+        )
+    )
+    return RunningNumbers(col, _or_zero(stats["max"][0]), _or_zero(stats["end"][0]))
+
+
+def queue_sections(ctx: PageContext) -> Sequence[Section]:
+    """Figs. 4–5 of the paper: tasks queueing (paper's series and corrected) and tasks running."""
+    q = scan(ctx.derived("agg_queue_length"), ("time", "queue_length_paper", "queue_length"))
+    path = ctx.derived("agg_running_tasks")
+    r = scan(path, ("time",)) if path.exists() else None
+    nums = queue_numbers(q, r)
+    sections = [
+        Section(
+            title=f"Queue length ({_cite('Fig. 4')})",
+            this_run=(
+                "At the end of the window the paper's queue series stands at ",
+                Number("queue_paper_end", nums.paper_end, ",.0f"),
+                " tasks and the corrected series at ",
+                Number("queue_end", nums.end, ",.0f"),
+                "; the difference, ",
+                Number("queue_gap_end", nums.gap_end, ",.0f"),
+                ", is the pending EVICTs the paper's formula never removes (maximum of the corrected series: ",
+                Number("queue_max", nums.max, ",.0f"),
+                "). Only tasks whose SUBMIT is in the loaded parts are counted: a task submitted "
+                "before the first loaded part and SCHEDULEd inside it never entered this queue, "
+                "so its SCHEDULE is not subtracted (agg_queue_length.unqueued_schedules counts "
+                "them), just as agg_running_tasks ignores ends of tasks that started before it.",
+            ),
+            paper=(
+                "Observation 7: the number of tasks queueing to be scheduled is slightly increasing. "
+                "The paper's queue omits EVICTs from the pending state, so part of that growth is "
+                "tasks that already left the queue."
+            ),
+            figures=tuple(_queue_figure(q, ctx.out_dir)),
+        )
+    ]
+    if r is not None and nums.running is not None:
+        sections.append(
+            _running_section(nums.running, _running_figure(r, nums.running, ctx.out_dir))
+        )
+    return sections
+
+
+def _running_section(nums: RunningNumbers, figs: list[Figure]) -> Section:
+    return Section(
+        title=f"Tasks running ({_cite('Fig. 5')})",
+        this_run=(
+            "Tasks in execution peak at ",
+            Number("running_max", nums.max, ",.0f"),
+            " and end the window at ",
+            Number("running_end", nums.end, ",.0f"),
+            ".",
+        ),
+        paper="Observation 8: the number of in-execution tasks is surging over the month.",
+        figures=tuple(figs),
+    )
+
+
+def _queue_figure(queue: pl.LazyFrame, out: Path) -> list[Figure]:
+    qs = series_on_grid(_in_window(queue, "time"), "time", ["queue_length_paper", "queue_length"])
+    with new_axes(
+        out,
+        "queue_length",
+        alt="Number of tasks queueing over time: the paper's series and the corrected series.",
+        caption="Queue length over time: the paper's definition (pending EVICTs not subtracted) and the corrected one.",
+    ) as (ax, figs):
+        d = _days(qs["time"].to_numpy())
+        ax.plot(d, floats(qs, "queue_length_paper"), label="queue_length_paper", linewidth=1.1)
+        ax.plot(
+            d,
+            floats(qs, "queue_length"),
+            label="queue_length (also − pending EVICT)",
+            linewidth=1.1,
+        )
+        ax.set_xlabel("day of trace")
+        ax.set_ylabel("tasks pending")
+        ax.legend(fontsize=8)
+    return figs
+
+
+def _running_figure(running: pl.LazyFrame, nums: RunningNumbers, out: Path) -> list[Figure]:
+    rs = series_on_grid(_in_window(running, "time"), "time", [nums.column])
+    with new_axes(
+        out,
+        "running_tasks",
+        alt="Number of tasks in execution over the trace's days.",
+        caption="Tasks running over time (running sum of SCHEDULE minus terminal events of running tasks).",
+    ) as (ax, figs):
+        ax.plot(
+            _days(rs["time"].to_numpy()), floats(rs, nums.column), color="tab:green", linewidth=1.1
+        )
+        ax.set_xlabel("day of trace")
+        ax.set_ylabel("tasks running")
+    return figs
+
+
+# --- scheduling and execution times (Figs. 6–8) ---------------------------------------------
+
+#: hours in the moving average: one day smooths the diurnal cycle
+_MA_HOURS = 24
+#: at most about this many execution times reach the CDF figure
+_CDF_SAMPLE = 200_000
+
+
+@dataclass(frozen=True)
+class TaskTimesNumbers:
+    """Hourly means of tasks by hour of scheduling, and shares of finished tasks' execution times.
+
+    ``hour_days`` and the hourly series are what the moving-average figures draw.
+    """
+
+    hour_days: FloatArray
+    hourly_scheduling_s: FloatArray
+    hourly_execution_s: FloatArray
+    hours: int
+    scheduling_hourly_mean_s: float
+    execution_hourly_mean_s: float
+    scheduling_median_s: float
+    finished_tasks: int
+    finished_under_5min: float
+    finished_under_30min: float
+
+
+def _finished(lf: pl.LazyFrame) -> pl.LazyFrame:
+    return lf.filter(
+        (pl.col("terminal_event_type") == 4) & pl.col("execution_time_s").is_not_null()
+    )
+
+
+def _mean_or_nan(values: FloatArray) -> float:
+    return float(np.nanmean(values)) if values.size else float("nan")
+
+
+def task_times_numbers(times: Frame) -> TaskTimesNumbers:
+    """From ``fct_task_times``: hourly means (tasks scheduled inside the window), the median
+    scheduling time (all tasks) and the shares of finished tasks under 5 and 30 minutes."""
+    lf = times.lazy()
+    hourly = _hourly_means(lf)
+    fin = collect(
+        _finished(lf).select(
+            pl.len().alias("n"),
+            (pl.col("execution_time_s") < 300).mean().alias("under_5min"),
+            (pl.col("execution_time_s") < 1800).mean().alias("under_30min"),
+        )
+    )
+    sched = collect(
+        lf.filter(pl.col("scheduling_time_s").is_not_null()).select(
+            pl.col("scheduling_time_s").median().alias("median")
+        )
+    )
+    scheduling, execution = floats(hourly, "scheduling"), floats(hourly, "execution")
+    return TaskTimesNumbers(
+        hour_days=(hourly["hour"].to_numpy().astype(np.float64) * 3600e6 - WINDOW_START_US)
+        / _US_PER_DAY,
+        hourly_scheduling_s=scheduling,
+        hourly_execution_s=execution,
+        hours=hourly.height,
+        scheduling_hourly_mean_s=_mean_or_nan(scheduling),
+        execution_hourly_mean_s=_mean_or_nan(execution),
+        scheduling_median_s=_or_zero(sched["median"][0]),
+        finished_tasks=int(fin["n"][0]),
+        finished_under_5min=_or_zero(fin["under_5min"][0]),
+        finished_under_30min=_or_zero(fin["under_30min"][0]),
+    )
+
+
+def _hourly_means(lf: pl.LazyFrame) -> pl.DataFrame:
+    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
+    return collect(
+        timed.with_columns((pl.col("schedule_time") // _US_PER_HOUR).alias("hour"))
+        .group_by("hour")
+        .agg(
+            pl.col("scheduling_time_s").mean().alias("scheduling"),
+            pl.col("execution_time_s").mean().alias("execution"),
+            pl.len().alias("n"),
+        )
+        .sort("hour")
+    )
+
+
+def task_times_sections(ctx: PageContext) -> Sequence[Section]:
+    """Figs. 6–8 of the paper: scheduling and execution time moving averages, execution CDF."""
+    lf = scan(
+        ctx.derived("fct_task_times"),
+        ("schedule_time", "terminal_event_type", "scheduling_time_s", "execution_time_s"),
+    )
+    nums = task_times_numbers(lf)
+    median = (
+        Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
+        ".",
+    )
+    return (
+        _moving_average_section(
+            nums,
+            "scheduling",
+            "Scheduling time",
+            "6",
+            " hours; the median scheduling time is ",
+            median,
+            ctx.out_dir,
+        ),
+        _moving_average_section(
+            nums, "execution", "Execution time", "7", " hours.", (), ctx.out_dir
+        ),
+        Section(
+            title=f"Execution time CDF ({_cite('Fig. 8')})",
+            this_run=(
+                "Of ",
+                Number("finished_tasks", float(nums.finished_tasks), ",.0f"),
+                " finished task incarnations, ",
+                Number("finished_under_5min", nums.finished_under_5min, "%"),
+                " ran under 5 minutes and ",
+                Number("finished_under_30min", nums.finished_under_30min, "%"),
+                " under 30 minutes.",
+            ),
+            paper="About 80% of finished tasks run under 30 minutes and about 40% under 5 minutes (Observation 10).",
+            figures=tuple(_execution_cdf_figure(lf, nums.finished_tasks, ctx.out_dir)),
+        ),
+    )
+
+
+def _moving_average_section(
+    nums: TaskTimesNumbers,
+    col: str,
+    label: str,
+    fig_no: str,
+    hours_text: str,
+    tail: tuple[str | Number, ...],
+    out: Path,
+) -> Section:
+    overall = nums.scheduling_hourly_mean_s if col == "scheduling" else nums.execution_hourly_mean_s
+    return Section(
+        title=f"{label} moving average ({_cite(f'Fig. {fig_no}')})",
+        this_run=(
+            f"Mean of the hourly mean {label.lower()}s: ",
+            Number(f"{col}_hourly_mean_s", overall, "", "s"),
+            " over ",
+            Number(f"{col}_hours", float(nums.hours), ",.0f"),
+            hours_text,
+            *tail,
+        ),
+        paper=(
+            "Observation 9: task execution and scheduling times are not influenced by the "
+            "accumulation of tasks in the cluster (flat moving averages)."
+        ),
+        figures=tuple(_moving_average_figure(nums, col, label, out)),
+    )
+
+
+def _moving_average_figure(nums: TaskTimesNumbers, col: str, label: str, out: Path) -> list[Figure]:
+    values = nums.hourly_scheduling_s if col == "scheduling" else nums.hourly_execution_s
+    with new_axes(
+        out,
+        f"{col}_time_ma",
+        alt=f"{label} of tasks scheduled in each hour with its {_MA_HOURS}-hour moving average.",
+        caption=f"{label} (seconds) by hour of scheduling: hourly mean (thin) and {_MA_HOURS}-hour moving average.",
+    ) as (ax, figs):
+        ax.plot(nums.hour_days, values, linewidth=0.5, alpha=0.5, label="hourly mean")
+        ax.plot(
+            nums.hour_days,
+            _moving_average(values, _MA_HOURS),
+            linewidth=1.5,
+            label=f"{_MA_HOURS} h moving average",
+        )
+        ax.set_xlabel("day of trace")
+        ax.set_ylabel(f"{label.lower()} (s)")
+        ax.legend(fontsize=8)
+    return figs
+
+
+def _execution_cdf_figure(times: pl.LazyFrame, n_finished: int, out: Path) -> list[Figure]:
+    # a systematic thinning keeps the CDF's memory flat on the full trace; the shares are exact
+    every = max(1, n_finished // _CDF_SAMPLE)
+    thinned = collect(_finished(times).select("execution_time_s").gather_every(every))
+    with new_axes(
+        out,
+        "execution_time_cdf",
+        alt="CDF of execution times of finished tasks on a log time axis, with 5 and 30 minute marks.",
+        caption="CDF of execution time of finished tasks (log scale); dashed lines at 5 and 30 minutes.",
+    ) as (ax, figs):
+        x, y = ecdf(floats(thinned, "execution_time_s"))
+        ax.plot(np.maximum(x, 1e-3), y, linewidth=1.5)
+        ax.set_xscale("log")
+        for mark in (300, 1800):
+            ax.axvline(mark, linestyle="--", color="grey", linewidth=0.8)
+        ax.set_xlabel("execution time (s)")
+        ax.set_ylabel("fraction of finished tasks")
+    return figs
+
+
+def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    if values.size == 0:
+        return values
+    clean = np.where(np.isnan(values), 0.0, values)
+    weight = (~np.isnan(values)).astype(np.float64)
+    kernel = np.ones(window)
+    num = np.convolve(clean, kernel, mode="full")[: values.size]
+    den = np.convolve(weight, kernel, mode="full")[: values.size]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+
+
+# --- usage vs requests (Fig. 9) -------------------------------------------------------------
+
+_USAGE = ("requested_cpu", "used_cpu", "requested_memory", "used_memory")
+
+
+@dataclass(frozen=True)
+class UsageClass:
+    """One priority class's window sums: used over requested, and its share of all CPU used."""
+
+    name: str
+    cpu_used_over_requested: float
+    memory_used_over_requested: float
+    share_of_used_cpu: float | None  # None: no CPU used at all
+
+
+@dataclass(frozen=True)
+class UsageNumbers:
+    """Production's share of the CPU used and of its own request; every class, sorted by name."""
+
+    production_share_of_used_cpu: float
+    production_cpu_used_over_requested: float
+    classes: tuple[UsageClass, ...]
+
+
+def usage_numbers(usage: pl.DataFrame) -> UsageNumbers:
+    """Sums over the windows of ``agg_usage_by_priority``, per priority class."""
+    sums = usage.group_by("priority_class").agg(pl.col(v).sum() for v in _USAGE)
+    by_class = {str(r["priority_class"]): r for r in sums.iter_rows(named=True)}
+    total_used = float(sums["used_cpu"].sum() or 0.0)
+
+    def ratio(row: Mapping[str, Any], resource: str) -> float:
+        used = float(row[f"used_{resource}"] or 0.0)
+        return used / max(float(row[f"requested_{resource}"] or 0.0), 1e-300)
+
+    classes = tuple(
+        UsageClass(
+            name=k,
+            cpu_used_over_requested=ratio(r, "cpu"),
+            memory_used_over_requested=ratio(r, "memory"),
+            share_of_used_cpu=float(r["used_cpu"] or 0.0) / total_used if total_used else None,
+        )
+        for k, r in sorted(by_class.items())
+    )
+    prod = by_class.get("production", {})
+    prod_used = float(prod.get("used_cpu") or 0.0)
+    prod_req = float(prod.get("requested_cpu") or 0.0)
+    return UsageNumbers(
+        production_share_of_used_cpu=prod_used / total_used if total_used else float("nan"),
+        production_cpu_used_over_requested=prod_used / prod_req if prod_req else float("nan"),
+        classes=classes,
+    )
+
+
+def usage_sections(ctx: PageContext) -> Sequence[Section]:
+    """Fig. 9 of the paper: CPU and memory requested vs used, production vs non-production."""
+    lf = scan(ctx.derived("agg_usage_by_priority"), ("window_start", "priority_class", *_USAGE))
+    df = collect(lf.select("window_start", "priority_class", *_USAGE)).sort("window_start")
+    nums = usage_numbers(df)
+    figs = [*_usage_figure(df, "cpu", ctx.out_dir), *_usage_figure(df, "memory", ctx.out_dir)]
+    table = HtmlTable(
+        "Used over requested, summed over windows",
+        ("class", "CPU used / requested", "memory used / requested", "share of CPU used"),
+        tuple(
+            (
+                c.name,
+                fmt_pct(c.cpu_used_over_requested),
+                fmt_pct(c.memory_used_over_requested),
+                fmt_pct(c.share_of_used_cpu),
+            )
+            for c in nums.classes
+        ),
+    )
+    return (
+        Section(
+            title=f"Usage vs requests by priority ({_cite('Fig. 9')})",
+            this_run=(
+                "Production tasks use ",
+                Number("production_share_of_used_cpu", nums.production_share_of_used_cpu, "%"),
+                " of the CPU used, and ",
+                Number(
+                    "production_cpu_used_over_requested",
+                    nums.production_cpu_used_over_requested,
+                    "%",
+                ),
+                " of the CPU they requested (window sums).",
+            ),
+            paper=(
+                "Production tasks (priority ≥ 9, 6% of tasks) use more than 80% of CPU and memory, "
+                "and only about 50% of the resources allocated to them."
+            ),
+            figures=tuple(figs),
+            tables=(table,),
+        ),
+    )
+
+
+def _usage_figure(df: pl.DataFrame, resource: str, out: Path) -> list[Figure]:
+    groups = [(str(k), g) for (k,), g in df.group_by("priority_class", maintain_order=True)]
+    with new_axes(
+        out,
+        f"usage_{resource}",
+        alt=f"{resource} requested and used per 5-minute window, production vs non-production.",
+        caption=f"{resource.upper() if resource == 'cpu' else 'Memory'} requested (dashed) vs used (solid) per 5-minute window, normalised to the largest machine.",
+    ) as (ax, figs):
+        for name, g in groups:
+            d = _days(g["window_start"].to_numpy())
+            line = ax.plot(d, floats(g, f"used_{resource}"), linewidth=0.9, label=f"used, {name}")
+            ax.plot(
+                d,
+                floats(g, f"requested_{resource}"),
+                linewidth=0.9,
+                linestyle="--",
+                color=line[0].get_color(),
+                label=f"requested, {name}",
+            )
+        ax.set_xlabel("day of trace")
+        ax.set_ylabel(f"{resource} (normalised)")
+        ax.legend(fontsize=7)
+    return figs
+
+
+# --- utilization change (Fig. 10) -----------------------------------------------------------
+
+_CHANGE = ("cpu_change", "memory_change")
+
+
+@dataclass(frozen=True)
+class UtilizationChangeNumbers:
+    """Per change column: the share of windows whose |relative change| is below 20%."""
+
+    share_below_20pct: Mapping[str, float]
+
+
+def _abs_change(df: pl.DataFrame, column: str) -> FloatArray:
+    v = np.abs(floats(df, column))
+    return v[np.isfinite(v)]
+
+
+def utilization_change_numbers(changes: pl.DataFrame) -> UtilizationChangeNumbers:
+    """From ``agg_utilization_change``; windows without a change (null, NaN) are left out."""
+    shares = {}
+    for c in _CHANGE:
+        v = _abs_change(changes, c)
+        shares[c] = float(np.mean(v < 0.2)) if v.size else float("nan")
+    return UtilizationChangeNumbers(shares)
+
+
+def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
+    """Fig. 10 of the paper: relative change of cluster CPU/memory use between windows."""
+    lf = scan(ctx.derived("agg_utilization_change"), _CHANGE)
+    df = collect(lf.select(_CHANGE))
+    nums = utilization_change_numbers(df)
+    frags: list[str | Number] = []
+    for k, c in enumerate(_CHANGE):
+        frags += [
+            f"{c} stays below 20% in ",
+            Number(f"share_below_20pct_{c}", nums.share_below_20pct[c], "%"),
+            " of windows",
+            "; " if k < len(_CHANGE) - 1 else ".",
+        ]
+    return (
+        Section(
+            title=f"Utilization change ({_cite('Fig. 10')})",
+            this_run=tuple(frags),
+            paper="For more than 90% of sampling moments, CPU and memory use change by less than 20% between consecutive 5-minute windows.",
+            figures=tuple(_utilization_change_figure(df, ctx.out_dir)),
+        ),
+    )
+
+
+def _utilization_change_figure(df: pl.DataFrame, out: Path) -> list[Figure]:
+    with new_axes(
+        out,
+        "utilization_change_cdf",
+        alt="CDF of the absolute relative change of cluster CPU and memory use between consecutive 5-minute windows.",
+        caption="CDF of |relative change| between consecutive 5-minute windows; dashed line at 20%.",
+    ) as (ax, figs):
+        for c in _CHANGE:
+            x, y = ecdf(_abs_change(df, c))
+            ax.plot(x, y, label=c)
+        ax.axvline(0.2, linestyle="--", color="grey", linewidth=0.8)
+        ax.set_xscale("symlog", linthresh=0.01)
+        ax.set_xlabel("|relative change|")
+        ax.set_ylabel("fraction of windows")
+        ax.legend(fontsize=8)
+    return figs

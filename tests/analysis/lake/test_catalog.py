@@ -1,0 +1,92 @@
+"""`DATA/tracelab.duckdb`: views over the lake, derived and result tables, opened from elsewhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from tracelab.analysis.lake.catalog import write_catalog
+from tracelab.analysis.synthetic import generate_trace
+from tracelab.flows.cli import main
+from tracelab.flows.ingest import ingest_flow
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> Path:
+    root = tmp_path_factory.mktemp("catalog")
+    raw = root / "raw"
+    generate_trace("google-2011", raw, seed=3, scale="tiny")
+    summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=root / "lake")
+    assert not summary.failed
+    # one derived and one result table, written by hand: the catalog only has to find them
+    (root / "derived" / "google-2011").mkdir(parents=True)
+    pl.DataFrame({"n": [3]}).write_parquet(
+        root / "derived/google-2011/agg_transition_counts.parquet"
+    )
+    (root / "results" / "google-2011" / "clustering").mkdir(parents=True)
+    pl.DataFrame({"k": [16]}).write_parquet(root / "results/google-2011/clustering/shares.parquet")
+    write_catalog(root)
+    return root
+
+
+def test_views_times_and_comments(data: Path) -> None:
+    con = duckdb.connect(str(data / "tracelab.duckdb"), read_only=True)
+    lake = pl.read_parquet(data / "lake/google-2011/task_events/*.parquet")
+    n = con.execute("select count(*) from task_events").fetchone()
+    assert n is not None
+    assert n[0] == lake.height
+    # µs 600,000,000 (the window start) is 1970-01-01 00:00:00; 0 and 2^63-1 have no instant
+    row = con.execute(
+        "select time, time_ts from task_events where time > 600000000 order by time limit 1"
+    ).fetchone()
+    assert row is not None
+    assert row[1].timestamp() == pytest.approx((row[0] - 600_000_000) / 1e6)
+    nulls = con.execute(
+        "select count(*) from task_events where time in (0, 9223372036854775807) and time_ts is not null"
+    ).fetchone()
+    assert nulls == (0,)
+    comment = con.execute(
+        "select comment from duckdb_columns() where table_name = 'task_events' and column_name = 'event_type'"
+    ).fetchone()
+    assert comment is not None
+    assert "event type" in comment[0]
+    assert con.execute("select n from agg_transition_counts").fetchone() == (3,)
+    assert con.execute("select k from clustering_shares").fetchone() == (16,)
+
+
+def test_plain_duckdb_in_another_venv_opens_it(data: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python*/site-packages"))
+    # duckdb from this venv's site-packages, but not tracelab (its editable hook is a .pth there)
+    (site / "libraries.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    code = (
+        "import duckdb, importlib.util\n"
+        "assert importlib.util.find_spec('tracelab') is None\n"
+        f"con = duckdb.connect({str(data / 'tracelab.duckdb')!r}, read_only=True)\n"
+        "print(con.execute('select count(*) from task_usage').fetchone()[0])\n"
+    )
+    done = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        int(done.stdout) == pl.read_parquet(data / "lake/google-2011/task_usage/*.parquet").height
+    )
+
+
+def test_tracelab_sql_runs_a_query(data: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["sql", "--data", str(data), "select count(*) as n from job_events"]) == 0
+    out = capsys.readouterr().out
+    jobs = pl.read_parquet(data / "lake/google-2011/job_events/*.parquet").height
+    assert f"{jobs}" in out
+    assert main(["sql", "--data", str(data), "select * from no_such_table"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert "no_such_table" in err[0]

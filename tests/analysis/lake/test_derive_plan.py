@@ -1,0 +1,192 @@
+"""The plain functions behind the derive flow: discovery, order, parameters, checks, lake views."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import duckdb
+import polars as pl
+import pytest
+
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
+from tracelab.analysis.lake import derive
+
+GOOGLE_TABLES = [
+    "agg_event_cdf",
+    "agg_queue_length",
+    "agg_running_tasks",
+    "agg_transition_counts",
+    "agg_usage_by_priority",
+    "agg_utilization_change",
+    "fct_task_times",
+    "fct_task_transitions",
+    "fct_task_transitions_collapsed",
+    "fct_task_usage_histograms",
+    "fct_task_usage_stats",
+]
+
+
+def test_google_tables_are_the_contract() -> None:
+    # INTERFACE.md / issue #3: these names are user-facing
+    assert derive.derived_table_names("google-2011") == GOOGLE_TABLES
+    assert not set(GOOGLE_TABLES) & set(derive.derived_table_names("azure-2017"))
+
+
+def test_google_dependencies_are_read_from_the_sql() -> None:
+    deps = derive.table_dependencies("google-2011")
+    assert deps == {
+        "agg_event_cdf": ("fct_task_transitions",),
+        "agg_queue_length": ("fct_task_transitions_collapsed",),
+        "agg_running_tasks": ("fct_task_transitions_collapsed",),
+        "agg_transition_counts": ("fct_task_transitions",),
+        "agg_usage_by_priority": ("fct_task_transitions",),
+        "agg_utilization_change": ("agg_usage_by_priority",),
+        "fct_task_times": ("fct_task_transitions",),
+        "fct_task_transitions": (),
+        "fct_task_transitions_collapsed": ("fct_task_transitions",),
+        "fct_task_usage_histograms": ("fct_task_usage_stats",),
+        "fct_task_usage_stats": (),
+    }
+    order = derive.dependency_order(deps)
+    for table, reads in deps.items():
+        assert all(order.index(r) < order.index(table) for r in reads)
+
+
+def test_dependency_order_is_deterministic_and_rejects_cycles() -> None:
+    assert derive.dependency_order({"c": ("a",), "b": (), "a": ()}) == ["a", "b", "c"]
+    with pytest.raises(TracelabError, match="cycle"):
+        derive.dependency_order({"a": ("b",), "b": ("a",)})
+    with pytest.raises(TracelabError, match="no queries"):
+        derive.dependency_order({"a": ("ghost",)})
+
+
+def test_tables_needed_pulls_in_what_a_table_reads() -> None:
+    deps = derive.table_dependencies("google-2011")
+    assert derive.tables_needed(["agg_queue_length"], deps) == [
+        "fct_task_transitions",
+        "fct_task_transitions_collapsed",
+        "agg_queue_length",
+    ]
+    assert derive.tables_needed(["fct_task_usage_stats"], deps) == ["fct_task_usage_stats"]
+
+
+def test_comments_do_not_create_dependencies_or_parameters() -> None:
+    sql = "-- reads fct_task_times and $ghost\nselect $a as x from fct_task_transitions"
+    assert derive.referenced_names(sql, ["fct_task_times", "fct_task_transitions"]) == (
+        "fct_task_transitions",
+    )
+    assert derive.params_for(sql, {"a": 1, "b": 2, "ghost": 3}) == {"a": 1}
+    with pytest.raises(TracelabError, match=r"\['a'\]"):
+        derive.params_for(sql, {"b": 2})
+
+
+def test_every_parameter_is_used_and_every_sql_parameter_has_a_default() -> None:
+    defaults = derive.DeriveParams().as_sql_params()
+    used: set[str] = set()
+    for path in [*QUERIES_DIR.glob("*.sql"), *(QUERIES_DIR / "checks").glob("*.sql")]:
+        name = path.stem if path.parent == QUERIES_DIR else f"checks/{path.stem}"
+        if path.parent == QUERIES_DIR and not re.match(r"^(fct|agg)_", path.stem):
+            continue  # other stages' queries (e.g. analysis_*) take their own parameters
+        sql = load_sql(name)
+        used |= set(derive.params_for(sql, defaults))
+    assert used == set(defaults)
+
+
+@pytest.mark.parametrize("name", GOOGLE_TABLES)
+def test_sql_follows_the_house_shape(name: str) -> None:
+    sql = load_sql(name)
+    code = re.sub(r"--[^\n]*", "", sql)
+    # STYLE.md: CTEs, then `select * from final`; values only as named parameters
+    assert sql.rstrip().endswith("select * from final")
+    assert code.lstrip().startswith("with")
+    assert "{" not in code.replace("$", "")
+    # lowercase keywords; upper case only inside string literals ('SUBMIT')
+    unquoted = re.sub(r"'[^']*'", "''", code)
+    assert unquoted == unquoted.lower(), name
+
+
+def test_checks_belong_to_their_trace() -> None:
+    google = derive.check_names("google-2011")
+    azure = derive.check_names("azure-2017")
+    assert google
+    assert not set(google) & set(azure)
+    every = {p.stem for p in (QUERIES_DIR / "checks").glob("assert_*.sql")}
+    mine = {c.removeprefix("checks/") for c in google}
+    assert mine <= every
+
+
+def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
+    (tmp_path / "checks").mkdir()
+    files = {
+        "fct_a.sql": "select * from task_events",
+        "agg_b.sql": "-- not fct_azure_c\nselect * from fct_a",
+        "fct_azure_c.sql": "select * from vmtable",
+        "analysis_other.sql": "select * from fct_a",  # another stage's query: not a table
+        "checks/assert_google.sql": "select * from agg_b",
+        "checks/assert_google_lake.sql": "select * from task_usage",
+        "checks/assert_azure_lake.sql": "select * from vmtable",
+        "checks/assert_mixed.sql": "select * from fct_a, fct_azure_c",
+        "checks/assert_nothing.sql": "select 1",
+    }
+    for name, sql in files.items():
+        (tmp_path / name).write_text(sql)
+    assert derive.derived_table_names("google-2011", tmp_path) == ["agg_b", "fct_a"]
+    assert derive.derived_table_names("azure-2017", tmp_path) == ["fct_azure_c"]
+    assert derive.table_dependencies("google-2011", tmp_path) == {"agg_b": ("fct_a",), "fct_a": ()}
+    assert derive.check_names("google-2011", tmp_path) == [
+        "checks/assert_google",
+        "checks/assert_google_lake",
+    ]
+    assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_azure_lake"]
+    with pytest.raises(ValueError, match="unknown trace"):
+        derive.derived_table_names("borg-2019", tmp_path)
+
+
+def _table(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
+    con.from_arrow(frame.to_arrow()).create(name)
+
+
+def test_checks_catch_what_they_promise() -> None:
+    con = duckdb.connect()
+    params = derive.DeriveParams().as_sql_params()
+    stats = pl.DataFrame(
+        {"job_id": [1, 1, 1], "task_index": [0, 0, 1], "n_windows": [30, 30, 24]},
+    ).with_columns(is_long=pl.lit(True))
+    _table(con, "fct_task_usage_stats", stats)
+    dup = derive.check_violations(con, "checks/assert_task_usage_stats_one_row_per_task", params)
+    assert dup.n_violations == 1
+    assert dup.rows == ((1, 0, 2),)
+    # 100 bins of 0.011 sum to 1.1: not a distribution
+    hist = pl.DataFrame(
+        {"job_id": [1], "task_index": [1], "n_windows": [24], "h": [[0.011] * 100]},
+        schema_overrides={"h": pl.Array(pl.Float64(), 100)},
+    )
+    _table(con, "fct_task_usage_histograms", hist)
+    sums = derive.check_violations(
+        con, "checks/assert_task_usage_histograms_rows_sum_to_one", params
+    )
+    assert sums.n_violations == 1
+    assert sums.rows[0][2] == pytest.approx(1.1)
+    queue = pl.DataFrame(
+        {
+            "time": [0, 600_000_000, 700_000_000],
+            "queue_length_paper": [-5, 0, 1],
+            "queue_length": [-5, -1, 1],
+        }
+    )
+    _table(con, "agg_queue_length", queue)
+    # before the window starts a partial history may dip below zero; from then on it may not
+    result = derive.check_violations(con, "checks/assert_queue_length_non_negative", params)
+    assert result.rows == ((600_000_000, 0, -1),)
+    message = derive.failed_checks_message([dup, sums, result])
+    assert message is not None
+    assert "3 invariant check(s) failed" in message
+    assert "assert_queue_length_non_negative: 1 offending row(s)" in message
+
+
+def test_no_lake_is_a_clear_error(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    with pytest.raises(TracelabError, match=r"run `tracelab ingest --trace google-2011` first"):
+        derive.create_input_views(con, "google-2011", tmp_path / "lake" / "google-2011")

@@ -1,0 +1,264 @@
+"""`tracelab download` core against a loopback HTTP server that injects faults (issue 12, item 6).
+
+The server serves generated files and a ``SHA256SUM`` list in the publisher's format, honours
+range requests, and per file can answer 503 first, drop the connection half-way, declare a
+longer body than it sends, or serve bytes that do not match the list. Nothing leaves 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.download import (
+    CHECKSUM_LIST,
+    DownloadError,
+    FetchPolicy,
+    RemoteFile,
+    download_files,
+    fetch_file,
+    fetch_text,
+    google_files,
+    parse_checksum_list,
+)
+from tracelab.flows import download as flows_download
+from tracelab.flows.cli import main
+from tracelab.flows.settings import Settings
+
+FAST = FetchPolicy(attempts=4, timeout_s=5.0, backoff_s=0.01, max_wait_s=0.05)
+
+
+@dataclass
+class Faults:
+    """Per path: how many 503s first, drops half-way, short bodies; paths served corrupt."""
+
+    busy: dict[str, int] = field(default_factory=dict)
+    drop: dict[str, int] = field(default_factory=dict)
+    short: dict[str, int] = field(default_factory=dict)
+    corrupt: set[str] = field(default_factory=set)
+    #: (path, Range header or "") of every request, in order
+    log: list[tuple[str, str]] = field(default_factory=list)
+
+
+def _handler(files: dict[str, bytes], faults: Faults) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            path = self.path.lstrip("/")
+            faults.log.append((path, self.headers.get("Range", "")))
+            if path not in files:
+                self.send_error(404)
+                return
+            if faults.busy.get(path, 0) > 0:
+                faults.busy[path] -= 1
+                self.send_response(503)
+                self.send_header("Retry-After", "0")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = files[path]
+            if path in faults.corrupt:
+                body = body[:-1] + bytes([body[-1] ^ 0xFF])
+            start = 0
+            ranged = self.headers.get("Range", "")
+            if ranged.startswith("bytes="):
+                start = int(ranged.removeprefix("bytes=").split("-")[0])
+            chunk = body[start:]
+            self.send_response(206 if start else 200)
+            if start:
+                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
+            self.send_header("Content-Length", str(len(chunk)))
+            self.end_headers()
+            if faults.drop.get(path, 0) > 0 or faults.short.get(path, 0) > 0:
+                kind = "drop" if faults.drop.get(path, 0) > 0 else "short"
+                getattr(faults, kind)[path] -= 1
+                self.wfile.write(chunk[: len(chunk) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return
+            self.wfile.write(chunk)
+
+    return Handler
+
+
+@dataclass
+class Published:
+    base_url: str
+    files: dict[str, bytes]
+    faults: Faults
+
+
+@pytest.fixture
+def published() -> Iterator[Published]:
+    """Three task_events parts and a job_events part (random bytes), with their SHA256SUM."""
+    rng = __import__("random").Random(12)
+    files = {
+        f"task_events/part-0000{i}-of-00500.csv.gz": rng.randbytes(300_000 + 1000 * i)
+        for i in range(3)
+    }
+    files["job_events/part-00000-of-00500.csv.gz"] = rng.randbytes(5_000)
+    files["task_events/README"] = b"not a part"
+    lines = [f"{hashlib.sha256(b).hexdigest()}  ./{p}\n" for p, b in sorted(files.items())]
+    files[CHECKSUM_LIST] = "".join(lines).encode()
+    faults = Faults()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def _listed(published: Published, **kwargs: object) -> list[RemoteFile]:
+    checksums = parse_checksum_list(fetch_text(published.base_url + CHECKSUM_LIST, FAST))
+    return google_files(checksums, published.base_url, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_list_selects_tables_and_parts(published: Published) -> None:
+    every = _listed(published)
+    assert [f.rel for f in every] == [
+        "job_events/part-00000-of-00500.csv.gz",
+        "task_events/part-00000-of-00500.csv.gz",
+        "task_events/part-00001-of-00500.csv.gz",
+        "task_events/part-00002-of-00500.csv.gz",
+    ]
+    some = _listed(published, tables=["task_events"], parts=(1, 2))
+    assert [f.rel for f in some] == [
+        "task_events/part-00001-of-00500.csv.gz",
+        "task_events/part-00002-of-00500.csv.gz",
+    ]
+    expected = hashlib.sha256(published.files[some[0].rel]).hexdigest()
+    assert some[0].sha256 == expected
+
+
+def test_busy_dropped_and_short_responses_are_retried_and_resumed(
+    published: Published, tmp_path: Path
+) -> None:
+    part0, part1, part2 = (f"task_events/part-0000{i}-of-00500.csv.gz" for i in range(3))
+    published.faults.busy[part0] = 2
+    published.faults.drop[part1] = 1
+    published.faults.short[part2] = 1
+    progress: list[int] = []
+    summary = download_files(
+        _listed(published), tmp_path, workers=3, policy=FAST, on_bytes=progress.append
+    )
+    assert summary.failed == ()
+    assert len(summary.done) == 4
+    for rel in summary.done:
+        assert (tmp_path / rel).read_bytes() == published.files[rel]
+    # the dropped and the short body resumed where they stopped, never from zero
+    for rel in (part1, part2):
+        ranges = [r for p, r in published.faults.log if p == rel]
+        assert ranges == ["", f"bytes={len(published.files[rel]) // 2}-"]
+    assert sum(progress) == sum(len(published.files[r]) for r in summary.done)
+    assert not list(tmp_path.rglob("*.part"))
+
+
+def test_a_wrong_checksum_never_reaches_the_final_name(
+    published: Published, tmp_path: Path
+) -> None:
+    rel = "job_events/part-00000-of-00500.csv.gz"
+    published.faults.corrupt.add(rel)
+    (remote,) = _listed(published, tables=["job_events"])
+    with pytest.raises(DownloadError, match="sha256 does not match SHA256SUM") as caught:
+        fetch_file(remote, tmp_path, FAST)
+    assert "\n" not in str(caught.value)
+    assert rel in str(caught.value)
+    assert not (tmp_path / rel).exists()
+    assert not list(tmp_path.rglob("*.part"))
+    assert len([p for p, _ in published.faults.log if p == rel]) == FAST.attempts
+
+
+def test_a_killed_download_resumes_and_a_verified_file_is_not_fetched_again(
+    published: Published, tmp_path: Path
+) -> None:
+    rel = "task_events/part-00000-of-00500.csv.gz"
+    body = published.files[rel]
+    (remote,) = [f for f in _listed(published) if f.rel == rel]
+    partial = tmp_path / "task_events" / ".part-00000-of-00500.csv.gz.part"
+    partial.parent.mkdir(parents=True)
+    partial.write_bytes(body[:1234])  # what a killed run left
+    fetch_file(remote, tmp_path, FAST)
+    assert (tmp_path / rel).read_bytes() == body
+    assert [r for p, r in published.faults.log if p == rel] == ["bytes=1234-"]
+    fetch_file(remote, tmp_path, FAST)
+    assert len([p for p, _ in published.faults.log if p == rel]) == 1
+
+
+def test_a_server_that_stays_busy_is_a_one_line_error_and_others_still_arrive(
+    published: Published, tmp_path: Path
+) -> None:
+    stuck = "task_events/part-00002-of-00500.csv.gz"
+    published.faults.busy[stuck] = 100
+    summary = download_files(_listed(published), tmp_path, workers=2, policy=FAST)
+    assert [rel for rel, _ in summary.failed] == [stuck]
+    reason = summary.failed[0][1]
+    assert "HTTP 503" in reason
+    assert "run `tracelab download` again later" in reason
+    assert len(summary.done) == 3
+    assert not (tmp_path / stuck).exists()
+    assert sorted(p.name for p in (tmp_path / "task_events").iterdir()) == [
+        "part-00000-of-00500.csv.gz",
+        "part-00001-of-00500.csv.gz",
+    ]
+
+
+def test_a_missing_file_is_not_retried(published: Published, tmp_path: Path) -> None:
+    remote = RemoteFile(published.base_url + "nope.csv.gz", "nope.csv.gz", None)
+    with pytest.raises(DownloadError, match="HTTP 404"):
+        fetch_file(remote, tmp_path, FAST)
+    assert published.faults.log == [("nope.csv.gz", "")]
+
+
+def _args(published: Published, tmp_path: Path, *extra: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser()
+    flows_download.configure_parser(parser)
+    return parser.parse_args(
+        ["--base-url", published.base_url, "--raw", str(tmp_path / "raw"), "--no-progress", *extra]
+    )
+
+
+def test_the_command_fetches_what_the_options_name(published: Published, tmp_path: Path) -> None:
+    # through the real entry point, as a user types it (`tracelab download` is wired in the CLI)
+    argv = ["download", "--data", str(tmp_path), "--tables", "task_events", "--parts", "0-1"]
+    argv += ["--base-url", published.base_url, "--raw", str(tmp_path / "raw"), "--no-progress"]
+    assert main(argv) == 0
+    got = sorted(
+        p.relative_to(tmp_path / "raw").as_posix() for p in (tmp_path / "raw").rglob("*.gz")
+    )
+    assert got == [
+        "task_events/part-00000-of-00500.csv.gz",
+        "task_events/part-00001-of-00500.csv.gz",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--parts", "5-2"], "is not a range A-B"),
+        (["--parts", "x"], "is not a range A-B"),
+        (["--tables", "tasks"], "unknown ['tasks']"),
+        (["--workers", "0"], "--workers 0 must be from 1 to 16"),
+        (["--parts", "400-499"], "matches --tables/--parts"),
+    ],
+)
+def test_bad_options_are_one_line_errors(
+    published: Published, tmp_path: Path, extra: list[str], message: str
+) -> None:
+    with pytest.raises(TracelabError) as caught:
+        flows_download.run_command(_args(published, tmp_path, *extra), Settings(data_dir=tmp_path))
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)

@@ -1,0 +1,213 @@
+"""The placement stage end to end: inputs through the real export path, outputs, errors, Dask."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import out_of_range
+from tracelab.analysis.common.stage_outputs import read_summary
+from tracelab.analysis.export.document import params_document, write_params_json
+from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
+from tracelab.analysis.placement.stage import (
+    PAPER_PLACEMENT_PARAMS,
+    PlacementParams,
+    placement_results,
+)
+from tracelab.reports.model import Number, PageContext
+from tracelab.reports.pages.placement import placement_sections
+
+TABLES = ("replays", "improvement", "empty_hosts_series", "lars", "pools", "lifetime_curve")
+
+
+def _gamma(name: str, shape: float, rate: float, unit: str) -> FittedParameter:
+    return FittedParameter(
+        name=name,
+        distribution="gamma",
+        parameters={"shape": Quantity(shape, ""), "rate": Quantity(rate, unit)},
+        method="test",
+        n=100,
+        stage="priors",
+        trace="azure-2017",
+    )
+
+
+def _records() -> list[FittedParameter]:
+    def one(name: str, dist: str, param: str, value: float) -> FittedParameter:
+        return FittedParameter(
+            name=name,
+            distribution=dist,
+            parameters={param: Quantity(value, "")},
+            method="test",
+            n=100,
+            stage="priors",
+            trace="azure-2017",
+        )
+
+    out = []
+    for sfx in ("", "_marginal"):
+        out += [
+            _gamma(f"core_lifetime_rate_prior{sfx}", 2.0, 40.0, "hour"),
+            _gamma(f"normalised_scaleout_rate_prior{sfx}", 2.5, 4.0, "hour^0.4"),
+            _gamma(f"scaleout_size_prior{sfx}", 1.5, 1.0, "1/cores"),
+            one(f"scaleout_alpha{sfx}", "constant", "alpha", 0.6),
+            one(f"deployment_shutdown{sfx}", "exponential", "rate", 0.04),
+        ]
+    return out
+
+
+def _lake(data: Path, seed: int = 1, deployments: int = 150) -> None:
+    rng = np.random.default_rng(seed)
+    rows: list[dict[str, Any]] = []
+    for d in range(deployments):
+        lam = rng.gamma(2.0, 1.0 / 40.0)
+        start = int(rng.integers(0, 8000)) * 300
+        for k in range(int(rng.integers(1, 8))):
+            created = start + k * int(rng.integers(0, 24)) * 300
+            life = max(int(rng.exponential(1.0 / lam) * 3600) // 300 * 300, 300)
+            cores = int(rng.choice([1, 2, 4]))
+            rows.append(
+                {
+                    "vmid": f"vm{d}-{k}",
+                    "subscriptionid": f"s{d % 7}",
+                    "deploymentid": f"dep{d}",
+                    "vmcreated": created,
+                    "vmdeleted": min(created + life, 2_591_700),
+                    "maxcpu": 50.0,
+                    "avgcpu": 10.0,
+                    "p95maxcpu": 40.0,
+                    "vmcategory": "Unknown",
+                    "vmcorecount": cores,
+                    "vmmemory": 1.75 * cores,
+                }
+            )
+    folder = data / "lake" / "azure-2017" / "vmtable"
+    folder.mkdir(parents=True)
+    pl.DataFrame(rows).write_parquet(folder / "vmtable.parquet")
+
+
+def _export(data: Path) -> None:
+    write_stage_params(data / "results" / "azure-2017" / "priors", _records())
+    doc = params_document(data, created_at=datetime(2026, 1, 1, tzinfo=UTC), version="0.0.0")
+    write_params_json(doc, data / "exports" / "params.json")
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    _lake(data)
+    _export(data)
+    return data
+
+
+SMALL = PlacementParams(
+    pool_hosts=(4, 6), host_cores=32, host_memory_gb=64.0, target_load=0.35, warmup_hours=12.0
+)
+
+
+def _tables(folder: Path) -> dict[str, pl.DataFrame]:
+    return {t: pl.read_parquet(folder / f"{t}.parquet") for t in TABLES}
+
+
+def test_stage_writes_every_table_and_the_summary(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    seen: list[tuple[int, int, str]] = []
+    summary = placement_results(
+        SMALL, data_dir, out, progress=lambda d, t, w: seen.append((d, t, w))
+    )
+    tables = _tables(out)
+    replays = tables["replays"]
+    # Best Fit plus (LA-Binary, LAS, LAVA) x (model, oracle), per pool
+    assert replays.height == 2 * 7
+    assert seen[-1] == (14, 14, "replays")
+    assert replays.filter(pl.col("policy") == "best-fit")["improvement_pp"].to_list() == [0.0, 0.0]
+    assert (replays["rejected_vms"] == 0).all()
+    lars = tables["lars"]
+    assert lars.height > 0
+    assert (lars["lars_oracle_migrations"] <= lars["baseline_migrations"]).all()
+    assert tables["pools"]["vms"].sum() == summary.vms
+    doc = read_summary(out)
+    assert doc == json.loads(json.dumps(summary.to_dict()))
+    assert doc["paper_improvement_pp"]["lava/model"] == 6.5
+    assert set(doc["improvement_pp"]) == {
+        f"{p}/{q}" for p in ("la-binary", "las", "lava") for q in ("model", "oracle")
+    }
+
+
+def test_generated_stream_reaches_the_target_load(data_dir: Path, tmp_path: Path) -> None:
+    params = replace(SMALL, source="params", pool_hosts=(4,), policies=("best-fit", "las"))
+    summary = placement_results(params, data_dir, tmp_path / "out")
+    pools = pl.read_parquet(tmp_path / "out" / "pools.parquet")
+    assert summary.source == "params"
+    assert pools["mean_load"][0] >= params.target_load * 0.9
+    assert summary.replays == 3
+
+
+def test_missing_inputs_name_the_file_and_the_command(data_dir: Path, tmp_path: Path) -> None:
+    (data_dir / "exports" / "params.json").unlink()
+    with pytest.raises(TracelabError, match="tracelab export") as err:
+        placement_results(SMALL, data_dir, tmp_path / "out")
+    assert "\n" not in str(err.value)
+    assert "params.json" in str(err.value)
+    bare = tmp_path / "bare"
+    _export(bare)
+    with pytest.raises(TracelabError, match="tracelab ingest --trace azure-2017") as err:
+        placement_results(SMALL, bare, tmp_path / "out")
+    assert "\n" not in str(err.value)
+
+
+def test_out_of_range_options_are_refused(data_dir: Path, tmp_path: Path) -> None:
+    with pytest.raises(TracelabError, match="--target-load"):
+        placement_results(replace(SMALL, target_load=2.0), data_dir, tmp_path / "out")
+    with pytest.raises(TracelabError, match="--policies"):
+        placement_results(replace(SMALL, policies=("worst-fit",)), data_dir, tmp_path / "out")
+
+
+def test_dask_map_gives_the_same_tables_as_the_serial_map(data_dir: Path, tmp_path: Path) -> None:
+    distributed = pytest.importorskip("distributed")
+    params = replace(SMALL, pool_hosts=(3,), predictors=("model",))
+    placement_results(params, data_dir, tmp_path / "serial")
+    # ":0": a free port; None still binds 8787, which another process on the machine may hold
+    with distributed.Client(
+        processes=False, n_workers=1, threads_per_worker=1, dashboard_address=":0"
+    ) as client:
+
+        def dask_map(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+            return list(client.gather(client.map(fn, items, pure=False)))
+
+        placement_results(params, data_dir, tmp_path / "dask", map_fn=dask_map)
+    serial, dask = _tables(tmp_path / "serial"), _tables(tmp_path / "dask")
+    for name in TABLES:
+        assert serial[name].equals(dask[name]), name
+
+
+def test_page_states_this_runs_numbers(data_dir: Path, tmp_path: Path) -> None:
+    out = data_dir / "results" / "azure-2017" / "placement"
+    summary = placement_results(SMALL, data_dir, out)
+    ctx = PageContext(data_dir, tmp_path / "site", "azure-2017")
+    sections = placement_sections(ctx)
+    numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
+    assert numbers["improvement_pp_lava_model"] == pytest.approx(
+        summary.improvement_pp["lava/model"]
+    )
+    assert numbers["lars_baseline_migrations"] == summary.lars_baseline_migrations
+    assert numbers["vms"] == summary.vms
+    files = [f.file for s in sections for f in s.figures]
+    assert "placement_fig6.png" in files
+    assert all((tmp_path / "site" / f).is_file() for f in files)
+    assert set(ctx.reads) == {"results/azure-2017/placement"}
+
+
+def test_default_and_paper_options_are_in_range() -> None:
+    assert out_of_range(PlacementParams()) is None
+    assert out_of_range(PAPER_PLACEMENT_PARAMS) is None
+    assert len(PAPER_PLACEMENT_PARAMS.pool_hosts) == 24  # LAVA paper Fig. 6 has 24 pools

@@ -1,0 +1,47 @@
+"""Every sub-command answers --help (INTERFACE.md), importing only what it needs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from repo_paths import REPO
+
+from tracelab.flows.cli import commands, main
+
+
+@pytest.mark.parametrize("command", [c[0] for c in commands()])
+def test_every_subcommand_has_help(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    assert f"usage: tracelab {command}" in out
+    assert "--data" in out
+
+
+def _modules_loaded_by(argv: list[str]) -> set[str]:
+    """Top-level modules imported by ``tracelab ARGV`` in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from tracelab.flows.cli import main\n"
+        "try:\n"
+        f"    main({argv!r})\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('MODULES', ' '.join(sorted({m.split('.')[0] for m in sys.modules})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    line = next(x for x in done.stdout.splitlines() if x.startswith("MODULES "))
+    return set(line.split()[1:])
+
+
+def test_help_imports_only_the_requested_command() -> None:
+    top = _modules_loaded_by(["--help"])
+    assert not top & {"prefect", "sklearn", "matplotlib", "scipy", "polars"}
+    ingest = _modules_loaded_by(["ingest", "--help"])
+    assert "prefect" in ingest
+    assert not ingest & {"sklearn", "matplotlib"}  # only the analysis stages need them

@@ -1,0 +1,51 @@
+"""What Prefect shows: run names that say what ran, and each stage's summary artifact."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from tracelab.analysis.common.stage_params import ExportOptions
+from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
+from tracelab.flows.export import run_stage
+from tracelab.flows.observe import artifact_key, summary_markdown
+from tracelab.flows.settings import Settings
+
+PRIOR = FittedParameter(
+    name="core_lifetime_rate_prior",
+    distribution="gamma",
+    parameters={"shape": Quantity(2.0, ""), "rate": Quantity(40.0, "hour")},
+    method="maximum likelihood",
+    n=300,
+    stage="priors",
+    trace="azure-2017",
+)
+
+
+def test_markdown_and_keys_follow_prefects_rules() -> None:
+    assert artifact_key("analyze", "google-2011") == "tracelab-analyze-google-2011"
+    assert artifact_key("inst_vs_avg", "all") == "tracelab-inst-vs-avg-all"
+    text = summary_markdown("pack", "google-2011", (("GPA q", "0.0016"),), "google-packing")
+    assert "| GPA q | 0.0016 |" in text
+    assert "google-packing.html" in text
+
+
+def test_an_exports_run_is_named_and_publishes_its_summary(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from prefect import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    write_stage_params(tmp_path / "results" / "azure-2017" / "priors", [PRIOR])
+    result = run_stage(Settings(data_dir=tmp_path), "all", ExportOptions())
+    assert result.outputs == ("exports/params.json", "exports/params.schema.json")
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs()
+        names = {r.name for r in runs}
+        artifacts = client.read_artifacts(
+            artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["tracelab-export-all"]))
+        )
+    assert f"tracelab-export all {today}" in names
+    # the session's other export runs publish under the same key: this run's is among them
+    assert any("| records | 1 |" in str(a.data) for a in artifacts)

@@ -1,0 +1,163 @@
+"""The admission page: its numbers come from the stage's files; absent inputs are reported."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+from admission_helpers import write_params
+
+from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+from tracelab.reports.model import InputsMissing, Number, PageContext
+from tracelab.reports.numfmt import fmt
+from tracelab.reports.pages.admission import (
+    PolicyRow,
+    admission_numbers,
+    admission_sections,
+    best_meeting_sla,
+    failure_text,
+)
+
+PARAMS = AdmissionParams(
+    cores=40,
+    horizon_hours=72.0,
+    runs=3,
+    policies=("zeroth", "first"),
+    observations=(1,),
+    tuning_iterations=2,
+    lookahead_steps=3,
+    bootstrap=200,
+)
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = tmp_path_factory.mktemp("admission_page")
+    write_params(data)
+    admission_results(PARAMS, data, data / "results" / "azure-2017" / "admission")
+    return data
+
+
+def test_numbers_are_the_files_numbers(data_dir: Path) -> None:
+    stage = data_dir / "results" / "azure-2017" / "admission"
+    n = admission_numbers(stage)
+    policies = pl.read_parquet(stage / "policies.parquet")
+    assert [r.policy for r in n.table2] == ["zeroth", "first"]
+    assert {(r.policy, r.observations) for r in n.figure1} == {
+        ("first-marginal", 1),
+        ("second-marginal", 1),
+    }
+    zeroth = policies.filter(pl.col("policy") == "zeroth").row(0, named=True)
+    assert n.table2[0].utilization == zeroth["utilization"]
+    assert n.table2[0].ci_low == zeroth["utilization_ci_low"]
+    assert (n.cores, n.runs, n.horizon_hours, n.sla) == (40, 3, 72.0, PARAMS.sla)
+    assert n.arrival_rate_per_hour == pytest.approx(2.0)
+    assert n.prior == "marginal"
+    assert n.upper_bound is not None
+
+
+def test_sections_state_the_setup_and_write_figures(data_dir: Path, tmp_path: Path) -> None:
+    ctx = PageContext(data_dir=data_dir, out_dir=tmp_path, trace="azure-2017")
+    sections = admission_sections(ctx)
+    numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
+    assert numbers["cores"] == 40
+    assert numbers["sla"] == PARAMS.sla
+    assert numbers["upper_bound"] >= numbers["best_utilization"] - 1e-12
+    summary_met = sum(
+        bool(r.sla_met)
+        for r in admission_numbers(data_dir / "results" / "azure-2017" / "admission").table2
+    )
+    assert numbers["sla_met"] == summary_met
+    setup_text = "".join(f for f in sections[0].this_run if isinstance(f, str))
+    assert "core_lifetime_rate_prior_marginal" in setup_text
+    for s in sections:
+        for fig in s.figures:
+            assert (tmp_path / fig.file).is_file()
+    assert ctx.reads == ["results/azure-2017/admission"]
+
+
+def test_absent_results_raise_inputs_missing(tmp_path: Path) -> None:
+    ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "out", trace="azure-2017")
+    with pytest.raises(InputsMissing, match=r"summary\.json"):
+        admission_sections(ctx)
+
+
+def test_importance_sampling_section_shows_the_pilot_buckets(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    stage = tmp_path / "results" / "azure-2017" / "admission"
+    params = AdmissionParams(
+        **{**PARAMS.__dict__, "observations": (), "importance_sampling": True, "is_pilot_runs": 100}
+    )
+    summary = admission_results(params, tmp_path, stage)
+    assert summary.importance is not None
+    ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "out", trace="azure-2017")
+    (section,) = [s for s in admission_sections(ctx) if "App. D" in s.title]
+    numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
+    assert numbers["pilot_runs"] == 100
+    (table,) = section.tables
+    assert [row[2] for row in table.rows] == [fmt(p) for p in summary.importance.nominal]
+    assert [row[5] for row in table.rows] == [fmt(w) for w in summary.importance.weights]
+
+
+def _row(policy: str, utilization: float, met: bool) -> PolicyRow:
+    return PolicyRow(
+        policy, 0, 0.5, "fraction of C", utilization, utilization - 0.05, utilization + 0.05,
+        0.0 if met else 0.03, 0.0, 0.0 if met else 0.07, 300, 0 if met else 9, met, None,
+    )  # fmt: skip
+
+
+def test_best_is_best_among_those_meeting_the_sla() -> None:
+    # the default run's case: the highest utilization (first, 0.531) missed the SLA
+    rows = [_row("zeroth", 0.477, True), _row("first", 0.531, False), _row("second", 0.445, True)]
+    best = best_meeting_sla(rows)
+    assert best is not None
+    assert best.policy == "zeroth"
+    assert best_meeting_sla([_row("first", 0.531, False)]) is None
+
+
+def test_zero_failures_are_an_upper_bound_with_the_count() -> None:
+    # 0 failures in 300 scale-outs: 95% one-sided bound 1 - 0.05^(1/300) = 0.009937
+    assert failure_text(_row("zeroth", 0.477, True), weighted=False) == "< 0.00994 (0 of 300, 95%)"
+    assert failure_text(_row("first", 0.531, False), weighted=False) == "0.03 [0, 0.07]"
+
+
+def test_the_stage_run_through_the_registry_records_its_parameters_and_the_page_shows_them(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from tracelab.analysis.common.stage_api import option_values
+    from tracelab.analysis.common.stage_outputs import json_ready, read_summary
+    from tracelab.flows.registry import STAGES
+    from tracelab.flows.settings import Settings
+
+    write_params(tmp_path)
+    next(s for s in STAGES if s.name == "admission").runner()(
+        Settings(data_dir=tmp_path), "azure-2017", PARAMS
+    )
+    stage = tmp_path / "results" / "azure-2017" / "admission"
+    summary = read_summary(stage)
+    recorded = summary["parameters"]
+    options = json_ready(option_values(PARAMS))
+    # every registry option with the value it ran with, defaults included ...
+    assert {k: recorded[k] for k in options} == options
+    assert recorded["arrival_rate"] == 0.0  # the option: 0 = the exported rate ...
+    # ... and what the stage derived: the rate it used (write_params: 2.0/h) and the records
+    assert set(recorded) - set(options) == {"arrival_rate_per_hour", "records"}
+    assert recorded["arrival_rate_per_hour"] == 2.0
+    # no result among them (``upper_bound`` is also the option that asks for the bound's run)
+    assert not set(recorded) & {"results", "importance", "utilization", "failure_rate", "scaleouts"}
+    assert recorded["upper_bound"] is True
+    ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "site", trace="azure-2017")
+    sections = admission_sections(ctx)
+    assert sections[-1].title == "Parameters of this run"
+    (table,) = sections[-1].tables
+    assert [row[0] for row in table.rows] == [*options, "arrival_rate_per_hour", "records"]
+    # the headline's "best" met the SLA and is the highest utilization among those that did
+    headline = {f.key: f.value for f in sections[1].this_run if isinstance(f, Number)}
+    rows = admission_numbers(stage).table2
+    met = [r for r in rows if r.sla_met]
+    if met:
+        assert headline["best_utilization"] == max(r.utilization for r in met)
+    else:
+        assert "best_utilization" not in headline
+        assert "No tuned policy met the SLA" in "".join(map(str, sections[1].this_run))

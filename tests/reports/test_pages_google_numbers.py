@@ -1,0 +1,192 @@
+"""The numbers each google-2011 derived page states, from a few hand-made rows; every expected
+value is worked out by hand in the test."""
+
+from __future__ import annotations
+
+import math
+
+import polars as pl
+import pytest
+
+from tracelab.reports.pages.google import (
+    event_cdf_numbers,
+    queue_numbers,
+    running_column,
+    task_times_numbers,
+    transitions_numbers,
+    usage_numbers,
+    utilization_change_numbers,
+)
+
+AFTER = 2**63 - 1
+HOUR_US = 3_600_000_000
+DAY_US = 24 * HOUR_US
+
+
+def test_transitions_total_undocumented_and_evict_after_submit() -> None:
+    counts = pl.DataFrame(
+        {
+            # unsorted on purpose; None = the task's first event in the data
+            "prev_event_type": [1, 0, None, 0, 4],
+            "event_type": [4, 2, 0, 1, 3],
+            "n": [30, 8, 100, 60, 2],
+            # a null "allowed" counts as undocumented
+            "allowed_by_documented_graph": [True, False, True, True, None],
+        },
+        schema_overrides={"prev_event_type": pl.Int64},
+    )
+    nums = transitions_numbers(counts)
+    assert nums.total == 60 + 8 + 30 + 2  # first events are not transitions
+    assert nums.undocumented == 8 + 2
+    assert nums.undocumented_share == pytest.approx(10 / 100)
+    assert nums.undocumented_types == 2
+    assert nums.evict_after_submit == 8
+    assert nums.submit_after_submit == 0
+    assert not nums.has_production
+    assert [(p.prev, p.event) for p in nums.pairs] == [(None, 0), (0, 1), (0, 2), (1, 4), (4, 3)]
+    assert nums.pairs[0].documented  # a first event is always allowed
+    assert [p.documented for p in nums.pairs[1:]] == [True, False, True, False]
+
+
+def test_transitions_without_pairs_have_a_zero_share() -> None:
+    counts = pl.DataFrame(
+        {
+            "prev_event_type": [None],
+            "event_type": [0],
+            "n": [5],
+            "n_production": [1],
+            "allowed_by_documented_graph": [True],
+        },
+        schema_overrides={"prev_event_type": pl.Int64},
+    )
+    nums = transitions_numbers(counts)
+    assert (nums.total, nums.undocumented, nums.undocumented_share) == (0, 0, 0.0)
+    assert nums.has_production
+    assert nums.pairs[0].n_production == 1
+
+
+def _event_cdf(new: list[int], subs: list[int], sched: list[int], done: list[int]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "time": [600_000_000 + i for i in range(len(new))],
+            "cum_new_submissions": new,
+            "cum_submissions": subs,
+            "cum_schedules": sched,
+            "cum_completions": done,
+        }
+    )
+
+
+def test_event_cdf_totals_are_the_running_counts_ends() -> None:
+    nums = event_cdf_numbers(_event_cdf([1, 3, 4], [2, 5, 8], [1, 2, 6], [0, 1, 3]))
+    assert dict(nums.totals) == {
+        "new_submissions": 4.0,
+        "submissions": 8.0,
+        "schedules": 6.0,
+        "completions": 3.0,
+    }
+    assert nums.weighted_submissions_end == pytest.approx(8 / 4)
+    assert nums.weighted_completions_end == pytest.approx(3 / 4)
+
+
+def test_event_cdf_without_new_submissions_has_no_weighted_end() -> None:
+    nums = event_cdf_numbers(_event_cdf([0, 0], [1, 2], [0, 1], [0, 0]).lazy())
+    assert nums.totals["submissions"] == 2.0
+    assert math.isnan(nums.weighted_submissions_end)
+    assert math.isnan(nums.weighted_completions_end)
+
+
+def test_queue_end_gap_and_max_inside_the_window() -> None:
+    t = [700_000_000, 600_000_000, 800_000_000, AFTER]  # the last row lies after the window
+    queue = pl.DataFrame(
+        {"time": t, "queue_length_paper": [9, 5, 7, 100], "queue_length": [8, 4, 5, 90]}
+    )
+    running = pl.DataFrame({"time": t, "running_tasks": [10, 3, 6, 50], "other": [0, 0, 0, 0]})
+    nums = queue_numbers(queue, running)
+    assert (nums.paper_end, nums.end) == (7.0, 5.0)  # values at the latest time in the window
+    assert nums.gap_end == 2.0
+    assert nums.max == 8.0  # 90 is after the window
+    assert nums.running is not None
+    assert (nums.running.column, nums.running.max, nums.running.end) == ("running_tasks", 10.0, 6.0)
+    assert queue_numbers(queue).running is None
+
+
+def test_running_column_prefers_running_tasks_then_the_first_numeric() -> None:
+    assert running_column(pl.DataFrame({"time": [1], "n": [2], "running_tasks": [3]})) == (
+        "running_tasks"
+    )
+    assert running_column(pl.DataFrame({"time": [1], "label": ["a"], "count": [2]})) == "count"
+    assert running_column(pl.DataFrame({"time": [1], "label": ["a"]})) is None
+
+
+def test_task_times_hourly_means_median_and_finished_shares() -> None:
+    times = pl.DataFrame(
+        {
+            # hours 1, 1, 2, 2 and one before the window (time 0: not in the hourly means)
+            "schedule_time": [HOUR_US, HOUR_US + 600_000_000, 2 * HOUR_US, 2 * HOUR_US + 1, 0],
+            "terminal_event_type": [4, 4, 4, 5, 4],
+            "scheduling_time_s": [2.0, 4.0, 6.0, 10.0, 1.0],
+            "execution_time_s": [100.0, 400.0, 2000.0, 50.0, 10.0],
+        }
+    )
+    nums = task_times_numbers(times)
+    assert nums.hours == 2
+    assert list(nums.hourly_scheduling_s) == [3.0, 8.0]  # (2+4)/2, (6+10)/2
+    assert list(nums.hourly_execution_s) == [250.0, 1025.0]  # (100+400)/2, (2000+50)/2
+    assert nums.scheduling_hourly_mean_s == pytest.approx((3 + 8) / 2)
+    assert nums.execution_hourly_mean_s == pytest.approx((250 + 1025) / 2)
+    assert nums.hour_days[0] == pytest.approx((HOUR_US - 600_000_000) / DAY_US)
+    assert nums.scheduling_median_s == 4.0  # median of 1, 2, 4, 6, 10
+    assert nums.finished_tasks == 4  # the KILL is not finished
+    assert nums.finished_under_5min == pytest.approx(2 / 4)  # 100 s and 10 s
+    assert nums.finished_under_30min == pytest.approx(3 / 4)  # also 400 s
+
+
+def test_usage_shares_and_used_over_requested_per_class() -> None:
+    usage = pl.DataFrame(
+        {
+            "window_start": [0, 0, 1, 1],
+            "priority_class": ["production", "non_production", "production", "non_production"],
+            "requested_cpu": [4.0, 1.0, 4.0, 1.0],
+            "used_cpu": [1.0, 1.0, 2.0, 0.0],
+            "requested_memory": [2.0, 1.0, 2.0, 1.0],
+            "used_memory": [1.0, 0.5, 1.0, 0.5],
+        }
+    )
+    nums = usage_numbers(usage)
+    assert nums.production_share_of_used_cpu == pytest.approx(3 / 4)
+    assert nums.production_cpu_used_over_requested == pytest.approx(3 / 8)
+    assert [c.name for c in nums.classes] == ["non_production", "production"]
+    non, prod = nums.classes
+    assert non.cpu_used_over_requested == pytest.approx(1 / 2)
+    assert non.memory_used_over_requested == pytest.approx(1 / 2)
+    assert non.share_of_used_cpu == pytest.approx(1 / 4)
+    assert prod.memory_used_over_requested == pytest.approx(2 / 4)
+
+
+def test_usage_without_production_or_use_has_no_shares() -> None:
+    usage = pl.DataFrame(
+        {
+            "priority_class": ["free"],
+            "requested_cpu": [1.0],
+            "used_cpu": [0.0],
+            "requested_memory": [1.0],
+            "used_memory": [0.0],
+        }
+    )
+    nums = usage_numbers(usage)
+    assert math.isnan(nums.production_share_of_used_cpu)
+    assert math.isnan(nums.production_cpu_used_over_requested)
+    assert nums.classes[0].share_of_used_cpu is None
+
+
+def test_utilization_change_share_below_20pct_skips_missing_windows() -> None:
+    changes = pl.DataFrame(
+        {
+            "cpu_change": [None, 0.1, -0.3, 0.05, float("nan")],
+            "memory_change": [None, -0.25, 0.19, 0.2, 0.0],
+        }
+    )
+    nums = utilization_change_numbers(changes)
+    assert nums.share_below_20pct["cpu_change"] == pytest.approx(2 / 3)  # 0.1, 0.05 of 3
+    assert nums.share_below_20pct["memory_change"] == pytest.approx(2 / 4)  # 0.19, 0 of 4
