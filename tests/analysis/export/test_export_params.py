@@ -250,6 +250,7 @@ def test_export_flow_and_cli(
     assert out.read_text().startswith("trace,stage,record,parameter,value,unit,")
     assert (data_dir / "elsewhere_values.csv").is_file()
     assert "wrote" in capsys.readouterr().out
+    (data_dir / "none").mkdir()  # exists, but holds no stage results
     assert main(["export", "--data", str(data_dir / "none")]) == 1
     assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err
 
