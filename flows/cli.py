@@ -99,6 +99,9 @@ _AFTER: tuple[tuple[str, _Loader, str], ...] = (
 
 #: sub-commands that only read the data directory, so they take no write lock
 READ_ONLY = frozenset({"serve", "schedule", "sql"})
+#: sub-commands that may start from a data directory that does not exist yet; every other one
+#: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
+CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
 #: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
 WAIT_MAX_S = 86_400.0
@@ -205,10 +208,25 @@ def _run(args: argparse.Namespace) -> int:
         return module.run_command(args, settings)
 
 
+def _data_dir(args: argparse.Namespace) -> Path:
+    """The data directory the command was given (the settings read the same default)."""
+    data: Path = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    return data
+
+
+def missing_data_dir(command: str, data: Path) -> str | None:
+    """Why ``command`` cannot run on ``data`` because it does not exist, or None."""
+    if command in CREATES_DATA or data.is_dir():
+        return None
+    return (
+        f"data directory {data} does not exist; check --data (or $TRACELAB_DATA), "
+        "or create it with `tracelab run` or `tracelab generate`"
+    )
+
+
 def _log_failure(args: argparse.Namespace) -> Path | None:
     """Append the current traceback to ``DATA/logs/tracelab.log``; its path, or None."""
-    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
-    path = data / LOG_FILE
+    path = _data_dir(args) / LOG_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -221,7 +239,7 @@ def _log_failure(args: argparse.Namespace) -> Path | None:
 
 def _attach_log_file(args: argparse.Namespace) -> None:
     """Prefect's and tracelab's log records (with tracebacks) also go to the log file."""
-    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    data = _data_dir(args)
     try:
         (data / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(data / LOG_FILE, encoding="utf-8", delay=True)
@@ -259,6 +277,10 @@ def main(argv: list[str] | None = None) -> int:
     stop_orphans()
     mark_owner()
     exit_on_sigterm()
+    missing = missing_data_dir(args.command, _data_dir(args))
+    if missing is not None:  # no log file either: it would create the directory
+        print(f"tracelab {args.command}: error: {missing}", file=sys.stderr)
+        return 1
     if args.command not in READ_ONLY:
         start_watchdog()
     if args.command not in READ_ONLY:

@@ -83,7 +83,7 @@ def local_server(
     env = server_env(data_dir, port, scheduler_loop_s)
     log = (data_dir / "prefect" / "server.log").open("ab")
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK]
-    command += ["--port", str(port), "--no-ui", "--analytics-off"]
+    command += ["--port", str(port), "--analytics-off"]
     process = subprocess.Popen(
         command,
         env=env,

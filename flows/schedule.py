@@ -112,6 +112,21 @@ def nightly_deployment(
     )
 
 
+def _valid_cron(text: str) -> str:
+    """``text`` when Prefect accepts it as a cron expression, else a one-line usage error."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=text)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        raise argparse.ArgumentTypeError(
+            f"not a cron expression: {text!r} (five fields: minute hour day-of-month month "
+            f'day-of-week, e.g. "{DEFAULT_CRON}" for 02:00 every night or "30 6 * * 1-5" '
+            "for 06:30 on weekdays)"
+        ) from None
+    return text
+
+
 def _valid_timezone(name: str) -> str:
     try:
         zoneinfo.ZoneInfo(name)
@@ -125,6 +140,7 @@ def _valid_timezone(name: str) -> str:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cron",
+        type=_valid_cron,
         default=DEFAULT_CRON,
         help=f'schedule as a cron expression (default "{DEFAULT_CRON}": 02:00 every night)',
     )

@@ -146,10 +146,10 @@ def trace_inputs(manifest: Path) -> TraceInputs:
 
 
 def stage_parameters(results_dir: Path) -> tuple[Parameter, ...]:
-    """Scalar parameters from every ``results/<trace>/<stage>/summary.json``.
+    """Parameters from every ``results/<trace>/<stage>/summary.json``'s ``parameters`` record.
 
-    A summary's ``parameters`` (or ``params``) object is used when present; otherwise its
-    top-level scalars.
+    Only that record: a summary without one contributes nothing (its top-level scalars are
+    results, and a result listed as a parameter would mislead).
     """
     out: list[Parameter] = []
     for summary in sorted(results_dir.glob("*/*/summary.json")):
@@ -161,7 +161,7 @@ def stage_parameters(results_dir: Path) -> tuple[Parameter, ...]:
             continue
         if not isinstance(doc, dict):
             continue
-        block = doc.get("parameters", doc.get("params", doc))
+        block = doc.get("parameters")
         if isinstance(block, dict):
             out.extend(
                 Parameter(source, str(k), _short(v))

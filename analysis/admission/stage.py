@@ -204,7 +204,9 @@ class AdmissionSummary:
             "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
             "importance_sampling": self.importance_sampling,
             "importance": None if self.importance is None else self.importance.to_dict(),
-            "params": asdict(self.params),
+            # the options, and what the stage derived from them and the params document
+            "parameters": asdict(self.params)
+            | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},
         }
 
 

@@ -83,6 +83,16 @@ def option_spec(f: dataclasses.Field[Any]) -> OptionSpec | None:
     return spec if isinstance(spec, OptionSpec) else None
 
 
+def option_values(params: object) -> dict[str, Any]:
+    """Every option of ``params`` (a stage's parameter dataclass) with the value it ran with,
+    defaults included, in declaration order: what the stage's summary records."""
+    return {
+        f.name: getattr(params, f.name)
+        for f in dataclasses.fields(params)  # type: ignore[arg-type]
+        if option_spec(f) is not None
+    }
+
+
 def out_of_range(params: object) -> str | None:
     """The first option of ``params`` that cannot run, as a sentence; None when all can.
 

@@ -10,6 +10,7 @@ numbers that differ between two runs).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -19,7 +20,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_api import (
+    MapFn,
+    Progress,
+    no_progress,
+    option,
+    option_values,
+    serial_map,
+)
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.vcsched.algorithms import (
     MCB_VARIANTS,
@@ -206,6 +214,23 @@ def instance_specs(params: YieldParams) -> list[InstanceSpec]:
     ]
 
 
+def yield_grid(params: YieldParams) -> dict[str, Any]:
+    """What the options make of the grid, recorded with them: instances per source and size
+    class, and the job counts on which the MILP and the rounding (an LP each) run at all."""
+    specs = instance_specs(params)
+    jobs = sorted({s.n_jobs for s in specs})
+    ran = set(params.algorithms)
+    return {
+        "grid_instances": dict(
+            sorted(Counter(f"{s.source} {s.size_class}" for s in specs).items())
+        ),
+        "milp_jobs": [n for n in jobs if n <= params.milp_max_jobs] if "MILP" in ran else [],
+        "rounding_jobs": [n for n in jobs if n <= params.rounding_max_jobs]
+        if ran & set(ROUNDING_NAMES)
+        else [],
+    }
+
+
 def _settings(params: YieldParams) -> _Settings:
     return _Settings(
         params.algorithms,
@@ -388,7 +413,8 @@ def yield_results(
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
     summary = yield_summary(tables, params.sources)
-    write_stage_outputs(out_dir, tables, summary.to_dict())
+    parameters = {**option_values(params), **yield_grid(params)}
+    write_stage_outputs(out_dir, tables, summary.to_dict() | {"parameters": parameters})
     return summary
 
 

@@ -171,6 +171,9 @@ def test_calibration_page_states_the_table_and_the_ad_scale(
     params = read_summary(default_run / "results" / "google-2011" / "gaussian_sums")["parameters"]
     assert numbers["ad_realizations"] == params["realizations"]
     assert numbers["ad_sets"] == params["sets"]
-    tables: list[HtmlTable] = [t for s in sections for t in s.tables]
+    tables: list[HtmlTable] = [t for s in sections[:-1] for t in s.tables]
     assert sum(len(t.rows) for t in tables) == len(rows)
     assert "derived/azure-2017/agg_azure_population.parquet" in ctx.reads
+    # the stage's own record, its one option: strict (written by the stage wrapper)
+    assert sections[-1].title == "Parameters of this run"
+    assert [row[0] for row in sections[-1].tables[0].rows] == ["strict"]
