@@ -241,61 +241,83 @@ def cell_runs(cell: Cell) -> pl.DataFrame:
     p = cell.params
     rng = np.random.default_rng([p.seed, 3, cell.instance])
     inst, avg = realizations(cell.tasks, p.realizations, rng)
+    return evaluated_runs(cell.instance, cell.experiment, p, inst, avg)
+
+
+def evaluated_runs(
+    instance: int, experiment: str, p: PackingParams, inst: FloatArray, avg: FloatArray
+) -> pl.DataFrame:
+    """The experiment's packings of one instance's (inst, avg) realizations (n_tasks × R).
+
+    Deterministic given the realizations, so tests can hand it tiny hand-made instances.
+    """
+    r = int(inst.shape[1])
     # x̄_i of §5.1 from all R realizations, so m_norm is the same at every clairvoyance level
     total_mean = float(inst.mean(axis=1).sum())
     rows: list[dict[str, Any]] = []
-    for setting in experiment_settings(cell.experiment, p):
-        n_obs = observation_count(setting.clairvoyance, p.realizations)
+    for setting in experiment_settings(experiment, p):
+        n_obs = observation_count(setting.clairvoyance, r)
         source = inst if setting.statistics == "inst" else avg
         wanted = sorted({m.parameter for m in setting.methods if m.family == "perc"})
         stats = observed_statistics(source[:, :n_obs], wanted)
-        evaluation = inst if n_obs == p.realizations else inst[:, n_obs:]
+        # Fig. 10 estimates from avg, but a machine overflows on its inst usage either way
+        evaluation = inst if n_obs == r else inst[:, n_obs:]
         m_norm = max(1, int(np.ceil(total_mean / setting.capacity)))
+        context = {
+            "instance": instance,
+            "experiment": experiment,
+            "statistics": setting.statistics,
+            "clairvoyance": setting.clairvoyance,
+            "observations": n_obs,
+            "capacity": setting.capacity,
+            "m_norm": m_norm,
+        }
         for method in setting.methods:
-            mu, var, z = item_moments(method, stats)
             for fit in setting.fits:
-                machine = packed_machines(
-                    mu, var, capacity=setting.capacity, z=z, best_fit=fit == "best"
-                )
-                n_machines = int(machine.max()) + 1
-                loads = machine_loads(evaluation, machine, n_machines)
-                moved = rebalanced_machines(
-                    machine, mu, var, capacity=setting.capacity, z=z, max_failures=p.max_failures
-                )
-                after = rebalanced_loads(loads, evaluation, moved, n_machines)
-                base = {
-                    "instance": cell.instance,
-                    "experiment": cell.experiment,
-                    "statistics": setting.statistics,
-                    "clairvoyance": setting.clairvoyance,
-                    "observations": n_obs,
-                    "capacity": setting.capacity,
-                    "family": method.family,
-                    "parameter": method.parameter,
-                    "method": method.label,
-                    "fit": fit,
-                    "n_tasks": int(mu.shape[0]),
-                    "m_norm": m_norm,
-                }
-                for rebalance, assignment, load in (
-                    (False, machine, loads),
-                    (True, moved.machine, after),
-                ):
-                    result = overflow(load, assignment, setting.capacity)
-                    rows.append(
-                        base
-                        | {
-                            "rebalance": rebalance,
-                            "moves": int(moved.moved_tasks.size) if rebalance else 0,
-                            "m_abs": result.machines_used,
-                            "m": result.machines_used / m_norm,
-                            "overflows": result.overflows,
-                            "evaluations": result.evaluations,
-                            "q": result.q,
-                            "q_stderr": result.q_stderr,
-                        }
-                    )
+                rows += _packing_rows(context, method, fit, stats, evaluation, p.max_failures)
     return pl.DataFrame(rows, schema=_RUN_SCHEMA)
+
+
+def _packing_rows(
+    context: dict[str, Any],
+    method: Method,
+    fit: str,
+    stats: TaskStatistics,
+    evaluation: FloatArray,
+    max_failures: int,
+) -> list[dict[str, Any]]:
+    """One packing, evaluated as packed and after rebalancing (two rows)."""
+    capacity = float(context["capacity"])
+    mu, var, z = item_moments(method, stats)
+    machine = packed_machines(mu, var, capacity=capacity, z=z, best_fit=fit == "best")
+    n_machines = int(machine.max()) + 1
+    loads = machine_loads(evaluation, machine, n_machines)
+    moved = rebalanced_machines(machine, mu, var, capacity=capacity, z=z, max_failures=max_failures)
+    after = rebalanced_loads(loads, evaluation, moved, n_machines)
+    base = context | {
+        "family": method.family,
+        "parameter": method.parameter,
+        "method": method.label,
+        "fit": fit,
+        "n_tasks": int(mu.shape[0]),
+    }
+    rows = []
+    for rebalance, assignment, load in ((False, machine, loads), (True, moved.machine, after)):
+        result = overflow(load, assignment, capacity)
+        rows.append(
+            base
+            | {
+                "rebalance": rebalance,
+                "moves": int(moved.moved_tasks.size) if rebalance else 0,
+                "m_abs": result.machines_used,
+                "m": result.machines_used / int(context["m_norm"]),
+                "overflows": result.overflows,
+                "evaluations": result.evaluations,
+                "q": result.q,
+                "q_stderr": result.q_stderr,
+            }
+        )
+    return rows
 
 
 _RUN_SCHEMA: dict[str, Any] = {
