@@ -166,7 +166,9 @@ class _Task:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class InstanceOutcome:
+    """One instance's rows of the instances, results and runtimes tables."""
+
     instance_row: dict[str, Any]
     result_rows: list[dict[str, Any]]
     runtime_rows: list[dict[str, Any]]
@@ -285,7 +287,7 @@ def _best_peak_load(instance: Instance, placements: list[IntArray | None]) -> fl
     return min(peaks) if peaks else None
 
 
-def _instance_outcome(task: _Task) -> _Outcome:
+def _instance_outcome(task: _Task) -> InstanceOutcome:
     """Every algorithm on one instance (module level: picklable for a Dask client's map)."""
     inst, spec, s = task.instance, task.spec, task.settings
     results: list[dict[str, Any]] = []
@@ -340,7 +342,7 @@ def _instance_outcome(task: _Task) -> _Outcome:
         "lp_bound_solver": lp_solver,
         "milp_optimal": milp_optimal,
     }
-    return _Outcome(
+    return InstanceOutcome(
         instance_row,
         [{**ids, **r} for r in results],
         [{**ids, "n_jobs": inst.n_jobs, **r} for r in runtimes],
@@ -364,11 +366,11 @@ def _build_tasks(params: YieldParams, data_dir: Path) -> list[_Task]:
     return tasks
 
 
-def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[_Outcome]:
+def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[InstanceOutcome]:
     """``map_fn`` over the instances in a few chunks so progress moves while a cluster works."""
     total = len(tasks)
     chunk = max(1, total // 10)
-    outcomes: list[_Outcome] = []
+    outcomes: list[InstanceOutcome] = []
     progress(0, total, "instances")
     for start in range(0, total, chunk):
         outcomes += map_fn(_instance_outcome, tasks[start : start + chunk])
@@ -492,7 +494,7 @@ def _gap_table(results: pl.DataFrame, instances: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def yield_tables(outcomes: list[_Outcome]) -> dict[str, pl.DataFrame]:
+def yield_tables(outcomes: list[InstanceOutcome]) -> dict[str, pl.DataFrame]:
     """Per-instance tables and the paper's aggregates; only ``runtimes*`` hold wall-clock times."""
     instances = pl.DataFrame(
         [o.instance_row for o in outcomes], schema=_INSTANCE_SCHEMA, orient="row"
