@@ -25,13 +25,8 @@ from tracelab.analysis.admission.sim import (
     pilot_badness,
     simulate_cluster,
 )
-from tracelab.analysis.admission.stats import (
-    PolicyResult,
-    policy_result,
-    threshold_bounds,
-    threshold_midpoint,
-    threshold_value,
-)
+from tracelab.analysis.admission.stats import PolicyResult, policy_result
+from tracelab.analysis.admission.tuning import Bracket, bisect_threshold
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
@@ -71,7 +66,18 @@ class AdmissionParams:
     observations: tuple[int, ...] = option(
         (1,), "Fig. 1: prior observations per deployment (first/second moment, marginal)", minimum=0
     )
-    tuning_iterations: int = option(3, "bisection steps per policy", minimum=1, maximum=40)
+    tuning_iterations: int = option(
+        16,
+        "most bisection steps per policy (the first evaluates the top of the range)",
+        minimum=1,
+        maximum=60,
+    )
+    tuning_tolerance: float = option(
+        0.002,
+        "bisection stops when the utilization at the bracket's ends differs by at most this",
+        minimum=0.0,
+        maximum=1.0,
+    )
     lookahead_hours: tuple[float, ...] = option(
         (26280.0, 8760.0, 730.0, 168.0, 24.0), "look-ahead horizon of each sub-policy", minimum=1
     )
@@ -214,32 +220,33 @@ def _utilization(results: list[RunResult]) -> float:
 
 def _tune(
     base: ClusterConfig, params: AdmissionParams, runner: _Runner, rows: list[dict[str, Any]]
-) -> float:
-    """Largest threshold whose failure rate on the tuning seeds meets the SLA (bisection).
+) -> Bracket:
+    """The policy's tuning bracket on the tuning seeds (``tuning.py``); one row per step."""
 
-    Utilization and failure rate grow with the threshold, so the feasible thresholds form an
-    interval from the bottom of the range; the same seeds at every step keep the comparison paired.
-    """
-    lo, hi = threshold_bounds(base.policy)
-    for step in range(params.tuning_iterations):
-        mid = threshold_midpoint(base.policy, lo, hi)
-        threshold = threshold_value(base.policy, mid)
+    def evaluate(threshold: float) -> tuple[float, float]:
         res = runner.runs(replace(base, threshold=threshold), _TUNE, params.runs)
-        rate = _failure_rate(res)
-        feasible = rate <= params.sla
-        rows.append(
-            {
-                "policy": base.policy,
-                "observations": base.observations,
-                "iteration": step,
-                "threshold": threshold,
-                "failure_rate": rate,
-                "utilization": _utilization(res),
-                "feasible": feasible,
-            }
-        )
-        lo, hi = (mid, hi) if feasible else (lo, mid)
-    return lo
+        return _failure_rate(res), _utilization(res)
+
+    bracket, steps = bisect_threshold(
+        base.policy,
+        evaluate,
+        sla=params.sla,
+        max_steps=params.tuning_iterations,
+        tolerance=params.tuning_tolerance,
+    )
+    rows += [
+        {
+            "policy": base.policy,
+            "observations": base.observations,
+            "iteration": st.step,
+            "threshold": st.threshold,
+            "failure_rate": st.failure_rate,
+            "utilization": st.utilization,
+            "feasible": st.feasible,
+        }
+        for st in steps
+    ]
+    return bracket
 
 
 def _run_rows(
@@ -302,13 +309,16 @@ def admission_results(
     run_rows: list[dict[str, Any]] = []
     results: list[PolicyResult] = []
     for cfg in configs:
-        point = _tune(cfg, params, runner, tuning)
-        threshold = threshold_value(cfg.policy, point)
+        bracket = _tune(cfg, params, runner, tuning)
+        # the total assumed every bisection step: a bracket that settled early needs fewer
+        runner.total -= params.runs * (params.tuning_iterations - bracket.steps)
+        threshold = bracket.threshold_low
         verified = runner.runs(replace(cfg, threshold=threshold), _VERIFY, params.runs)
         run_rows += _run_rows(cfg.policy, cfg.observations, threshold, verified)
-        results.append(
-            policy_result(cfg.policy, cfg.observations, point, verified, params.sla, params)
+        result = policy_result(
+            cfg.policy, cfg.observations, bracket.low, verified, params.sla, params
         )
+        results.append(_with_bracket(result, bracket))
     upper = None
     if params.upper_bound:
         cfg = replace(configs[0], policy="accept-all", observations=0, threshold=1.0)
@@ -332,6 +342,17 @@ def admission_results(
     )
     write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
     return summary
+
+
+def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
+    return replace(
+        result,
+        threshold_high=bracket.threshold_high,
+        bracket_utilization_low=bracket.utilization_low,
+        bracket_utilization_high=bracket.utilization_high,
+        tuning_steps=bracket.steps,
+        tuning_settled=bracket.settled,
+    )
 
 
 def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
