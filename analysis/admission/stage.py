@@ -67,7 +67,7 @@ class AdmissionParams:
         (1,), "Fig. 1: prior observations per deployment (first/second moment, marginal)", minimum=0
     )
     tuning_iterations: int = option(
-        16,
+        12,
         "most bisection steps per policy (the first evaluates the top of the range)",
         minimum=1,
         maximum=60,
@@ -75,6 +75,13 @@ class AdmissionParams:
     tuning_tolerance: float = option(
         0.002,
         "bisection stops when the utilization at the bracket's ends differs by at most this",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    tuning_resolution: float = option(
+        1 / 256,
+        "bisection also stops when the bracket is this share of the search range (log10 T for "
+        "the second moment) or narrower",
         minimum=0.0,
         maximum=1.0,
     )
@@ -233,6 +240,7 @@ def _tune(
         sla=params.sla,
         max_steps=params.tuning_iterations,
         tolerance=params.tuning_tolerance,
+        resolution=params.tuning_resolution,
     )
     rows += [
         {

@@ -4,9 +4,12 @@ Seed 004 §5 tunes T "by binary search" to the SLA. Utilization and failure rate
 the feasible thresholds form an interval from the bottom of the search range (common random
 numbers keep the comparison between steps paired). The bisection keeps a bracket: ``low`` is the
 largest point found feasible (the tuned threshold), ``high`` the smallest found infeasible. It
-stops when the utilization on the tuning seeds at the two ends differs by at most ``tolerance``:
-any further step lands between them, so the tuned utilization could move by at most that much
-and the comparison between policies (whose gaps are far larger) is settled. A fixed number of
+stops when the utilization on the tuning seeds at the two ends differs by at most ``tolerance``
+(any further step lands between them, so the tuned utilization could move by at most that much),
+or when the bracket is narrower than ``resolution`` of the search range: a policy's utilization
+jumps where one more admitted deployment tips a run into failures, and halving the bracket
+around such a jump only locates it more precisely, without changing either end's utilization.
+Both ends' utilizations are reported, so the page shows what the remaining width could change. A fixed number of
 steps is not enough: with 3 steps over log10 T ∈ [−8, 0] the bracket is a factor 10 wide and the
 policies' order depended on where the grid fell (issue 24).
 """
@@ -59,18 +62,22 @@ def bisect_threshold(
     sla: float,
     max_steps: int,
     tolerance: float,
+    resolution: float = 0.0,
 ) -> tuple[Bracket, list[TuningStep]]:
     """Bisect ``policy``'s range with ``evaluate(threshold) -> (failure rate, utilization)``.
 
     The first step evaluates the top of the range (feasible there: nothing to tune); each later
     step the midpoint of the bracket. Stops when both ends are evaluated and their utilizations
-    differ by at most ``tolerance``, or after ``max_steps`` evaluations.
+    differ by at most ``tolerance``, when the bracket is at most ``resolution`` × the range wide,
+    or after ``max_steps`` evaluations.
     """
     lo, hi = threshold_bounds(policy)
+    width = resolution * (hi - lo)
     util_lo: float | None = None
     util_hi: float | None = None
     steps: list[TuningStep] = []
     point = hi
+    settled = False
     while len(steps) < max_steps:
         rate, util = evaluate(threshold_value(policy, point))
         feasible = rate <= sla
@@ -81,10 +88,10 @@ def bisect_threshold(
             lo, util_lo = point, util
         else:
             hi, util_hi = point, util
-        if lo == hi or _narrow(util_lo, util_hi, tolerance):
+        settled = lo == hi or hi - lo <= width or _narrow(util_lo, util_hi, tolerance)
+        if settled:
             break
         point = threshold_midpoint(policy, lo, hi)
-    settled = lo == hi or _narrow(util_lo, util_hi, tolerance)
     bracket = Bracket(
         low=lo,
         high=hi,

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.packing.core import (
@@ -97,7 +98,7 @@ class PackingParams:
     )
     seed: int = option(0, "seed of the task draws and realizations", minimum=0)
     instances: int = option(4, "instances (paper: 50)", minimum=1, maximum=10_000)
-    tasks: int = option(250, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
+    tasks: int = option(1000, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
     realizations: int = option(
         1000, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
     )
@@ -463,6 +464,8 @@ class PackingSummary:
     #: GPA 0.001 q̄ per capacity, with rebalancing (Fig. 11a)
     capacity_gpa_q: dict[str, float]
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: options where this run's grid differs from seed 000 §5's (run and paper values)
+    reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """``summary.json``: these fields, the grid it ran and the paper's headline numbers."""
@@ -548,6 +551,7 @@ def packing_summary(
             zip(map(_key, cap["capacity"]), cap["q_mean"].cast(pl.Float64), strict=True)
         ),
         parameters=dataclasses.asdict(params),
+        reduced=reduced_options(params, PAPER_PACKING_PARAMS),
     )
 
 

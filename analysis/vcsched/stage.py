@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.vcsched.algorithms import (
@@ -77,7 +78,7 @@ class YieldParams:
         1, "instances per large problem spec (paper: 100)", minimum=0, maximum=10_000
     )
     slacks: tuple[float, ...] = option(
-        (0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
+        (0.1, 0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
     )
     cvs: tuple[float, ...] = option(
         (0.25, 0.75), "coefficients of variation of CPU and memory", minimum=0.0, maximum=10.0
@@ -87,6 +88,12 @@ class YieldParams:
     )
     trace_instances: int = option(
         2, "trace instances per (tasks, slack)", minimum=0, maximum=10_000
+    )
+    trace_cpu_load: float = option(
+        2.0,
+        "trace instances: CPU needs scaled so that they sum to this many hosts (0: as requested)",
+        minimum=0.0,
+        maximum=100.0,
     )
     milp_max_jobs: int = option(
         10, "MILP only on instances with at most this many jobs", minimum=0, maximum=1000
@@ -142,6 +149,10 @@ class YieldSummary:
     milp_over_greedy_pct: dict[str, float] = field(default_factory=dict)
     #: mean MCB8 run time on 500-job instances, milliseconds (NaN without such instances)
     mcb8_ms_500: float = float("nan")
+    #: options where this run's grid differs from seed 001 §4.1's (run and paper values)
+    reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: mean Σc_j / hosts of the trace instances (the CPU load the yields are measured at)
+    trace_mean_cpu_load: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -361,7 +372,7 @@ def _build_tasks(params: YieldParams, data_dir: Path) -> list[_Task]:
             instance = paper_instance(spec)
         else:
             assert jobs is not None
-            instance = trace_instance(spec, jobs)
+            instance = trace_instance(spec, jobs, params.trace_cpu_load)
         tasks.append(_Task(spec, instance, settings))
     return tasks
 
@@ -389,9 +400,20 @@ def yield_results(
     """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary."""
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
-    summary = yield_summary(tables, params.sources)
+    summary = replace(
+        yield_summary(tables, params.sources),
+        reduced=reduced_options(params, PAPER_YIELD_PARAMS),
+        trace_mean_cpu_load=_mean_cpu_load(tables["instances"], "trace"),
+    )
     write_stage_outputs(out_dir, tables, summary.to_dict())
     return summary
+
+
+def _mean_cpu_load(instances: pl.DataFrame, source: str) -> float:
+    mine = instances.filter(pl.col("source") == source)
+    if not mine.height:
+        return float("nan")
+    return float((mine["total_cpu_need"] / mine["n_hosts"]).mean())  # type: ignore[arg-type]
 
 
 _INSTANCE_SCHEMA = {

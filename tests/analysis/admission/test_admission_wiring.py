@@ -24,7 +24,7 @@ from tracelab.analysis.admission.stage import (
     _with_gains,
     admission_results,
 )
-from tracelab.analysis.admission.stats import policy_result
+from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
 
 
@@ -72,6 +72,21 @@ def test_bisection_stops_when_the_next_step_cannot_change_the_decision() -> None
     # capped at three steps the bracket [0.5, 0.75] is still 0.25 wide: not settled
     capped, _ = bisect_threshold("zeroth", evaluate, sla=0.025, max_steps=3, tolerance=0.1)
     assert (capped.low, capped.high, capped.settled) == (0.5, 0.75, False)
+
+
+def test_bisection_stops_when_the_bracket_only_locates_a_jump() -> None:
+    # one more admitted deployment tips the runs into failures at T = 0.3: utilization jumps
+    # from 0.3 to 0.9 there, so the utilization rule alone would never stop. Resolution 1/8 of
+    # [0, 1]: points 1, 0.5 (infeasible), 0.25 (feasible), 0.375 (infeasible): width 0.125
+    def evaluate(t: float) -> tuple[float, float]:
+        return (0.0, 0.3) if t <= 0.3 else (1.0, 0.9)
+
+    bracket, steps = bisect_threshold(
+        "zeroth", evaluate, sla=0.0, max_steps=20, tolerance=0.01, resolution=1 / 8
+    )
+    assert [s.point for s in steps] == [1.0, 0.5, 0.25, 0.375]
+    assert (bracket.low, bracket.high, bracket.settled) == (0.25, 0.375, True)
+    assert (bracket.utilization_low, bracket.utilization_high) == (0.3, 0.9)
 
 
 def test_bisection_of_the_second_moment_is_on_log10_t() -> None:
@@ -171,6 +186,10 @@ def test_mean_deployments_counts_live_deployments_over_time() -> None:
     assert abs(res.mean_deployments - res.arrivals / 2) < 4 * math.sqrt(res.arrivals / 12)
 
 
+def _point(policy: str, threshold: float) -> float:
+    return math.log10(threshold) if policy.startswith("second") else threshold
+
+
 def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
     write_params(tmp_path)
     params = AdmissionParams(
@@ -201,9 +220,18 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
         assert result.bracket_utilization_high == pytest.approx(
             infeasible.sort("threshold")["utilization"][0]
         )
+        # settled: the ends' utilizations within the tolerance, or the bracket at the resolution
         if result.tuning_settled and feasible.height:
             gap = result.bracket_utilization_high - result.bracket_utilization_low  # type: ignore[operator]
-            assert gap <= params.tuning_tolerance
+            lo, hi = threshold_bounds(result.policy)
+            width = abs(
+                _point(result.policy, result.threshold_high)
+                - _point(result.policy, result.threshold)
+            )  # type: ignore[arg-type]
+            assert (
+                gap <= params.tuning_tolerance
+                or width <= params.tuning_resolution * (hi - lo) + 1e-12
+            )
         verified = runs.filter(pl.col("policy") == result.policy)
         # verification runs at the tuned (feasible) end, not at the bracket's top
         assert verified["threshold"].to_list() == pytest.approx([result.threshold] * params.runs)

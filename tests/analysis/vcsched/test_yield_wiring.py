@@ -14,10 +14,12 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.vcsched.algorithms import Instance
-from tracelab.analysis.vcsched.instances import InstanceSpec
+from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
 from tracelab.analysis.vcsched.stage import (
     ALGORITHMS,
+    PAPER_YIELD_PARAMS,
     InstanceOutcome,
     YieldParams,
     _instance_outcome,
@@ -187,3 +189,23 @@ def test_one_instance_rows_by_hand() -> None:
     assert not any(r["solved"] for r in out.result_rows)
     assert all(r["min_yield"] is None for r in out.result_rows)
     assert math.isnan(out.instance_row["lp_bound"])
+
+
+def test_trace_instances_are_scaled_to_the_cpu_load() -> None:
+    jobs = TraceJobs(np.array([0.1, 0.2, 0.1, 0.2]), np.full(4, 0.25), 1.0, 1.0)
+    spec = InstanceSpec(0, "trace", "small", 0, 4, 0.0, math.nan, math.nan, 0, seed=5)
+    # memory 4 · 0.25 = 1 host at slack 0; Σc = 0.6 scaled to 2 hosts' worth: × 10/3
+    loaded = trace_instance(spec, jobs, 2.0)
+    assert loaded.n_hosts == 1
+    assert sorted(loaded.cpu_need) == pytest.approx([1 / 3, 1 / 3, 2 / 3, 2 / 3])
+    assert sorted(trace_instance(spec, jobs).cpu_need) == pytest.approx([0.1, 0.1, 0.2, 0.2])
+    # at 3 hosts' worth the 0.2 tasks would need 1.0 and the 0.1 tasks 0.5: capped at one host
+    assert sorted(trace_instance(spec, jobs, 3.0).cpu_need) == pytest.approx([0.5, 0.5, 1, 1])
+
+
+def test_summary_states_what_the_grid_reduces() -> None:
+    reduced = reduced_options(YieldParams(), PAPER_YIELD_PARAMS)
+    assert reduced["large_instances"] == {"run": 1, "paper": 100}
+    assert reduced["slacks"]["paper"] == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    assert 0.1 in YieldParams().slacks
+    assert "trace_cpu_load" not in reduced
