@@ -194,6 +194,7 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
     write_params(tmp_path)
     params = AdmissionParams(
         cores=40,
+        arrival_rate=0.0,  # the exported deployment_arrival_rate
         horizon_hours=150.0,
         runs=3,
         sla=0.02,
