@@ -70,13 +70,14 @@ bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-plac
 ## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the
 ## code under tracelab/ (the installed names); [tool.mutmut] in pyproject.toml says what it mutates.
+## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants.
 MUTATION_DIR := build/mutation
 mutation: $(LINKED)
 	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
 	touch $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
-	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2; \
+	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(MUTANTS); \
 	  $(CURDIR)/$(BIN)/mutmut results --all true > results.txt; \
 	  grep -c ': killed' results.txt; grep -v ': killed' results.txt
 
