@@ -11,7 +11,7 @@ Run by hand (never in tests)::
 The priors are always those of a params export (default ``DATA/exports/params.json``, DATA from
 ``$TRACELAB_DATA`` or ``./data``: what ``tracelab run`` wrote), never numbers written here.
 
-Part 1 simulates the second-moment policy (seed 004 §5.2 sub-policies, ``--steps`` per horizon,
+Part 1 simulates the second-moment policy (Cluster Admission §5.2 sub-policies, ``--steps`` per horizon,
 600 in the paper) twice on the same seeds: with the moment sums kept incrementally and with every
 deployment's moments recomputed at each arrival. Both must make the same decisions; the CPU-time
 ratio is ``naive_ratio``. Part 2 (not with ``--quick``) runs ``admission_results`` at the issue's

@@ -36,6 +36,7 @@ from typing import Any
 import jinja2
 
 from tracelab.analysis.common.atomic import atomic_write_text
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
@@ -323,8 +324,8 @@ def build_site(
     status = "unchanged" if shown.reused else "ok"
     report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
     params_file = ""
-    if (data_dir / "exports" / "params.json").is_file():
-        shutil.copyfile(data_dir / "exports" / "params.json", tmp_dir / "params.json")
+    if PARAMS_EXPORT.path(data_dir).is_file():
+        shutil.copyfile(PARAMS_EXPORT.path(data_dir), tmp_dir / "params.json")
         params_file = "params.json"
     all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
     run = _run_info(

@@ -1,6 +1,6 @@
 """Tuning a policy's threshold: bisection until the next step cannot change the decision.
 
-Seed 004 §5 tunes T "by binary search" to the SLA. Utilization and failure rate grow with T, so
+The Cluster Admission paper (§5) tunes T "by binary search" to the SLA. Utilization and failure rate grow with T, so
 the feasible thresholds form an interval from the bottom of the search range (common random
 numbers keep the comparison between steps paired). The bisection keeps a bracket: ``low`` is the
 largest point found feasible (the tuned threshold), ``high`` the smallest found infeasible. It

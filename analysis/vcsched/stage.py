@@ -1,4 +1,4 @@
-"""The ``yield`` stage: VCSched (seed 001 §2–4) on the paper's instances and on the trace's tasks.
+"""The ``yield`` stage: VCSched (Virtual Clusters §2–4) on the paper's instances and on the trace's tasks.
 
 Builds the instance grid (the §4.1 generator and, from the google-2011 lake, tasks drawn with
 their CPU and memory requests), runs every algorithm on every instance through ``map_fn``, and
@@ -116,7 +116,7 @@ class YieldParams:
     seed: int = option(0, "seed of the instance grid and of the rounding", minimum=0)
 
 
-#: seed 001 §4.1's full grid: 1,440 small and 10,800 large instances, all algorithms
+#: Virtual Clusters §4.1's full grid: 1,440 small and 10,800 large instances, all algorithms
 PAPER_YIELD_PARAMS = YieldParams(
     sources=("paper",),
     small_instances=10,
@@ -149,7 +149,7 @@ class YieldSummary:
     milp_over_greedy_pct: dict[str, float] = field(default_factory=dict)
     #: mean MCB8 run time on 500-job instances, milliseconds (NaN without such instances)
     mcb8_ms_500: float = float("nan")
-    #: options where this run's grid differs from seed 001 §4.1's (run and paper values)
+    #: options where this run's grid differs from the Virtual Clusters paper's §4.1 (run and paper values)
     reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: mean Σc_j / hosts of the trace instances (the CPU load the yields are measured at)
     trace_mean_cpu_load: float = float("nan")

@@ -164,7 +164,7 @@ CONSTANT = np.repeat(np.array([[0.875], [0.5], [0.375], [0.125], [0.25]]), R, ax
 
 
 def test_rebalancing_uses_the_papers_failure_bound() -> None:
-    assert PackingParams().max_failures == 5  # seed 000 §4
+    assert PackingParams().max_failures == 5  # the SLO-aware Colocation paper, §4
     runs = evaluated_runs(0, "methods", METHODS_ONLY, CONSTANT, CONSTANT)
     for fit in ("first", "best"):
         on = _rows(runs, rebalance=True, fit=fit).filter(pl.col("method") == "av 1")
