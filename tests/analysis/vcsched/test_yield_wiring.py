@@ -186,8 +186,9 @@ def test_one_instance_rows_by_hand() -> None:
     assert {r["algorithm"] for r in out.runtime_rows} == set(ALGORITHMS) - {"LP"}
     # memory 0.75 + 0.75 cannot share the one host: every algorithm fails, the LP is infeasible
     out = _run_one([0.5, 0.5], [0.75, 0.75], 1)
+    assert [r["algorithm"] for r in out.result_rows] == list(ALGORITHMS)
     assert not any(r["solved"] for r in out.result_rows)
-    assert all(r["min_yield"] is None for r in out.result_rows)
+    assert all(r["min_yield"] is None and r["avg_yield"] is None for r in out.result_rows)
     assert math.isnan(out.instance_row["lp_bound"])
 
 
