@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import (
     MapFn,
     Progress,
@@ -85,7 +86,7 @@ class YieldParams:
         1, "instances per large problem spec (paper: 100)", minimum=0, maximum=10_000
     )
     slacks: tuple[float, ...] = option(
-        (0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
+        (0.1, 0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
     )
     cvs: tuple[float, ...] = option(
         (0.25, 0.75), "coefficients of variation of CPU and memory", minimum=0.0, maximum=10.0
@@ -95,6 +96,12 @@ class YieldParams:
     )
     trace_instances: int = option(
         2, "trace instances per (tasks, slack)", minimum=0, maximum=10_000
+    )
+    trace_cpu_load: float = option(
+        2.0,
+        "trace instances: CPU needs scaled so that they sum to this many hosts (0: as requested)",
+        minimum=0.0,
+        maximum=100.0,
     )
     milp_max_jobs: int = option(
         10, "MILP only on instances with at most this many jobs", minimum=0, maximum=1000
@@ -150,6 +157,10 @@ class YieldSummary:
     milp_over_greedy_pct: dict[str, float] = field(default_factory=dict)
     #: mean MCB8 run time on 500-job instances, milliseconds (NaN without such instances)
     mcb8_ms_500: float = float("nan")
+    #: options where this run's grid differs from the Virtual Clusters paper's §4.1 (run and paper values)
+    reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: mean Σc_j / hosts of the trace instances (the CPU load the yields are measured at)
+    trace_mean_cpu_load: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -174,7 +185,9 @@ class _Task:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class InstanceOutcome:
+    """One instance's rows of the instances, results and runtimes tables."""
+
     instance_row: dict[str, Any]
     result_rows: list[dict[str, Any]]
     runtime_rows: list[dict[str, Any]]
@@ -310,7 +323,7 @@ def _best_peak_load(instance: Instance, placements: list[IntArray | None]) -> fl
     return min(peaks) if peaks else None
 
 
-def _instance_outcome(task: _Task) -> _Outcome:
+def _instance_outcome(task: _Task) -> InstanceOutcome:
     """Every algorithm on one instance (module level: picklable for a Dask client's map)."""
     inst, spec, s = task.instance, task.spec, task.settings
     results: list[dict[str, Any]] = []
@@ -365,7 +378,7 @@ def _instance_outcome(task: _Task) -> _Outcome:
         "lp_bound_solver": lp_solver,
         "milp_optimal": milp_optimal,
     }
-    return _Outcome(
+    return InstanceOutcome(
         instance_row,
         [{**ids, **r} for r in results],
         [{**ids, "n_jobs": inst.n_jobs, **r} for r in runtimes],
@@ -384,16 +397,16 @@ def _build_tasks(params: YieldParams, data_dir: Path) -> list[_Task]:
             instance = paper_instance(spec)
         else:
             assert jobs is not None
-            instance = trace_instance(spec, jobs)
+            instance = trace_instance(spec, jobs, params.trace_cpu_load)
         tasks.append(_Task(spec, instance, settings))
     return tasks
 
 
-def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[_Outcome]:
+def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[InstanceOutcome]:
     """``map_fn`` over the instances in a few chunks so progress moves while a cluster works."""
     total = len(tasks)
     chunk = max(1, total // 10)
-    outcomes: list[_Outcome] = []
+    outcomes: list[InstanceOutcome] = []
     progress(0, total, "instances")
     for start in range(0, total, chunk):
         outcomes += map_fn(_instance_outcome, tasks[start : start + chunk])
@@ -412,10 +425,21 @@ def yield_results(
     """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary."""
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
-    summary = yield_summary(tables, params.sources)
+    summary = replace(
+        yield_summary(tables, params.sources),
+        reduced=reduced_options(params, PAPER_YIELD_PARAMS),
+        trace_mean_cpu_load=_mean_cpu_load(tables["instances"], "trace"),
+    )
     parameters = {**option_values(params), **yield_grid(params)}
     write_stage_outputs(out_dir, tables, summary.to_dict() | {"parameters": parameters})
     return summary
+
+
+def _mean_cpu_load(instances: pl.DataFrame, source: str) -> float:
+    mine = instances.filter(pl.col("source") == source)
+    if not mine.height:
+        return float("nan")
+    return float((mine["total_cpu_need"] / mine["n_hosts"]).mean())  # type: ignore[arg-type]
 
 
 _INSTANCE_SCHEMA = {
@@ -518,7 +542,7 @@ def _gap_table(results: pl.DataFrame, instances: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def yield_tables(outcomes: list[_Outcome]) -> dict[str, pl.DataFrame]:
+def yield_tables(outcomes: list[InstanceOutcome]) -> dict[str, pl.DataFrame]:
     """Per-instance tables and the paper's aggregates; only ``runtimes*`` hold wall-clock times."""
     instances = pl.DataFrame(
         [o.instance_row for o in outcomes], schema=_INSTANCE_SCHEMA, orient="row"

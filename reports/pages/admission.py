@@ -93,6 +93,16 @@ class PolicyRow:
     failures: int
     sla_met: bool | None
     gain_vs_zeroth: float | None
+    #: the regime (issue 24): time-mean live deployments, accepted share of arrivals
+    mean_deployments: float = float("nan")
+    accepted_share: float = float("nan")
+    #: the tuning bracket's infeasible end (None: upper bound, or outputs without it)
+    threshold_high: float | None = None
+    tuning_settled: bool | None = None
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,8 @@ class AdmissionNumbers:
     prior: str
     records: tuple[str, ...]
     lookahead_steps: int
+    tuning_tolerance: float
+    tuning_resolution: float
     importance_sampling: bool
     #: App. D's scheme as ``ImportanceSampling.to_dict()`` wrote it (None: plain Monte Carlo)
     importance: dict[str, Any] | None
@@ -133,7 +145,11 @@ def _row(d: dict[str, Any]) -> PolicyRow:
         scaleouts=int(d["scaleouts"]),
         failures=int(d["failures"]),
         sla_met=None if d["sla_met"] is None else bool(d["sla_met"]),
-        gain_vs_zeroth=None if d["gain_vs_zeroth"] is None else float(d["gain_vs_zeroth"]),
+        gain_vs_zeroth=_opt_float(d["gain_vs_zeroth"]),
+        mean_deployments=float(d.get("mean_deployments", float("nan"))),
+        accepted_share=float(d.get("accepted_share", float("nan"))),
+        threshold_high=_opt_float(d.get("threshold_high")),
+        tuning_settled=None if d.get("tuning_settled") is None else bool(d["tuning_settled"]),
     )
 
 
@@ -159,6 +175,8 @@ def admission_numbers(stage_dir: Path) -> AdmissionNumbers:
         prior=str(summary["prior"]),
         records=tuple(summary["records"]),
         lookahead_steps=int(summary.get("parameters", {}).get("lookahead_steps", 0)),
+        tuning_tolerance=float(summary["params"].get("tuning_tolerance", float("nan"))),
+        tuning_resolution=float(summary["params"].get("tuning_resolution", float("nan"))),
         importance_sampling=bool(summary["importance_sampling"]),
         importance=summary.get("importance"),
         summary=summary,
@@ -195,20 +213,56 @@ def _table2(n: AdmissionNumbers) -> HtmlTable:
     rows = [*n.table2, *([n.upper_bound] if n.upper_bound else [])]
     return HtmlTable(
         "Tuned policies, verified on fresh seeds (Table 2); utilization: mean [BCa 95% CI] over "
-        "runs; failure rate: failed / all scale-outs [95% CI]",
-        ("policy", "threshold T", "utilization", "failure rate", "SLA met", "gain"),
+        "runs; failure rate: failed / all scale-outs [95% CI]; deployments: time-mean held",
+        (
+            "policy",
+            "threshold T",
+            "utilization",
+            "failure rate",
+            "SLA met",
+            "gain",
+            "deployments (time-mean)",
+            "accepted",
+        ),
         tuple(
             (
                 "no-SLA upper bound" if r.policy == "accept-all" else r.policy,
-                "–" if r.policy == "accept-all" else f"{fmt(r.threshold)} ({r.threshold_unit})",
+                _threshold_cell(r),
                 fmt_ci(r.utilization, r.ci_low, r.ci_high),
                 failure_text(r, n.importance_sampling),
                 "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
                 _pct(r.gain_vs_zeroth),
+                f"{r.mean_deployments:,.1f}",
+                _pct(r.accepted_share),
             )
             for r in rows
         ),
         highlight_rows=tuple(i for i, r in enumerate(rows) if r.sla_met is False),
+    )
+
+
+def _threshold_cell(r: PolicyRow) -> str:
+    """T with the bisection bracket's infeasible end (T is the largest feasible point found)."""
+    if r.policy == "accept-all":
+        return "–"
+    bracket = "" if r.threshold_high is None else f" (< {r.threshold_high:.4g} infeasible)"
+    return f"{r.threshold:.4g}{bracket} ({r.threshold_unit})"
+
+
+def _regime(n: AdmissionNumbers) -> tuple[str | Number, ...]:
+    """The regime the tuned policies ran in: how many deployments they pool (issue 24)."""
+    deps = [r.mean_deployments for r in n.table2]
+    shares = [r.accepted_share for r in n.table2]
+    return (
+        " Regime: the tuned policies hold ",
+        Number("min_mean_deployments", min(deps), ",.0f"),
+        "–",
+        Number("max_mean_deployments", max(deps), ",.0f", "deployments"),
+        " at a time (time-mean over the verification runs, from an empty cluster) and accept ",
+        Number("min_accepted_share", min(shares), ".1%"),
+        "–",
+        Number("max_accepted_share", max(shares), ".1%"),
+        " of arriving deployments.",
     )
 
 
@@ -404,6 +458,7 @@ def _setup_section(n: AdmissionNumbers) -> Section:
             f"(params records {', '.join(n.records)}). Importance sampling: "
             f"{'yes (App. D, below)' if n.importance_sampling else 'no (plain Monte Carlo)'}. "
             + differences_text(differences(recorded, PAPER_CONFIGURATION), "§5.2"),
+            *(_regime(n) if n.table2 else ()),
         ),
         paper=PAPER_SETUP,
     )
@@ -509,13 +564,21 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
         sections.append(_importance_section(n.importance))
     if n.figure1:
         sections.append(_figure1_section(ctx, n))
+    tuned = list({(r.policy, r.observations): r for r in (*n.table2, *n.figure1)}.values())
     sections.append(
         Section(
             title="Tuning by bisection",
             this_run=(
                 "Failure rate on the tuning seeds at each bisection step (",
                 Number("tuning_steps", float(n.tuning.height), ".0f"),
-                " steps in all); verification uses other seeds." + _bisection_text(n),
+                " steps in all); verification uses other seeds. Bisection stops when the "
+                "utilization at the bracket's two ends differs by at most ",
+                Number("tuning_tolerance", n.tuning_tolerance, ".3g"),
+                " or the bracket is at most ",
+                Number("tuning_resolution", n.tuning_resolution, ".3g"),
+                " of the search range; ",
+                Number("tuning_settled", float(sum(bool(r.tuning_settled) for r in tuned)), ".0f"),
+                f" of {len(tuned)} tuned policies settled before the step limit.",
             ),
             paper="“On the cluster admission problem” §5.2 tunes T per policy by binary search to meet the SLA.",
             figures=tuple(_tuning_figure(ctx, n)),

@@ -21,6 +21,7 @@ from tracelab.reports.pages.admission import (
 
 PARAMS = AdmissionParams(
     cores=40,
+    arrival_rate=0.0,  # the exported deployment_arrival_rate
     horizon_hours=72.0,
     runs=3,
     policies=("zeroth", "first"),
@@ -71,6 +72,17 @@ def test_sections_state_the_setup_and_write_figures(data_dir: Path, tmp_path: Pa
     assert numbers["sla_met"] == summary_met
     setup_text = "".join(f for f in sections[0].this_run if isinstance(f, str))
     assert "core_lifetime_rate_prior_marginal" in setup_text
+    # the regime line: the Table 2 policies' range of time-mean deployments and accepted shares
+    policies = pl.read_parquet(
+        data_dir / "results" / "azure-2017" / "admission" / "policies.parquet"
+    )
+    table2 = policies.filter(pl.col("observations") == 0)
+    assert numbers["min_mean_deployments"] == table2["mean_deployments"].min()
+    assert numbers["max_mean_deployments"] == table2["mean_deployments"].max()
+    assert numbers["max_accepted_share"] == table2["accepted_share"].max()
+    assert numbers["tuning_tolerance"] == PARAMS.tuning_tolerance
+    settled = policies["tuning_settled"].fill_null(False).sum()
+    assert numbers["tuning_settled"] == settled
     for s in sections:
         for fig in s.figures:
             assert (tmp_path / fig.file).is_file()
