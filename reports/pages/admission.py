@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -175,8 +175,8 @@ def admission_numbers(stage_dir: Path) -> AdmissionNumbers:
         prior=str(summary["prior"]),
         records=tuple(summary["records"]),
         lookahead_steps=int(summary.get("parameters", {}).get("lookahead_steps", 0)),
-        tuning_tolerance=float(summary["params"].get("tuning_tolerance", float("nan"))),
-        tuning_resolution=float(summary["params"].get("tuning_resolution", float("nan"))),
+        tuning_tolerance=float(_recorded(summary).get("tuning_tolerance", float("nan"))),
+        tuning_resolution=float(_recorded(summary).get("tuning_resolution", float("nan"))),
         importance_sampling=bool(summary["importance_sampling"]),
         importance=summary.get("importance"),
         summary=summary,
@@ -586,3 +586,9 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
     )
     sections.append(parameters_section(n.summary, STAGE, "admit"))
     return sections
+
+
+def _recorded(summary: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The stage's recorded options (``parameters``; summaries before the record: ``params``)."""
+    block = summary.get("parameters", summary.get("params", {}))
+    return block if isinstance(block, Mapping) else {}
