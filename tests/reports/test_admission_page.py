@@ -7,8 +7,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 from admission_helpers import write_params
+from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
 from tracelab.reports.pages.admission import (
@@ -137,25 +139,14 @@ def test_zero_failures_are_an_upper_bound_with_the_count() -> None:
 def test_the_stage_run_through_the_registry_records_its_parameters_and_the_page_shows_them(
     prefect_harness: None, tmp_path: Path
 ) -> None:
-    from tracelab.analysis.common.stage_api import option_values
-    from tracelab.analysis.common.stage_outputs import json_ready, read_summary
-    from tracelab.flows.registry import STAGES
-    from tracelab.flows.settings import Settings
-
     write_params(tmp_path)
-    next(s for s in STAGES if s.name == "admission").runner()(
-        Settings(data_dir=tmp_path), "azure-2017", PARAMS
-    )
-    stage = tmp_path / "results" / "azure-2017" / "admission"
-    summary = read_summary(stage)
-    recorded = summary["parameters"]
-    options = json_ready(option_values(PARAMS))
-    # every registry option with the value it ran with, defaults included ...
-    assert {k: recorded[k] for k in options} == options
-    assert recorded["arrival_rate"] == 0.0  # the option: 0 = the exported rate ...
-    # ... and what the stage derived: the rate it used (write_params: 2.0/h) and the records
-    assert set(recorded) - set(options) == {"arrival_rate_per_hour", "records"}
+    stage = run_through_registry("admission", tmp_path, "azure-2017", PARAMS)
+    # every registry option with the value it ran with, defaults included, and what the stage
+    # derived: the rate it used (write_params: 2.0/h) and the records it read
+    recorded = recorded_parameters(stage, PARAMS, {"arrival_rate_per_hour", "records"})
+    assert recorded["arrival_rate"] == 0.0  # the option: 0 = the exported rate
     assert recorded["arrival_rate_per_hour"] == 2.0
+    options = option_values(PARAMS)
     # no result among them (``upper_bound`` is also the option that asks for the bound's run)
     assert not set(recorded) & {"results", "importance", "utilization", "failure_rate", "scaleouts"}
     assert recorded["upper_bound"] is True

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from stage_checks import recorded_parameters, run_through_registry
 
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PackingParams, packing_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
@@ -129,25 +131,16 @@ def test_missing_results_raise_inputs_missing(tmp_path: Path) -> None:
 def test_the_stage_run_through_the_registry_states_conditions_bounds_and_differences(
     prefect_harness: None, tmp_path: Path
 ) -> None:
-    from tracelab.analysis.common.stage_api import option_values
-    from tracelab.analysis.common.stage_outputs import json_ready, read_summary
-    from tracelab.flows.registry import STAGES
-    from tracelab.flows.settings import Settings
-
     data = tmp_path / "data"
     _write_trace(data)
     params = PackingParams(
         instances=3, tasks=20, realizations=100, cantelli=(1.0, 4.4), capacity_experiment=False,
         clairvoyance_experiment=False, statistics_experiment=False,
     )  # fmt: skip
-    next(s for s in STAGES if s.name == "packing").runner()(
-        Settings(data_dir=data), "google-2011", params
-    )
-    folder = data / "results" / "google-2011" / "packing"
-    summary = read_summary(folder)
-    recorded = summary["parameters"]
-    options = json_ready(option_values(params))
-    assert recorded == options  # packing derives nothing: its record is exactly its options
+    folder = run_through_registry("packing", data, "google-2011", params)
+    # packing derives nothing: its record is exactly its options
+    recorded = recorded_parameters(folder, params, set())
+    options = option_values(params)
     assert not set(recorded) & {"gpa_q", "cantelli_q", "rebalancing_q_decrease", "population"}
     ctx = PageContext(data, tmp_path / "site", "google-2011")
     sections = packing_sections(ctx)

@@ -8,7 +8,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from stage_checks import recorded_parameters, run_through_registry
 
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import YieldParams, yield_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
@@ -109,25 +111,15 @@ def _gap_by_hand(results: pl.DataFrame, ids: list[int]) -> float:
 def test_the_stage_run_through_the_registry_records_its_grid_and_the_page_states_it(
     prefect_harness: None, tmp_path: Path
 ) -> None:
-    from tracelab.analysis.common.stage_api import option_values
-    from tracelab.analysis.common.stage_outputs import json_ready, read_summary
-    from tracelab.flows.registry import STAGES
-    from tracelab.flows.settings import Settings
-
     params = YieldParams(
         sources=("paper",), small_jobs=(5, 7), slacks=(0.3,), cvs=(0.75,), large_hosts=8,
         large_jobs=(40,), milp_max_jobs=5, rounding_max_jobs=5, backtrack_limit=1000,
     )  # fmt: skip
-    next(s for s in STAGES if s.name == "yield").runner()(
-        Settings(data_dir=tmp_path), TRACE, params
-    )
-    folder = tmp_path / "results" / TRACE / "yield"
-    summary = read_summary(folder)
-    recorded = summary["parameters"]
-    options = json_ready(option_values(params))
-    assert {k: recorded[k] for k in options} == options
+    folder = run_through_registry("yield", tmp_path, TRACE, params)
     # the grid the stage derived: 2 small specs x 1 slack x 1 cv pair x 1 instance, 1 large
-    assert set(recorded) - set(options) == {"grid_instances", "milp_jobs", "rounding_jobs"}
+    grid = {"grid_instances", "milp_jobs", "rounding_jobs"}
+    recorded = recorded_parameters(folder, params, grid)
+    options = option_values(params)
     assert recorded["grid_instances"] == {"paper large": 1, "paper small": 2}
     assert recorded["milp_jobs"] == [5]  # 7 jobs > --milp-max-jobs 5
     # results never appear as parameters (before: lp_over_milp_pct, best_mcb were listed)
