@@ -90,7 +90,7 @@ def test_sections_of_a_tiny_run(tmp_path: Path) -> None:
 
 
 def test_trace_section(tmp_path: Path) -> None:
-    from test_yield_stage import write_lake
+    from vcsched_helpers import write_lake
 
     write_lake(tmp_path)
     params = YieldParams(
