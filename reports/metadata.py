@@ -164,21 +164,12 @@ def stage_parameters(results_dir: Path) -> tuple[Parameter, ...]:
         block = doc.get("parameters")
         if isinstance(block, dict):
             out.extend(
+                # every entry of the record (long ones shortened): a parameter left out of the
+                # list would read as not set
                 Parameter(source, str(k), _short(v))
                 for k, v in sorted(block.items())
-                if _is_scalarish(v)
             )
     return tuple(out)
-
-
-def _is_scalarish(value: Any) -> bool:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return True
-    return (
-        isinstance(value, list)
-        and len(value) <= 12
-        and all(isinstance(v, int | float | str) for v in value)
-    )
 
 
 def _short(value: Any) -> str:

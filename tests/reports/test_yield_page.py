@@ -149,7 +149,7 @@ def test_the_stage_run_through_the_registry_records_its_grid_and_the_page_states
 
 
 def test_trace_section(tmp_path: Path) -> None:
-    from test_yield_stage import write_lake
+    from vcsched_helpers import write_lake
 
     write_lake(tmp_path)
     params = YieldParams(
