@@ -29,10 +29,10 @@ from tracelab.analysis.common.fingerprints import (
     write_stage_state,
 )
 from tracelab.analysis.lake.catalog import write_catalog
-from tracelab.analysis.lake.ingest import raw_files_present
+from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
-from tracelab.flows.ingest import ingest_trace
+from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import (
     ALL,
@@ -156,6 +156,13 @@ def _raw_timings(
     """Generate the default sample when needed, then ingest ``trace``."""
     raw = raw_dir or settings.raw_dir / trace
     timings: list[StageTiming] = []
+    manifest = read_manifest(settings.lake_dir / trace)
+    if raw_dir is None and not has_raw_files(raw) and manifest.height:
+        # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
+        # generated sample is put beside real rows
+        note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"
+        print(f"[ingest] {trace} unchanged: {note}", flush=True)
+        return [StageTiming("ingest", trace, "unchanged", 0.0, note)]
     if raw_dir is None and not has_raw_files(raw):
         print(f"no raw data in {raw}: generating the default {scale} sample", flush=True)
         timings.append(
@@ -300,17 +307,39 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
             "the latest run (default: reuse them and record this run with links to them)"
         ),
     )
+    add_replace_argument(parser)
     add_scaleout_arguments(parser)
+
+
+def require_ingestible(trace: str, raw: Path) -> None:
+    """One line naming why ``raw`` holds no file of ``trace`` that ingest reads, if so."""
+    found = discover_raw_files(trace, raw)
+    if found.files:
+        return
+    left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
+    named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
+    raise TracelabError(
+        f"--raw {raw}: no {trace} file named as published (<table>/part-NNNNN-of-NNNNN.csv.gz); "
+        + (named or "check the folder")
+    )
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.raw is not None and args.trace is None:
         raise TracelabError("--raw needs --trace (which trace is in that folder?)")
+    if args.replace and args.trace is None:
+        raise TracelabError("--replace needs --trace (which trace's data should go?)")
     if args.raw is not None and not has_raw_files(args.raw):
         raise TracelabError(
             f"--raw {args.raw}: no files there; point it at the trace's published root"
         )
+    if args.raw is not None:
+        require_ingestible(args.trace, args.raw)
     traces = (args.trace,) if args.trace else TRACES
+    for trace in traces:
+        raw = args.raw or settings.raw_dir / trace
+        if args.replace or has_raw_files(raw):
+            prepare_source(settings, trace, raw, replace=args.replace)
     # ingest and derive read --workers / --dask-address from the settings
     settings = settings_with_scaleout(args, settings)
     result = pipeline_flow(

@@ -58,6 +58,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from tracelab.analysis.lake.provenance import SYNTHETIC_MARK
 from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 
 WINDOW_S = 2_592_000
@@ -151,7 +152,11 @@ def generate_azure_2017(
     columns = AZURE_2017["vmtable"].column_names
 
     bar = _progress_bar(progress, None if target_bytes else n_in_window)
-    with csv_path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+    # the gzip header names the generator, so ingest knows the file is not the published one
+    with (
+        csv_path.open("wb") as raw,
+        gzip.GzipFile(filename=SYNTHETIC_MARK, fileobj=raw, mode="wb", mtime=0) as gz,
+    ):
         done = 0
         while True:
             if target_bytes is None:
