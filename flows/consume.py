@@ -18,6 +18,7 @@ from typing import Any
 
 from prefect import flow
 
+from tracelab.analysis.common.shortfall import SHORTFALLS
 from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
@@ -100,7 +101,8 @@ def consuming_stage(
             summary = function(
                 params, settings.data_dir, out_dir, progress=PrintedProgress(name), map_fn=map_fn
             )
-        headline = headline_of(summary.to_dict())
+        doc = summary.to_dict()
+        headline = headline_of(doc)
         publish_summary(name, trace, headline, page)
         return StageResult(
             stage=name,
@@ -108,6 +110,7 @@ def consuming_stage(
             outputs=(f"results/{trace}/{name}",),
             headline=headline,
             seconds=time.perf_counter() - started,
+            shortfalls=tuple(str(s) for s in doc.get(SHORTFALLS, ())),
         )
 
     body.__name__ = f"{name}_flow"

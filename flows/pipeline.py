@@ -28,6 +28,7 @@ from tracelab.analysis.common.fingerprints import (
     read_stage_state,
     write_stage_state,
 )
+from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
@@ -46,6 +47,7 @@ from tracelab.flows.registry import (
 from tracelab.flows.report import print_summary, report_flow
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
+from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.site import SiteBuild
 
@@ -143,11 +145,24 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
         if isinstance(rc, StageResult):
             # the index shows each stage's headline numbers beside its timing
             note = "; ".join(f"{label} {value}" for label, value in rc.headline[:4])
+            if rc.shortfalls:
+                # what it could not do matters more than the timings of what it did; the
+                # whole sentences follow the run's summary table
+                parts = ", ".join(text.split(":", 1)[0] for text in rc.shortfalls)
+                note = f"not enough data for: {parts}"
     seconds = time.perf_counter() - started
     print(
         f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
     )
-    return StageTiming(name, trace, status, seconds, note)
+    shortfalls = rc.shortfalls if status == "ok" and isinstance(rc, StageResult) else ()
+    return StageTiming(name, trace, status, seconds, note, shortfalls)
+
+
+def shortfall_timing(stage: Stage, trace: str, shortfall: Shortfall, data_dir: Path) -> StageTiming:
+    """Record that ``stage`` lacks the data it needs (status ``no data``: not a failure)."""
+    record_shortfall(stage, trace, shortfall, data_dir)
+    print(f"[{stage.name}] {trace} not run: {shortfall.text}", flush=True)
+    return StageTiming(stage.name, trace, "no data", 0.0, shortfall.text, (shortfall.text,))
 
 
 def _raw_timings(
@@ -213,11 +228,15 @@ def _stage_timings(
         fingerprint = _stage_fingerprint(
             stage, trace, params, sorted(set(upstream)), settings, code
         )
+        shortfall = stage.shortfall(settings.data_dir, trace, params)
         missing = stage.missing_input(settings.data_dir, trace)
-        if missing is not None:
+        if shortfall is not None:
+            timing = shortfall_timing(stage, trace, shortfall, settings.data_dir)
+        elif missing is not None:
             timing = StageTiming(stage.name, trace, "failed", 0.0, missing)
         else:
             timing = incremental_timing(stage, trace, params, fingerprint, settings)
+            clear_shortfall_record(stage, trace, settings.data_dir)
         fingerprints[(stage.name, trace)] = fingerprint
         timings.append(timing)
         if timing.status == "failed":
@@ -359,6 +378,14 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"params export: {result.params_export.resolve()}")
     else:
         print("params export: not written in this run")
+    short = [text for t in result.timings for text in t.shortfalls]
+    if short:
+        print(
+            f"not enough data for {len(short)} stage(s) or part(s) (nothing failed; their pages "
+            "say the same):"
+        )
+        for text in short:
+            print(f"  {text}")
     failed = [t for t in result.timings if t.status == "failed"]
     for t in failed:
         print(f"tracelab run: stage {t.stage} ({t.trace}) failed: {t.note}", file=sys.stderr)

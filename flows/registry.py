@@ -66,6 +66,9 @@ class Stage:
     upstream: tuple[str, ...] = ()
     #: the paper section the stage implements (METHODS.md)
     methods: str = ""
+    #: ``module:function`` of ``needs(data_dir, trace, params) -> Shortfall | None``: what data the
+    #: stage needs beyond its input files; short of it, the stage is not run and says why
+    needs: str = ""
 
     def params_type(self) -> type[Any]:
         return _resolve(self.params)  # type: ignore[no-any-return]
@@ -78,6 +81,11 @@ class Stage:
 
     def output_paths(self, data_dir: Path, trace: str) -> tuple[Path, ...]:
         return tuple(data_dir / o.format(trace=trace) for o in self.outputs)
+
+    def shortfall(self, data_dir: Path, trace: str, params: object) -> Any:
+        """The :class:`~tracelab.analysis.common.shortfall.Shortfall` that keeps the stage from
+        running on this data, or None."""
+        return _resolve(self.needs)(data_dir, trace, params) if self.needs else None
 
     def missing_input(self, data_dir: Path, trace: str) -> str | None:
         """One line naming the first missing input and the command that makes it, or None."""
@@ -100,6 +108,8 @@ class StageResult:
     #: (label, formatted value) pairs, in reading order
     headline: tuple[tuple[str, str], ...] = ()
     seconds: float = 0.0
+    #: the parts the stage left out for lack of data (``<part>: needs …; found …``)
+    shortfalls: tuple[str, ...] = ()
 
 
 def _resolve(target: str) -> Any:
@@ -143,7 +153,6 @@ STAGES: tuple[Stage, ...] = (
             Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
             Requirement("derived/{trace}/fct_task_usage_histograms.parquet", _DERIVE_CMD),
             Requirement("derived/{trace}/fct_task_times.parquet", _DERIVE_CMD),
-            Requirement("lake/{trace}/task_usage/*.parquet", _INGEST_CMD),
         ),
         outputs=(
             "results/{trace}/inst_vs_avg",
@@ -212,6 +221,7 @@ STAGES: tuple[Stage, ...] = (
         pages=("params",),
         upstream=("analyze", "fit"),
         methods="§4",
+        needs="tracelab.analysis.lake.availability:export_needs",
     ),
     Stage(
         name="packing",
@@ -220,14 +230,12 @@ STAGES: tuple[Stage, ...] = (
         traces=(_G,),
         params="tracelab.analysis.packing.stage:PackingParams",
         run="tracelab.flows.consume:run_packing",
-        inputs=(
-            Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
-            Requirement("lake/{trace}/task_usage/*.parquet", _INGEST_CMD),
-        ),
+        inputs=(Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),),
         outputs=("results/{trace}/packing",),
         pages=("google-packing",),
         upstream=("derive", "export"),
         methods="§3.1",
+        needs="tracelab.analysis.lake.availability:packing_needs",
     ),
     Stage(
         name="yield",
@@ -236,14 +244,14 @@ STAGES: tuple[Stage, ...] = (
         traces=(_G,),
         params="tracelab.analysis.vcsched.stage:YieldParams",
         run="tracelab.flows.consume:run_yield",
-        inputs=(
-            Requirement("lake/{trace}/task_events/*.parquet", _INGEST_CMD),
-            Requirement("lake/{trace}/machine_events/*.parquet", _INGEST_CMD),
-        ),
+        # the paper's instances need no data; the trace's need task_events and machine_events
+        # (without them the stage runs the paper's only and says so)
+        inputs=(Requirement("lake/{trace}/_manifest.parquet", _INGEST_CMD),),
         outputs=("results/{trace}/yield",),
         pages=("google-yield",),
         upstream=("derive",),
         methods="§3.4",
+        needs="tracelab.analysis.lake.availability:yield_needs",
     ),
     Stage(
         name="admission",

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import typing
 from pathlib import Path
 from typing import Any
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import Shortfall, read_shortfall, write_shortfall
 from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
 from tracelab.flows.registry import ALL, STAGES, TRACES, Stage, StageResult
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
@@ -130,11 +132,40 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
         if getattr(params, "reads_own_input", False)
         else stage.missing_input(settings.data_dir, trace)
     )
+    shortfall = stage.shortfall(settings.data_dir, trace, params)
+    if shortfall is not None:
+        record_shortfall(stage, trace, shortfall, settings.data_dir)
+        print(f"tracelab {stage.command}: not run, not enough data: {shortfall.text}")
+        return 0
     if missing is not None:
         raise TracelabError(missing)
     result = stage.runner()(settings, trace, params)
+    clear_shortfall_record(stage, trace, settings.data_dir)
     print_result(result, settings.data_dir)
     return 0
+
+
+def record_shortfall(stage: Stage, trace: str, shortfall: Shortfall, data_dir: Path) -> None:
+    """Make the stage's outputs say what it lacked instead of holding results.
+
+    Results folders get only a summary naming the shortfall (what its page shows); an output
+    file (the export) is deleted, so no later stage reads what an earlier run wrote from other
+    data. A stage whose outputs are not results folders records it in ``results/<trace>/<stage>``.
+    """
+    outputs = stage.output_paths(data_dir, trace)
+    folders = [p for p in outputs if p.parent.parent == data_dir / "results"]
+    for path in outputs:
+        if path not in folders and path.is_file():
+            path.unlink()
+    for folder in folders or [data_dir / "results" / trace / stage.name]:
+        write_shortfall(folder, shortfall)
+
+
+def clear_shortfall_record(stage: Stage, trace: str, data_dir: Path) -> None:
+    """Remove a shortfall an earlier run recorded outside the stage's outputs (it ran now)."""
+    record = data_dir / "results" / trace / stage.name
+    if record not in stage.output_paths(data_dir, trace) and read_shortfall(record) is not None:
+        shutil.rmtree(record)
 
 
 def print_result(result: StageResult, data_dir: Path) -> None:

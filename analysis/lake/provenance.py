@@ -19,12 +19,15 @@ import hashlib
 import json
 import shutil
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
+
+import polars as pl
 
 from tracelab.analysis.common.atomic import atomic_write_text
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import read_json_object
+from tracelab.analysis.lake.ingest import MANIFEST_NAME
 
 Kind = Literal["real", "synthetic"]
 KINDS: tuple[Kind, ...] = ("real", "synthetic")
@@ -39,16 +42,6 @@ _FNAME_FLAG = 0x08
 _FEXTRA_FLAG = 0x04
 #: a gzip header with FNAME fits well within this (10 bytes + the name)
 _HEADER_BYTES = 512
-
-
-@dataclass(frozen=True)
-class SourceFile:
-    """One ingested file: its table, path under the raw root, kind and sha256."""
-
-    table: str
-    path: str
-    kind: str
-    sha256: str
 
 
 def gzip_member_name(head: bytes) -> str | None:
@@ -160,11 +153,7 @@ def write_ingest_note(
 
 def read_ingest_note(lake_trace_dir: Path) -> dict[str, object]:
     """The note of :func:`write_ingest_note` (empty when there is none or it is unreadable)."""
-    try:
-        doc = json.loads((lake_trace_dir / INGEST_NOTE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return doc if isinstance(doc, dict) else {}
+    return read_json_object(lake_trace_dir / INGEST_NOTE)
 
 
 def drop_trace_data(data_dir: Path, trace: str, keep_raw: Path | None) -> list[Path]:
@@ -193,3 +182,53 @@ def drop_trace_data(data_dir: Path, trace: str, keep_raw: Path | None) -> list[P
             continue
         removed.append(path)
     return removed
+
+
+def lake_source(lake_trace_dir: Path) -> dict[str, Any]:
+    """What one trace's lake holds: ``{"kind", "files": [{table, path, kind, sha256}]}``.
+
+    ``kind`` is ``real`` or ``synthetic``; ``unrecorded`` for files ingested before kinds were
+    kept (the next ingest records them); ``none`` when the lake holds no file.
+    """
+    manifest = _tolerant_manifest(lake_trace_dir)
+    kept = manifest.filter(pl.col("status").is_in(["ok", "skipped-unchanged"])).sort("path")
+    files = [
+        {"table": r["table"], "path": r["path"], "kind": r["source"], "sha256": r["sha256"]}
+        for r in kept.iter_rows(named=True)
+    ]
+    kinds = {f["kind"] or "unrecorded" for f in files}
+    kind = kinds.pop() if len(kinds) == 1 else ("none" if not kinds else "unrecorded")
+    return {"kind": kind, "files": files}
+
+
+def _tolerant_manifest(lake_trace_dir: Path) -> pl.DataFrame:
+    """The manifest's provenance columns; a column an older manifest lacks gets its default."""
+    path = lake_trace_dir / MANIFEST_NAME
+    frame = (
+        pl.read_parquet(path) if path.is_file() else pl.DataFrame({"path": []}, {"path": pl.String})
+    )
+    for name, default in (("table", "?"), ("status", "ok"), ("source", ""), ("sha256", "")):
+        if name not in frame.columns:
+            frame = frame.with_columns(pl.lit(default, dtype=pl.String).alias(name))
+    return frame.with_columns(pl.col("source", "sha256").fill_null(""))
+
+
+def data_source(data_dir: Path, traces: Iterable[str]) -> dict[str, Any]:
+    """The source of the data directory's results over ``traces``: one kind when every trace's
+    lake has the same (``mixed`` otherwise), and every input file with its trace."""
+    per_trace = {t: lake_source(data_dir / "lake" / t) for t in traces}
+    kinds = {s["kind"] for s in per_trace.values() if s["kind"] != "none"}
+    kind = kinds.pop() if len(kinds) == 1 else ("none" if not kinds else "mixed")
+    files = [{"trace": t, **f} for t, s in per_trace.items() for f in s["files"]]
+    return {"kind": kind, "files": files}
+
+
+def generated_sample(data_dir: Path, trace: str) -> dict[str, Any]:
+    """The generator's TRUTH.json for the trace's raw files (where the last ingest read), or {}."""
+    note = read_ingest_note(data_dir / "lake" / trace)
+    roots = [Path(str(note["raw_root"]))] if note.get("raw_root") else []
+    for root in [*roots, data_dir / "raw" / trace]:
+        doc = read_json_object(root / TRUTH_FILE)
+        if doc:
+            return doc
+    return {}

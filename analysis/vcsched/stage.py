@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import polars as pl
 
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.lake.availability import trace_requests_shortfall
 from tracelab.analysis.vcsched.algorithms import (
     MCB_VARIANTS,
     PAPER_BACKTRACK_LIMIT,
@@ -142,6 +143,8 @@ class YieldSummary:
     milp_over_greedy_pct: dict[str, float] = field(default_factory=dict)
     #: mean MCB8 run time on 500-job instances, milliseconds (NaN without such instances)
     mcb8_ms_500: float = float("nan")
+    #: sources left out for lack of data (``<part>: needs …; found …``)
+    shortfalls: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -384,10 +387,23 @@ def yield_results(
     progress: Progress = no_progress,
     map_fn: MapFn = serial_map,
 ) -> YieldSummary:
-    """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary."""
+    """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary.
+
+    Without task_events or machine_events rows the trace's instances are left out (the paper's
+    need no data) and the summary says what they needed and found.
+    """
+    short = (
+        trace_requests_shortfall("yield trace instances", data_dir)
+        if "trace" in params.sources
+        else None
+    )
+    if short is not None:
+        params = replace(params, sources=tuple(s for s in params.sources if s != "trace"))
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
     summary = yield_summary(tables, params.sources)
+    if short is not None:
+        summary = replace(summary, shortfalls=(short.text,))
     write_stage_outputs(out_dir, tables, summary.to_dict())
     return summary
 
