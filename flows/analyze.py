@@ -41,6 +41,7 @@ from tracelab.analysis.statistics.needs import (
     analysis_shortfall,
     clustering_shortfall,
     gamma_fit_shortfalls,
+    gamma_fits_shortfall,
 )
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
@@ -325,11 +326,7 @@ def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int
     )
     summary = {**gamma_fits.gamma_fits_summary(result), SHORTFALLS: [f.text for f in short]}
     if not result.fits:
-        whole = Shortfall(
-            "gamma_fits",
-            "one sample to fit: " + ", or ".join(dict.fromkeys(f.needs for f in short)),
-            "; ".join(dict.fromkeys(f.found for f in short)),
-        )
+        whole = gamma_fits_shortfall(short)
         return _shortfall_summary(stage_dir, whole, summary, started)
     write_stage_params(stage_dir, [f.to_parameter(trace) for f in result.fits])
     return _finish(stage_dir, gamma_fits.gamma_fits_tables(result), summary, started)

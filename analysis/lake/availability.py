@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.common.sql import load_sql
@@ -55,12 +56,12 @@ def table_rows(lake_trace_dir: Path, table: str) -> TableRows:
         for e in (note if isinstance(note, list) else [])
         if isinstance(e, dict) and str(e.get("path", "")).split("/")[0] == table
     ]
-    return TableRows(
-        rows=int(kept["rows_written"].sum()),
-        files=kept.height,
-        failed=tuple(failed),
-        ignored=tuple(ignored),
-    )
+    rows, files = int(kept["rows_written"].sum()), kept.height
+    if not files:
+        # a lake written without a manifest (by hand, or an older tool): count its files' rows
+        parts = sorted((lake_trace_dir / table).glob("*.parquet"))
+        rows, files = sum(pq.read_metadata(p).num_rows for p in parts), len(parts)
+    return TableRows(rows=rows, files=files, failed=tuple(failed), ignored=tuple(ignored))
 
 
 def table_found(lake_trace_dir: Path, table: str) -> str:

@@ -72,3 +72,13 @@ def gamma_fit_shortfalls(
             found = long_tasks_found(data_dir)
         out.append(Shortfall(f"gamma_fits {name}", _GAMMA_NEEDS.get(name, reason), found))
     return tuple(out)
+
+
+def gamma_fits_shortfall(parts: Sequence[Shortfall]) -> Shortfall:
+    """The stage's shortfall when it could fit none of its samples (``parts``: one per fit)."""
+    return Shortfall(
+        "gamma_fits",
+        "2 distinct positive values in one of its samples: the inst means or stds of long tasks "
+        f"({LONG_TASK} each), or the execution times of finished tasks",
+        "; ".join(dict.fromkeys(p.found for p in parts)),
+    )

@@ -73,10 +73,11 @@ def write_gzip_bytes(path: Path, raw: bytes) -> None:
     tmp.replace(path)
 
 
-def marked_gzip(fh: io.BufferedWriter) -> gzip.GzipFile:
-    """A gzip writer onto ``fh`` whose header names the generator (mtime 0: reproducible)."""
+def marked_gzip(fh: io.BufferedWriter, level: int = GZIP_LEVEL) -> gzip.GzipFile:
+    """A gzip writer onto ``fh`` whose header names the generator (mtime 0: reproducible), so
+    ingest tells a generated file from a published one (``analysis/lake/provenance.py``)."""
     return gzip.GzipFile(
-        filename=SYNTHETIC_MARK, mode="wb", fileobj=fh, compresslevel=GZIP_LEVEL, mtime=0
+        filename=SYNTHETIC_MARK, mode="wb", fileobj=fh, compresslevel=level, mtime=0
     )
 
 

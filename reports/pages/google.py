@@ -959,9 +959,10 @@ def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
     df = collect(lf.select(_CHANGE))
     if not any(_abs_change(df, c).size for c in _CHANGE):
         # one usage window (or none with use) gives no change to draw
+        used = collect(lf.filter((pl.col("used_cpu") > 0) | (pl.col("used_memory") > 0)))
         raise NotEnoughData(
             "Utilization change between windows: needs ≥ 2 consecutive usage windows with "
-            f"CPU or memory use; found {df.height:,} window(s) and no change between two of them"
+            f"task_usage records; found {used.height:,} window(s) with use, none next to another"
         )
     nums = utilization_change_numbers(df)
     frags: list[str | Number] = []
