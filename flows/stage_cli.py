@@ -132,13 +132,13 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
         if getattr(params, "reads_own_input", False)
         else stage.missing_input(settings.data_dir, trace)
     )
-    shortfall = stage.shortfall(settings.data_dir, trace, params)
-    if shortfall is not None:
-        record_shortfall(stage, trace, shortfall, settings.data_dir)
-        print(f"tracelab {stage.command}: not run, not enough data: {shortfall.text}")
-        return 0
     if missing is not None:
         raise TracelabError(missing)
+    shortfall = stage.shortfall(settings.data_dir, trace, params)
+    if shortfall is not None:
+        # its page says the same; asked for this stage alone, not running it is the answer
+        record_shortfall(stage, trace, shortfall, settings.data_dir)
+        raise TracelabError(f"not run, not enough data: {shortfall.text}")
     result = stage.runner()(settings, trace, params)
     clear_shortfall_record(stage, trace, settings.data_dir)
     print_result(result, settings.data_dir)

@@ -24,8 +24,8 @@ from tracelab.analysis.lake.derive import (
     table_dependencies,
     tables_needed,
 )
-from tracelab.analysis.lake.ingest_manifest import read_manifest
-from tracelab.analysis.lake.provenance import read_ingest_note
+from tracelab.analysis.lake.ingest import MANIFEST_NAME
+from tracelab.analysis.lake.provenance import manifest_view, read_ingest_note
 from tracelab.analysis.lake.schemas import trace_tables
 
 GOOGLE = "google-2011"
@@ -47,7 +47,7 @@ class TableRows:
 
 def table_rows(lake_trace_dir: Path, table: str) -> TableRows:
     """What the manifest and the last ingest's note say about ``table``."""
-    manifest = read_manifest(lake_trace_dir).filter(pl.col("table") == table)
+    manifest = manifest_view(lake_trace_dir).filter(pl.col("table") == table)
     kept = manifest.filter(pl.col("status").is_in(_KEPT))
     failed = manifest.filter(pl.col("status") == "error")["path"].to_list()
     note = read_ingest_note(lake_trace_dir).get("ignored", [])
@@ -197,8 +197,10 @@ def derived_shortfall(data_dir: Path, trace: str, table: str, what: str) -> Shor
         return None
     sources = lake_tables_behind(table, trace)
     lake = data_dir / "lake" / trace
-    # a table computed from an empty one has rows of zeros (usage with no task_usage): not data
-    empty = [t for t in sources if table_rows(lake, t).rows == 0]
+    # a table computed from an empty one has rows of zeros (usage with no task_usage): not data;
+    # without a manifest nothing is known of the lake, and only the table's own rows count
+    known = (lake / MANIFEST_NAME).is_file()
+    empty = [t for t in sources if known and table_rows(lake, t).rows == 0]
     rows = pl.scan_parquet(path).select(pl.len()).collect().item()
     if rows and not empty:
         return None

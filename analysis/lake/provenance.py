@@ -190,7 +190,7 @@ def lake_source(lake_trace_dir: Path) -> dict[str, Any]:
     ``kind`` is ``real`` or ``synthetic``; ``unrecorded`` for files ingested before kinds were
     kept (the next ingest records them); ``none`` when the lake holds no file.
     """
-    manifest = _tolerant_manifest(lake_trace_dir)
+    manifest = manifest_view(lake_trace_dir)
     kept = manifest.filter(pl.col("status").is_in(["ok", "skipped-unchanged"])).sort("path")
     files = [
         {"table": r["table"], "path": r["path"], "kind": r["source"], "sha256": r["sha256"]}
@@ -201,16 +201,33 @@ def lake_source(lake_trace_dir: Path) -> dict[str, Any]:
     return {"kind": kind, "files": files}
 
 
-def _tolerant_manifest(lake_trace_dir: Path) -> pl.DataFrame:
-    """The manifest's provenance columns; a column an older manifest lacks gets its default."""
+#: the manifest columns provenance and availability read, with the value a manifest that lacks
+#: one (an older version's, or one written by hand) is read with
+_VIEW_DEFAULTS: dict[str, tuple[str | int, pl.DataType]] = {
+    "table": ("?", pl.String()),
+    "path": ("?", pl.String()),
+    "status": ("ok", pl.String()),
+    "rows_written": (0, pl.Int64()),
+    "source": ("", pl.String()),
+    "sha256": ("", pl.String()),
+}
+
+
+def manifest_view(lake_trace_dir: Path) -> pl.DataFrame:
+    """The manifest's table, path, status, rows_written, source and sha256 columns (no rows when
+    there is no manifest); a column the manifest lacks gets its default."""
     path = lake_trace_dir / MANIFEST_NAME
-    frame = (
-        pl.read_parquet(path) if path.is_file() else pl.DataFrame({"path": []}, {"path": pl.String})
+    frame = pl.read_parquet(path) if path.is_file() else pl.DataFrame()
+    return pl.DataFrame(
+        {
+            name: (
+                frame[name].cast(dtype).fill_null(default)
+                if name in frame.columns
+                else pl.repeat(default, frame.height, dtype=dtype, eager=True)
+            )
+            for name, (default, dtype) in _VIEW_DEFAULTS.items()
+        }
     )
-    for name, default in (("table", "?"), ("status", "ok"), ("source", ""), ("sha256", "")):
-        if name not in frame.columns:
-            frame = frame.with_columns(pl.lit(default, dtype=pl.String).alias(name))
-    return frame.with_columns(pl.col("source", "sha256").fill_null(""))
 
 
 def data_source(data_dir: Path, traces: Iterable[str]) -> dict[str, Any]:

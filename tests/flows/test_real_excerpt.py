@@ -166,6 +166,22 @@ def test_no_page_shows_nan_and_short_stages_say_what_they_lacked(
     assert list((run / "google-task-times").glob("*.png"))
 
 
+@pytest.mark.slow
+def test_a_later_run_without_raw_keeps_the_real_lake_and_generates_nothing(
+    excerpt_run: tuple[Path, Command],
+) -> None:
+    """Runs after the tests above (it adds a run to the site): no --raw and no DATA/raw must not
+    put a generated sample beside the real rows."""
+    data, _ = excerpt_run
+    again = _tracelab("run", "--data", str(data), "--trace", TRACE)
+    assert again.rc == 0, again.err
+    assert not (data / "raw").exists()
+    doc = json.loads((_latest_run(data) / "run.json").read_text(encoding="utf-8"))
+    ingest = next(t for t in doc["timings"] if t["stage"] == "ingest")
+    assert ingest["status"] == "unchanged"
+    assert doc["source"]["kind"] == "real"
+
+
 def _synthetic_data_dir(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     raw = data / "raw" / TRACE
