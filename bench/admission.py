@@ -8,7 +8,7 @@ Run by hand (never in tests)::
     .venv/bin/python bench/admission.py --dask-address tcp://host:8786
     .venv/bin/python bench/admission.py --params DATA/exports/params.json
 
-Part 1 simulates the second-moment policy (seed 004 §5.2 sub-policies, ``--steps`` per horizon,
+Part 1 simulates the second-moment policy (Cluster Admission §5.2 sub-policies, ``--steps`` per horizon,
 600 in the paper) twice on the same seeds: with the moment sums kept incrementally and with every
 deployment's moments recomputed at each arrival. Both must make the same decisions; the CPU-time
 ratio is ``naive_ratio``. Part 2 (not with ``--quick``) runs ``admission_results`` at the issue's

@@ -6,7 +6,7 @@ the 29-day window), ingests it with ``tracelab ingest`` (a child process), then 
 
 * derives every google-2011 table in dependency order with the same functions the flow uses
   (:mod:`analysis.derive`, a DuckDB connection bounded by ``--memory-limit``), timing each;
-* computes the same per-task statistics (METHODS §1.8) the way published notebooks do: pandas
+* computes the same per-task statistics (docs/methods.md §1.8) the way published notebooks do: pandas
   ``read_parquet`` -> merge away failing tasks -> ``groupby().agg`` and ``groupby().quantile``;
 * checks that both agree (same tasks, every statistic within 1e-9).
 
@@ -119,7 +119,7 @@ def _derive_all(args: argparse.Namespace, lake: Path) -> tuple[list[derive.Table
 
 
 def pandas_usage_stats(lake: Path, long_task_windows: int = 24) -> pd.DataFrame:
-    """METHODS §1.8 the notebook way: whole tables in memory, merge, groupby."""
+    """docs/methods.md §1.8 the notebook way: whole tables in memory, merge, groupby."""
     usage = pd.read_parquet(lake / "task_usage", columns=[*KEYS, "cpu_rate", "sampled_cpu_usage"])
     events = pd.read_parquet(lake / "task_events", columns=[*KEYS, "event_type"])
     failing = events.loc[events["event_type"].isin([2, 3, 5, 6]), KEYS].drop_duplicates()

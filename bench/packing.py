@@ -2,7 +2,7 @@
 
 Run by hand (never in tests)::
 
-    .venv/bin/python bench/packing.py                 # seed 000 grid: 50 × 1,000 tasks, R = 10,000
+    .venv/bin/python bench/packing.py                 # Janus & Rzadca grid: 50 × 1,000 tasks, R = 10,000
     .venv/bin/python bench/packing.py --quick         # 4 instances × 500 tasks, R = 2,000
     .venv/bin/python bench/packing.py --workers 2     # the same grid on a local Dask cluster
     .venv/bin/python bench/packing.py --dask-address tcp://host:8786
@@ -10,7 +10,7 @@ Run by hand (never in tests)::
 
 Without ``--data`` it writes a synthetic task_usage lake and ``fct_task_usage_stats`` of long tasks
 shaped like the trace's (per-task mean ~ Gamma with mean 0.028 cores, so av 1 needs about 28
-machines per 1,000 tasks as in seed 000 §5.2; std ≈ 0.36·mean + 0.015 as in §3.3). It then runs
+machines per 1,000 tasks as in Janus & Rzadca §5.2; std ≈ 0.36·mean + 0.015 as in §3.3). It then runs
 ``packing_results`` on the grid and times it (``grid_s``), and times a straightforward per-task
 Python First Fit + GPA (lists, ``math.erfc``, realization-by-realization evaluation) on a subset
 (instance 0, every ρ, First Fit, no rebalancing) against the vectorised kernels on the same

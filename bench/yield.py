@@ -1,4 +1,4 @@
-"""Benchmark the yield stage: seed 001's large-problem grid with MCB8 and the greedy heuristics.
+"""Benchmark the yield stage: the Virtual Clusters paper's large-problem grid with MCB8 and the greedy heuristics.
 
 Run by hand (never in tests)::
 

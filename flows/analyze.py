@@ -1,4 +1,4 @@
-"""`tracelab analyze` (issue #4): the statistics stages of METHODS §2.1–2.5 and §2.7.
+"""`tracelab analyze` (issue #4): the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
 
 A thin Prefect flow: one task per stage, each calling the plain functions in ``analysis/`` and
 writing ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for
@@ -27,9 +27,10 @@ from tracelab.analysis.common.shortfall import (
     write_shortfall,
 )
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
-from tracelab.analysis.common.stage_params import ANALYSES, AnalyzeOptions
+from tracelab.analysis.common.stage_params import AnalyzeOptions
 from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.statistics import (
+    ANALYSES,
     clustering,
     gamma_fits,
     gaussian_sums,

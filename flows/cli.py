@@ -10,13 +10,12 @@ one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on scre
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import sys
 import traceback
 import typing
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -25,35 +24,6 @@ from typing import Protocol, cast
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.registry import STAGES, Stage
 
-#: (sub-command, module under flows/, one-line help) of the commands that are not stages
-_BEFORE: tuple[tuple[str, str, str], ...] = (
-    (
-        "generate",
-        "tracelab.flows.generate",
-        "write a seeded synthetic trace in the exact published format",
-    ),
-    (
-        "ingest",
-        "tracelab.flows.ingest",
-        "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)",
-    ),
-)
-_AFTER: tuple[tuple[str, str, str], ...] = (
-    ("report", "tracelab.flows.report", "build the static HTML report site"),
-    (
-        "run",
-        "tracelab.flows.pipeline",
-        "every stage in order (generates the default sample if no raw data)",
-    ),
-    ("serve", "tracelab.flows.serve", "serve the report site on 127.0.0.1"),
-    ("schedule", "tracelab.flows.schedule", "register and serve the nightly Prefect deployment"),
-    ("sql", "tracelab.flows.sql", "open the data as a DuckDB database, or run one query"),
-)
-
-#: sub-commands that only read the data directory, so they take no write lock
-READ_ONLY = frozenset({"serve", "schedule", "sql"})
-LOG_FILE = Path("logs") / "tracelab.log"
-
 
 class _CommandModule(Protocol):
     def configure_parser(self, parser: argparse.ArgumentParser) -> None: ...
@@ -61,9 +31,79 @@ class _CommandModule(Protocol):
     def run_command(self, args: argparse.Namespace, settings: object) -> int: ...
 
 
-def commands() -> tuple[tuple[str, str, str], ...]:
-    """Every sub-command in help order: (name, module or ``stage:<name>``, help)."""
-    stages = tuple((s.command, f"stage:{s.name}", s.help) for s in STAGES)
+# Each loader imports its command's module only when that command is configured, so
+# `tracelab --help` stays fast; the imports are plain, for readers and type checkers.
+def _generate() -> _CommandModule:
+    from tracelab.flows import generate
+
+    return cast(_CommandModule, generate)
+
+
+def _download() -> _CommandModule:
+    from tracelab.flows import download
+
+    return cast(_CommandModule, download)
+
+
+def _ingest() -> _CommandModule:
+    from tracelab.flows import ingest
+
+    return cast(_CommandModule, ingest)
+
+
+def _report() -> _CommandModule:
+    from tracelab.flows import report
+
+    return cast(_CommandModule, report)
+
+
+def _pipeline() -> _CommandModule:
+    from tracelab.flows import pipeline
+
+    return cast(_CommandModule, pipeline)
+
+
+def _serve() -> _CommandModule:
+    from tracelab.flows import serve
+
+    return cast(_CommandModule, serve)
+
+
+def _schedule() -> _CommandModule:
+    from tracelab.flows import schedule
+
+    return cast(_CommandModule, schedule)
+
+
+def _sql() -> _CommandModule:
+    from tracelab.flows import sql
+
+    return cast(_CommandModule, sql)
+
+
+_Loader = Callable[[], _CommandModule]
+#: (sub-command, its module's loader, one-line help) of the commands that are not stages
+_BEFORE: tuple[tuple[str, _Loader, str], ...] = (
+    ("generate", _generate, "write a seeded synthetic trace in the exact published format"),
+    ("download", _download, "the published trace files, resumable and checksum-verified"),
+    ("ingest", _ingest, "raw CSV(.gz) part files -> typed Parquet lake (incremental, lossless)"),
+)
+_AFTER: tuple[tuple[str, _Loader, str], ...] = (
+    ("report", _report, "build the static HTML report site"),
+    ("run", _pipeline, "every stage in order (generates the default sample if no raw data)"),
+    ("serve", _serve, "serve the report site on 127.0.0.1"),
+    ("schedule", _schedule, "register and serve the nightly Prefect deployment"),
+    ("sql", _sql, "open the data as a DuckDB database, or run one query"),
+)
+
+#: sub-commands that only read the data directory, so they take no write lock
+READ_ONLY = frozenset({"serve", "schedule", "sql"})
+LOG_FILE = Path("logs") / "tracelab.log"
+
+
+def commands() -> tuple[tuple[str, _Loader | Stage, str], ...]:
+    """Every sub-command in help order: (name, its module's loader or its stage, help)."""
+    stages = tuple((s.command, s, s.help) for s in STAGES)
     return _BEFORE + stages + _AFTER
 
 
@@ -126,14 +166,13 @@ def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentP
         if configure is not None and name not in configure:
             continue
         _common_options(p, name)
-        if target.startswith("stage:"):
+        if isinstance(target, Stage):
             from tracelab.flows.stage_cli import configure_stage_parser
 
-            stage = next(s for s in STAGES if s.name == target.removeprefix("stage:"))
-            configure_stage_parser(p, stage)
-            p.set_defaults(_stage=stage)
+            configure_stage_parser(p, target)
+            p.set_defaults(_stage=target)
         else:
-            module = cast(_CommandModule, importlib.import_module(target))
+            module = target()
             module.configure_parser(p)
             p.set_defaults(_module=module)
     return parser

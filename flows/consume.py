@@ -1,16 +1,15 @@
-"""The flows of the stages that consume the params export (METHODS §3): one generic shape.
+"""The flows of the stages that consume the params export (docs/methods.md §3): one generic shape.
 
 Each such stage is a plain function ``<stage>_results(params, data_dir, out_dir, *, progress,
 map_fn) -> Summary`` in ``analysis/``; this module wraps it in a Prefect flow named
 ``tracelab-<stage>``, hands it a progress printer and a map that runs on Dask when the settings
 ask for it (``--workers`` / ``--dask-address``), and publishes its headline numbers as a Prefect
-artifact. The registry (``flows/registry.py``) points each stage's ``run`` here.
+artifact. The registry (``flows/registry.py``) builds each such stage's ``run`` here.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -20,6 +19,7 @@ from prefect import flow
 
 from tracelab.analysis.common.shortfall import SHORTFALLS
 from tracelab.analysis.common.stage_api import MapFn, serial_map
+from tracelab.analysis.common.stage_outputs import record_parameters
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
@@ -88,19 +88,19 @@ def headline_of(summary: dict[str, Any], limit: int = 10) -> tuple[tuple[str, st
 
 
 def consuming_stage(
-    name: str, compute: str, page: str
+    name: str, compute: Callable[..., Any], page: str
 ) -> Callable[[Settings, str, Any], StageResult]:
-    """The registry's ``run`` for a consuming stage whose computation is ``module:function``."""
+    """The registry's ``run`` for a consuming stage: ``compute(params, data_dir, out_dir, *,
+    progress, map_fn) -> Summary`` wrapped in a Prefect flow named ``tracelab-<name>``."""
 
     def body(settings: Settings, trace: str, params: Any) -> StageResult:
-        module, _, attr = compute.partition(":")
-        function = getattr(importlib.import_module(module), attr)
         out_dir = settings.results_dir / trace / name
         started = time.perf_counter()
         with dask_map(settings) as map_fn:
-            summary = function(
+            summary = compute(
                 params, settings.data_dir, out_dir, progress=PrintedProgress(name), map_fn=map_fn
             )
+        record_parameters(out_dir, params)
         doc = summary.to_dict()
         headline = headline_of(doc)
         publish_summary(name, trace, headline, page)
@@ -118,20 +118,3 @@ def consuming_stage(
     return flow(
         name=f"tracelab-{name}", flow_run_name=flow_run_name(name), validate_parameters=False
     )(body)
-
-
-run_admission = consuming_stage(
-    "admission", "tracelab.analysis.admission.stage:admission_results", "azure-admission"
-)
-run_packing = consuming_stage(
-    "packing", "tracelab.analysis.packing.stage:packing_results", "google-packing"
-)
-run_placement = consuming_stage(
-    "placement", "tracelab.analysis.placement.stage:placement_results", "azure-placement"
-)
-run_yield = consuming_stage(
-    "yield", "tracelab.analysis.vcsched.stage:yield_results", "google-yield"
-)
-run_calibration = consuming_stage(
-    "calibration", "tracelab.analysis.statistics.calibration:calibration_results", "calibration"
-)

@@ -15,6 +15,7 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
+from tracelab.analysis.common.datapaths import params_export_path
 from tracelab.analysis.common.stage_params import ExportOptions
 from tracelab.analysis.export.document import params_document, write_params_csv, write_params_json
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -60,7 +61,7 @@ def export_flow(data_dir: Path, out: Path | None = None, fmt: str = "json") -> P
 
 def default_export_path(data_dir: Path, fmt: str) -> Path:
     """``DATA/exports/params.json`` (or ``params.csv``)."""
-    return data_dir / "exports" / f"params.{fmt}"
+    return params_export_path(data_dir, fmt)
 
 
 def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageResult:

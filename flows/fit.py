@@ -1,4 +1,4 @@
-"""`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, METHODS §2.6).
+"""`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, docs/methods.md §2.6).
 
 Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab derive --trace
 azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables

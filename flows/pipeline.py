@@ -18,14 +18,16 @@ from pathlib import Path
 
 from prefect import flow
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fingerprints import (
     StageState,
     combined_fingerprint,
     files_fingerprint,
     lake_fingerprint,
-    output_digests,
+    outputs_intact,
     read_stage_state,
+    stage_output_digests,
     write_stage_state,
 )
 from tracelab.analysis.common.shortfall import Shortfall
@@ -45,6 +47,13 @@ from tracelab.flows.registry import (
     stages_for,
 )
 from tracelab.flows.report import print_summary, report_flow
+from tracelab.flows.run_config import (
+    StageOptions,
+    add_config_argument,
+    changed_options,
+    default_stage_options,
+    stage_options_from_config,
+)
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
@@ -86,18 +95,8 @@ def unchanged_since_last_success(
     state = read_stage_state(_state_path(stage.name, trace, settings))
     if state is None or state.input_fingerprint != input_fingerprint:
         return None
-    if not state.outputs or state.outputs != _output_digests(stage, trace, settings):
-        return None
-    return state
-
-
-def _output_digests(stage: Stage, trace: str, settings: Settings) -> dict[str, str]:
-    """Size and checksum of every file the stage wrote, keyed ``<output>/<file>``."""
-    return {
-        f"{out.relative_to(settings.data_dir)}/{name}": digest
-        for out in stage.output_paths(settings.data_dir, trace)
-        for name, digest in output_digests(out).items()
-    }
+    outputs = stage.output_paths(settings.data_dir, trace)
+    return state if outputs_intact(state, settings.data_dir, outputs) else None
 
 
 def incremental_timing(
@@ -112,17 +111,13 @@ def incremental_timing(
         return StageTiming(stage.name, trace, "unchanged", 0.0, note)
     timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
     if timing.status == "ok":
-        outputs = _output_digests(stage, trace, settings)
+        outputs = stage_output_digests(
+            settings.data_dir, stage.output_paths(settings.data_dir, trace)
+        )
         finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         state = StageState(stage.name, trace, input_fingerprint, finished, outputs)
         write_stage_state(_state_path(stage.name, trace, settings), state)
     return timing
-
-
-def has_raw_files(raw_dir: Path) -> bool:
-    """True when ``raw_dir`` holds a raw file (a killed generation's leftovers do not count, so
-    the default sample is generated again instead of wedging the data directory)."""
-    return raw_files_present(raw_dir)
 
 
 def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTiming:
@@ -172,13 +167,13 @@ def _raw_timings(
     raw = raw_dir or settings.raw_dir / trace
     timings: list[StageTiming] = []
     manifest = read_manifest(settings.lake_dir / trace)
-    if raw_dir is None and not has_raw_files(raw) and manifest.height:
+    if raw_dir is None and not raw_files_present(raw) and manifest.height:
         # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
         # generated sample is put beside real rows
         note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"
         print(f"[ingest] {trace} unchanged: {note}", flush=True)
         return [StageTiming("ingest", trace, "unchanged", 0.0, note)]
-    if raw_dir is None and not has_raw_files(raw):
+    if raw_dir is None and not raw_files_present(raw):
         print(f"no raw data in {raw}: generating the default {scale} sample", flush=True)
         timings.append(
             stage_timing(
@@ -189,7 +184,7 @@ def _raw_timings(
         )
         if timings[-1].status == "failed":
             return timings
-    if not has_raw_files(raw):
+    if not raw_files_present(raw):
         note = f"no raw files in {raw}"
         print(f"[ingest] {trace} skipped: {note}", flush=True)
         return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
@@ -206,7 +201,11 @@ def _stage_fingerprint(
 
 
 def _stage_timings(
-    settings: Settings, traces: tuple[str, ...], failed_traces: set[str], code: str
+    settings: Settings,
+    traces: tuple[str, ...],
+    failed_traces: set[str],
+    code: str,
+    options: StageOptions,
 ) -> list[StageTiming]:
     """Every registry stage of the selected traces, in order, each skipped when unchanged."""
     timings: list[StageTiming] = []
@@ -217,7 +216,7 @@ def _stage_timings(
             note = f"an earlier stage of {', '.join(sorted(blocked))} failed"
             timings.append(StageTiming(stage.name, trace, "skipped", 0.0, note))
             continue
-        params = stage.params_type()()
+        params = options[stage.name]
         upstream = [
             fp
             for (name, t), fp in fingerprints.items()
@@ -252,6 +251,8 @@ def pipeline_flow(
     scale: str = DEFAULT_SCALE,
     seed: int = 0,
     rebuild_report: bool = False,
+    stage_options: StageOptions | None = None,
+    config: Path | None = None,
 ) -> PipelineResult:
     """Generate (if needed) and ingest each trace, then every registry stage, then the report.
 
@@ -268,7 +269,8 @@ def pipeline_flow(
         timings += raw
         if any(t.status in ("failed", "skipped") for t in raw):
             failed.add(trace)
-    timings += _stage_timings(settings, traces, failed, code_fingerprint())
+    options = stage_options if stage_options is not None else default_stage_options()
+    timings += _stage_timings(settings, traces, failed, code_fingerprint(), options)
     started = time.perf_counter()
     print("[report] ...", flush=True)
     parameters = (
@@ -276,6 +278,12 @@ def pipeline_flow(
         Parameter("tracelab run", "raw", str(raw_dir) if raw_dir else "DATA/raw/<trace>"),
         Parameter("tracelab run", "scale", scale),
         Parameter("tracelab run", "seed", str(seed)),
+        Parameter("tracelab run", "config", str(config) if config else "(none: every default)"),
+        *(
+            Parameter(f"tracelab run --config [{stage}]", name, str(value))
+            for stage, changed in changed_options(options).items()
+            for name, value in changed.items()
+        ),
     )
     site = report_flow(
         settings.data_dir,
@@ -288,7 +296,7 @@ def pipeline_flow(
     )
     # the DuckDB catalog follows the tables this run wrote (views only: cheap to rebuild)
     write_catalog(settings.data_dir)
-    export = settings.exports_dir / "params.json"
+    export = PARAMS_EXPORT.path(settings.data_dir)
     return PipelineResult(
         timings=(*timings, report_time),
         site=site,
@@ -327,6 +335,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         ),
     )
     add_replace_argument(parser)
+    add_config_argument(parser)
     add_scaleout_arguments(parser)
 
 
@@ -348,16 +357,18 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         raise TracelabError("--raw needs --trace (which trace is in that folder?)")
     if args.replace and args.trace is None:
         raise TracelabError("--replace needs --trace (which trace's data should go?)")
-    if args.raw is not None and not has_raw_files(args.raw):
+    if args.raw is not None and not raw_files_present(args.raw):
         raise TracelabError(
             f"--raw {args.raw}: no files there; point it at the trace's published root"
         )
     if args.raw is not None:
         require_ingestible(args.trace, args.raw)
     traces = (args.trace,) if args.trace else TRACES
+    # the whole file is checked before anything runs
+    options = stage_options_from_config(args.config)
     for trace in traces:
         raw = args.raw or settings.raw_dir / trace
-        if args.replace or has_raw_files(raw):
+        if args.replace or raw_files_present(raw):
             prepare_source(settings, trace, raw, replace=args.replace)
     # ingest and derive read --workers / --dask-address from the settings
     settings = settings_with_scaleout(args, settings)
@@ -368,6 +379,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         scale=args.scale,
         seed=args.seed,
         rebuild_report=args.rebuild_report,
+        stage_options=options,
+        config=args.config,
     )
     print()
     for t in result.timings:

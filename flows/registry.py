@@ -1,101 +1,45 @@
 """The stage registry: one declaration per stage, and everything that is derived from it.
 
-A :class:`Stage` names its command, the traces it runs on, its typed parameters (a frozen
-dataclass whose fields are declared with :func:`tracelab.analysis.common.stage_api.option`), the files it
-needs and makes, the stages upstream of it and its report pages. From that one record come the
-command's options and their range checks (:mod:`tracelab.flows.stage_cli`), the input check, the
-incremental fingerprint and state file, the pipeline order (:mod:`tracelab.flows.pipeline`), the
-report's page list (:mod:`tracelab.reports.pages`) and the stage table in ``docs/stages.md``.
-
-This module imports nothing heavy: ``tracelab --help`` reads it, and a stage's parameters and
-flow are imported only when that stage runs.
+A :class:`Stage` names its command, the traces it runs on, its code (the typed options class and
+the flow that runs it, as real references inside a loader function, so ``tracelab --help``
+imports nothing heavy), the catalog entries it reads and writes
+(:mod:`tracelab.analysis.common.datapaths`), the stages upstream of it and its report pages. From
+that one record come the command's options and their range checks
+(:mod:`tracelab.flows.stage_cli`), the input check, the incremental fingerprint and state file,
+the pipeline order (a topological sort of ``upstream``: :func:`run_order`), the report's page list
+and the stage table in ``docs/stages.md``.
 """
 
 from __future__ import annotations
 
-import importlib
+import graphlib
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from tracelab.analysis.common.datapaths import ALL as ALL  # the `trace` of run-once stages
+from tracelab.analysis.common.datapaths import (
+    DERIVED_FOLDER,
+    LAKE_MANIFEST,
+    PARAMS_EXPORT,
+    STAGE_PARAMS,
+    DataEntry,
+    derived_table,
+    lake_table,
+    stage_results,
+)
+from tracelab.analysis.statistics import ANALYSES
+
+if TYPE_CHECKING:
+    from tracelab.analysis.common.shortfall import Shortfall
+    from tracelab.flows.settings import Settings
 
 TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
-#: the ``trace`` of stages that run once for all traces (export)
-ALL = "all"
-
-
-@dataclass(frozen=True)
-class Requirement:
-    """An input a stage reads: a path under the data directory and the command that makes it.
-
-    ``path`` may hold ``{trace}`` and a glob (``lake/{trace}/task_usage/*.parquet``).
-    """
-
-    path: str
-    command: str
-
-    def for_trace(self, trace: str) -> Requirement:
-        return Requirement(self.path.format(trace=trace), self.command.format(trace=trace))
-
-    def present(self, data_dir: Path) -> bool:
-        if any(c in self.path for c in "*?["):
-            return any(data_dir.glob(self.path))
-        return (data_dir / self.path).exists()
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of the pipeline, declared once."""
-
-    name: str
-    #: the ``tracelab`` sub-command that runs it
-    command: str
-    help: str
-    traces: tuple[str, ...]
-    #: ``module:Class`` of the frozen parameter dataclass
-    params: str
-    #: ``module:function`` of ``run(settings, trace, params) -> StageResult`` (a Prefect flow)
-    run: str
-    inputs: tuple[Requirement, ...]
-    #: paths under the data directory the stage writes (``{trace}`` allowed)
-    outputs: tuple[str, ...]
-    #: report page slugs (``reports/pages/__init__.py``), in reading order
-    pages: tuple[str, ...]
-    #: stages whose outputs this one reads (their fingerprints chain into this one's)
-    upstream: tuple[str, ...] = ()
-    #: the paper section the stage implements (METHODS.md)
-    methods: str = ""
-    #: ``module:function`` of ``needs(data_dir, trace, params) -> Shortfall | None``: what data the
-    #: stage needs beyond its input files; short of it, the stage is not run and says why
-    needs: str = ""
-
-    def params_type(self) -> type[Any]:
-        return _resolve(self.params)  # type: ignore[no-any-return]
-
-    def runner(self) -> Callable[..., StageResult]:
-        return _resolve(self.run)  # type: ignore[no-any-return]
-
-    def requirements(self, trace: str) -> tuple[Requirement, ...]:
-        return tuple(r.for_trace(trace) for r in self.inputs)
-
-    def output_paths(self, data_dir: Path, trace: str) -> tuple[Path, ...]:
-        return tuple(data_dir / o.format(trace=trace) for o in self.outputs)
-
-    def shortfall(self, data_dir: Path, trace: str, params: object) -> Any:
-        """The :class:`~tracelab.analysis.common.shortfall.Shortfall` that keeps the stage from
-        running on this data, or None."""
-        return _resolve(self.needs)(data_dir, trace, params) if self.needs else None
-
-    def missing_input(self, data_dir: Path, trace: str) -> str | None:
-        """One line naming the first missing input and the command that makes it, or None."""
-        for req in self.requirements(trace):
-            if not req.present(data_dir):
-                return (
-                    f"{data_dir / req.path} is missing (needed by `tracelab {self.command}`); "
-                    f"run `{req.command}` first"
-                )
-        return None
+#: stages outside the registry that run before it, in this order (their own commands)
+BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
 
 @dataclass(frozen=True)
@@ -112,15 +56,170 @@ class StageResult:
     shortfalls: tuple[str, ...] = ()
 
 
-def _resolve(target: str) -> Any:
-    module, _, attr = target.partition(":")
-    return getattr(importlib.import_module(module), attr)
+#: ``run(settings, trace, options) -> StageResult``: the stage's Prefect flow
+StageRun = Callable[["Settings", str, Any], StageResult]
+#: ``needs(data_dir, trace, options) -> Shortfall | None``: what data the stage needs beyond its
+#: input files (:mod:`tracelab.analysis.common.shortfall`)
+StageNeeds = Callable[[Path, str, Any], "Shortfall | None"]
+
+
+@dataclass(frozen=True)
+class StageCode:
+    """A stage's code: its frozen options dataclass, the flow that runs it and, for a stage that
+    can lack data, what it needs (short of it, the stage is not run and says what it found)."""
+
+    options: type[Any]
+    run: StageRun
+    needs: StageNeeds | None = None
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of the pipeline, declared once."""
+
+    name: str
+    #: the ``tracelab`` sub-command that runs it
+    command: str
+    help: str
+    traces: tuple[str, ...]
+    #: imports the stage's modules on first use and returns its options class and flow
+    code: Callable[[], StageCode]
+    inputs: tuple[DataEntry, ...]
+    outputs: tuple[DataEntry, ...]
+    #: report page slugs (``reports/pages/__init__.py``), in reading order
+    pages: tuple[str, ...]
+    #: stages whose outputs this one reads (their fingerprints chain into this one's)
+    upstream: tuple[str, ...] = ()
+    #: the section of docs/methods.md the stage implements
+    methods: str = ""
+
+    def params_type(self) -> type[Any]:
+        return self.code().options
+
+    def runner(self) -> StageRun:
+        return self.code().run
+
+    def shortfall(self, data_dir: Path, trace: str, params: object) -> Shortfall | None:
+        """What keeps the stage from running on this data, or None."""
+        needs = self.code().needs
+        return needs(data_dir, trace, params) if needs is not None else None
+
+    def output_paths(self, data_dir: Path, trace: str) -> tuple[Path, ...]:
+        return tuple(o.path(data_dir, trace) for o in self.outputs)
+
+    def output_names(self, trace: str) -> tuple[str, ...]:
+        return tuple(o.relative(trace) for o in self.outputs)
+
+    def missing_input(self, data_dir: Path, trace: str) -> str | None:
+        """One line naming the first missing input and the command that makes it, or None."""
+        for entry in self.inputs:
+            if not entry.present(data_dir, trace):
+                return (
+                    f"{data_dir / entry.relative(trace)} is missing (needed by "
+                    f"`tracelab {self.command}`); run `{making_command(entry, trace)}` first"
+                )
+        return None
+
+
+def making_command(entry: DataEntry, trace: str) -> str:
+    """The command that writes ``entry`` (for a hint), e.g. ``tracelab derive --trace T``."""
+    commands = []
+    for producer in entry.producers:
+        stage = _BY_NAME.get(producer)
+        command = stage.command if stage else producer
+        if stage is not None and stage.traces == (ALL,):
+            commands.append(f"tracelab {command}")
+            continue
+        # a document of all traces (export's input) is made per trace by its producers
+        on = trace if stage is None or trace in stage.traces else stage.traces[0]
+        commands.append(f"tracelab {command} --trace {on}")
+    return "` or `".join(commands)
+
+
+@cache
+def _derive() -> StageCode:
+    from tracelab.analysis.common.stage_params import DeriveOptions
+    from tracelab.flows.derive import run_stage
+
+    return StageCode(DeriveOptions, run_stage)
+
+
+@cache
+def _analyze() -> StageCode:
+    from tracelab.analysis.common.stage_params import AnalyzeOptions
+    from tracelab.flows.analyze import run_stage
+
+    return StageCode(AnalyzeOptions, run_stage)
+
+
+@cache
+def _fit() -> StageCode:
+    from tracelab.analysis.common.stage_params import FitOptions
+    from tracelab.flows.fit import run_stage
+
+    return StageCode(FitOptions, run_stage)
+
+
+@cache
+def _export() -> StageCode:
+    from tracelab.analysis.common.stage_params import ExportOptions
+    from tracelab.analysis.lake.availability import export_needs
+    from tracelab.flows.export import run_stage
+
+    return StageCode(ExportOptions, run_stage, export_needs)
+
+
+@cache
+def _calibration() -> StageCode:
+    from tracelab.analysis.statistics.calibration import CalibrationOptions, calibration_results
+    from tracelab.flows.consume import consuming_stage
+
+    return StageCode(
+        CalibrationOptions, consuming_stage("calibration", calibration_results, "calibration")
+    )
+
+
+@cache
+def _packing() -> StageCode:
+    from tracelab.analysis.lake.availability import packing_needs
+    from tracelab.analysis.packing.stage import PackingParams, packing_results
+    from tracelab.flows.consume import consuming_stage
+
+    run = consuming_stage("packing", packing_results, "google-packing")
+    return StageCode(PackingParams, run, packing_needs)
+
+
+@cache
+def _yield() -> StageCode:
+    from tracelab.analysis.lake.availability import yield_needs
+    from tracelab.analysis.vcsched.stage import YieldParams, yield_results
+    from tracelab.flows.consume import consuming_stage
+
+    run = consuming_stage("yield", yield_results, "google-yield")
+    return StageCode(YieldParams, run, yield_needs)
+
+
+@cache
+def _admission() -> StageCode:
+    from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+    from tracelab.flows.consume import consuming_stage
+
+    return StageCode(
+        AdmissionParams, consuming_stage("admission", admission_results, "azure-admission")
+    )
+
+
+@cache
+def _placement() -> StageCode:
+    from tracelab.analysis.placement.stage import PlacementParams, placement_results
+    from tracelab.flows.consume import consuming_stage
+
+    return StageCode(
+        PlacementParams, consuming_stage("placement", placement_results, "azure-placement")
+    )
 
 
 _G, _A = "google-2011", "azure-2017"
-_DERIVE_CMD = "tracelab derive --trace {trace}"
-_INGEST_CMD = "tracelab ingest --trace {trace}"
-_PARAMS_DOC = Requirement("exports/params.json", "tracelab export")
 
 STAGES: tuple[Stage, ...] = (
     Stage(
@@ -128,10 +227,9 @@ STAGES: tuple[Stage, ...] = (
         command="derive",
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
         traces=(_G, _A),
-        params="tracelab.analysis.common.stage_params:DeriveOptions",
-        run="tracelab.flows.derive:run_stage",
-        inputs=(Requirement("lake/{trace}/_manifest.parquet", _INGEST_CMD),),
-        outputs=("derived/{trace}",),
+        code=_derive,
+        inputs=(LAKE_MANIFEST,),
+        outputs=(DERIVED_FOLDER,),
         pages=(
             "google-transitions",
             "google-event-cdf",
@@ -140,6 +238,7 @@ STAGES: tuple[Stage, ...] = (
             "google-usage",
             "google-utilization-change",
         ),
+        upstream=("ingest",),
         methods="§1",
     ),
     Stage(
@@ -147,21 +246,13 @@ STAGES: tuple[Stage, ...] = (
         command="analyze",
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
         traces=(_G,),
-        params="tracelab.analysis.common.stage_params:AnalyzeOptions",
-        run="tracelab.flows.analyze:run_stage",
+        code=_analyze,
         inputs=(
-            Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),
-            Requirement("derived/{trace}/fct_task_usage_histograms.parquet", _DERIVE_CMD),
-            Requirement("derived/{trace}/fct_task_times.parquet", _DERIVE_CMD),
+            derived_table("fct_task_usage_stats"),
+            derived_table("fct_task_usage_histograms"),
+            derived_table("fct_task_times"),
         ),
-        outputs=(
-            "results/{trace}/inst_vs_avg",
-            "results/{trace}/variability",
-            "results/{trace}/time_invariance",
-            "results/{trace}/clustering",
-            "results/{trace}/gaussian_sums",
-            "results/{trace}/gamma_fits",
-        ),
+        outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
         pages=(
             "google-inst-vs-avg",
             "google-variability",
@@ -170,7 +261,7 @@ STAGES: tuple[Stage, ...] = (
             "google-gaussian-sums",
             "google-gamma-fits",
         ),
-        upstream=("derive",),
+        upstream=("ingest", "derive"),
         methods="§2.1–2.5, §2.7",
     ),
     Stage(
@@ -178,10 +269,9 @@ STAGES: tuple[Stage, ...] = (
         command="fit",
         help="Gamma priors of the Azure deployment model, with censoring",
         traces=(_A,),
-        params="tracelab.analysis.common.stage_params:FitOptions",
-        run="tracelab.flows.fit:run_stage",
-        inputs=(Requirement("derived/{trace}/fct_azure_deployments.parquet", _DERIVE_CMD),),
-        outputs=("results/{trace}/priors",),
+        code=_fit,
+        inputs=(derived_table("fct_azure_deployments"),),
+        outputs=(stage_results("priors", producer="fit"),),
         pages=("azure-priors",),
         upstream=("derive",),
         methods="§2.6",
@@ -191,15 +281,12 @@ STAGES: tuple[Stage, ...] = (
         command="calibrate",
         help="this run's statistics beside the published figures they should match, with tolerances",
         traces=(_G,),
-        params="tracelab.analysis.statistics.calibration:CalibrationOptions",
-        run="tracelab.flows.consume:run_calibration",
+        code=_calibration,
         inputs=(
-            Requirement(
-                "results/{trace}/clustering/summary.json", "tracelab analyze --trace {trace}"
-            ),
-            Requirement("derived/{trace}/fct_task_times.parquet", _DERIVE_CMD),
+            stage_results("clustering", "summary.json", producer="analyze"),
+            derived_table("fct_task_times"),
         ),
-        outputs=("results/{trace}/calibration",),
+        outputs=(stage_results("calibration"),),
         pages=("calibration",),
         upstream=("derive", "analyze", "fit"),
         methods="§0.3, §2",
@@ -209,59 +296,48 @@ STAGES: tuple[Stage, ...] = (
         command="export",
         help="the versioned params document every later stage reads",
         traces=(ALL,),
-        params="tracelab.analysis.common.stage_params:ExportOptions",
-        run="tracelab.flows.export:run_stage",
-        inputs=(
-            Requirement(
-                "results/*/*/params.json",
-                "tracelab analyze --trace google-2011` or `tracelab fit --trace azure-2017",
-            ),
-        ),
-        outputs=("exports/params.json",),
+        code=_export,
+        inputs=(STAGE_PARAMS,),
+        outputs=(PARAMS_EXPORT,),
         pages=("params",),
         upstream=("analyze", "fit"),
         methods="§4",
-        needs="tracelab.analysis.lake.availability:export_needs",
     ),
     Stage(
         name="packing",
         command="pack",
-        help="stochastic bin packing with GPA and its baselines (seed 000 §4–5)",
+        help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
-        params="tracelab.analysis.packing.stage:PackingParams",
-        run="tracelab.flows.consume:run_packing",
-        inputs=(Requirement("derived/{trace}/fct_task_usage_stats.parquet", _DERIVE_CMD),),
-        outputs=("results/{trace}/packing",),
+        code=_packing,
+        # the long tasks it draws are checked by its `needs` (analysis/lake/availability.py)
+        inputs=(derived_table("fct_task_usage_stats"), PARAMS_EXPORT),
+        outputs=(stage_results("packing"),),
         pages=("google-packing",),
-        upstream=("derive", "export"),
+        upstream=("ingest", "derive", "export"),
         methods="§3.1",
-        needs="tracelab.analysis.lake.availability:packing_needs",
     ),
     Stage(
         name="yield",
         command="yield",
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
         traces=(_G,),
-        params="tracelab.analysis.vcsched.stage:YieldParams",
-        run="tracelab.flows.consume:run_yield",
+        code=_yield,
         # the paper's instances need no data; the trace's need task_events and machine_events
         # (without them the stage runs the paper's only and says so)
-        inputs=(Requirement("lake/{trace}/_manifest.parquet", _INGEST_CMD),),
-        outputs=("results/{trace}/yield",),
+        inputs=(LAKE_MANIFEST,),
+        outputs=(stage_results("yield"),),
         pages=("google-yield",),
-        upstream=("derive",),
+        upstream=("ingest",),
         methods="§3.4",
-        needs="tracelab.analysis.lake.availability:yield_needs",
     ),
     Stage(
         name="admission",
         command="admit",
-        help="cluster admission control on the exported Gamma priors (seed 004)",
+        help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=(_A,),
-        params="tracelab.analysis.admission.stage:AdmissionParams",
-        run="tracelab.flows.consume:run_admission",
-        inputs=(_PARAMS_DOC,),
-        outputs=("results/{trace}/admission",),
+        code=_admission,
+        inputs=(PARAMS_EXPORT,),
+        outputs=(stage_results("admission"),),
         pages=("azure-admission",),
         upstream=("export",),
         methods="§3.2",
@@ -269,14 +345,13 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="placement",
         command="place",
-        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (seed 003)",
+        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=(_A,),
-        params="tracelab.analysis.placement.stage:PlacementParams",
-        run="tracelab.flows.consume:run_placement",
-        inputs=(_PARAMS_DOC, Requirement("lake/{trace}/vmtable/*.parquet", _INGEST_CMD)),
-        outputs=("results/{trace}/placement",),
+        code=_placement,
+        inputs=(PARAMS_EXPORT, lake_table("vmtable")),
+        outputs=(stage_results("placement"),),
         pages=("azure-placement",),
-        upstream=("export",),
+        upstream=("ingest", "export"),
         methods="§3.3",
     ),
 )
@@ -293,16 +368,35 @@ def stage_named(name: str) -> Stage:
     return stage
 
 
-def stage_commands() -> tuple[str, ...]:
-    return tuple(s.command for s in STAGES)
+def run_order(stages: Iterable[Stage] = STAGES) -> tuple[Stage, ...]:
+    """The stages in an order where each comes after its upstream stages (a topological sort).
+
+    Among stages that are ready together, declaration order decides, so the order is stable.
+    An upstream name that is not a registry stage must be one of :data:`BEFORE_REGISTRY`.
+    """
+    stages = tuple(stages)
+    position = {s.name: i for i, s in enumerate(stages)}
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for s in stages:
+        unknown = set(s.upstream) - set(position) - set(BEFORE_REGISTRY)
+        if unknown:
+            raise ValueError(f"stage {s.name}: unknown upstream {', '.join(sorted(unknown))}")
+        sorter.add(s.name, *(u for u in s.upstream if u in position))
+    sorter.prepare()  # raises graphlib.CycleError naming the cycle
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=position.__getitem__)
+        order += ready
+        sorter.done(*ready)
+    return tuple(stages[position[n]] for n in order)
 
 
 def stages_for(traces: Iterable[str]) -> list[tuple[Stage, str]]:
-    """``(stage, trace)`` pairs in pipeline order for the selected traces (``all`` once)."""
+    """``(stage, trace)`` pairs in run order for the selected traces (``all`` once)."""
     chosen = set(traces)
     return [
         (stage, trace)
-        for stage in STAGES
+        for stage in run_order()
         for trace in stage.traces
         if trace == ALL or trace in chosen
     ]
@@ -321,19 +415,22 @@ def stages_markdown() -> str:
         "Generated from the stage registry (`flows/registry.py`) by "
         "`python -m tracelab.flows.registry`; a test fails when it drifts.",
         "",
-        "| stage | command | traces | METHODS | reads | writes | report pages |",
-        "|---|---|---|---|---|---|---|",
+        "Stages run in this order (a topological sort of each stage's upstream stages).",
+        "",
+        "| stage | command | traces | upstream | [methods](methods.md) | reads | writes | report pages |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for s in STAGES:
-        reads = "<br>".join(f"`{r.path}`" for r in s.inputs)
-        writes = "<br>".join(f"`{o}`" for o in s.outputs)
+    for s in run_order():
+        reads = "<br>".join(f"`{r.template}`" for r in s.inputs)
+        writes = "<br>".join(f"`{o.template}`" for o in s.outputs)
         pages = ", ".join(f"`{p}.html`" for p in s.pages)
         lines.append(
-            f"| {s.name} | `tracelab {s.command}` | {', '.join(s.traces)} | {s.methods} "
+            f"| {s.name} | `tracelab {s.command}` | {', '.join(s.traces)} "
+            f"| {', '.join(s.upstream)} | {s.methods} "
             f"| {reads} | {writes} | {pages} |"
         )
     lines += ["", "## Options", ""]
-    for s in STAGES:
+    for s in run_order():
         lines += [f"### `tracelab {s.command}`", "", s.help + ".", ""]
         lines += [f"- {line}" for line in _option_lines(s)]
         lines.append("")

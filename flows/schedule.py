@@ -25,6 +25,7 @@ from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow
 from tracelab.flows.prefect_server import DEFAULT_PORT, local_server
 from tracelab.flows.registry import TRACES
+from tracelab.flows.run_config import add_config_argument, stage_options_from_config
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings, settings_from_env
 
@@ -40,9 +41,11 @@ def nightly_flow(
     lock_wait_seconds: float = 3600.0,
     workers: int = 0,
     dask_address: str | None = None,
+    config: str | None = None,
 ) -> dict[str, str]:
     """One scheduled run: the whole pipeline under the data directory's write lock.
 
+    ``config`` is read at each run, so an edited file takes effect the next night.
     Returns each stage's status (``ok``, ``unchanged``, ``skipped``, ``failed``) keyed by
     ``stage/trace``, which is also what the run's report index shows.
     """
@@ -50,8 +53,13 @@ def nightly_flow(
         data_dir=Path(data_dir), workers=workers or None, dask_address=dask_address
     )
     with data_dir_lock(settings.data_dir, "tracelab nightly", wait_seconds=lock_wait_seconds):
+        config_file = Path(config) if config else None
         result = pipeline_flow(
-            settings, traces=tuple(traces), raw_dir=Path(raw_dir) if raw_dir else None
+            settings,
+            traces=tuple(traces),
+            raw_dir=Path(raw_dir) if raw_dir else None,
+            stage_options=stage_options_from_config(config_file),
+            config=config_file,
         )
     return {f"{t.stage}/{t.trace}": t.status for t in result.timings}
 
@@ -81,6 +89,7 @@ def nightly_deployment(
     *,
     timezone: str = "UTC",
     interval_s: float | None = None,
+    config: Path | None = None,
 ) -> Any:
     """The deployment (a Prefect ``RunnerDeployment``) for ``cron`` in ``timezone``, not yet
     registered; ``interval_s`` replaces the cron with a fixed interval (tests, frequent runs)."""
@@ -96,6 +105,7 @@ def nightly_deployment(
             "raw_dir": str(raw_dir.resolve()) if raw_dir else None,
             "workers": workers,
             "dask_address": dask_address,
+            "config": str(config.resolve()) if config else None,
         },
         description="tracelab: nightly incremental run of every stage",
     )
@@ -153,6 +163,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="register the deployment with the Prefect API and exit instead of serving it",
     )
+    add_config_argument(parser)
     add_scaleout_arguments(parser)
 
 
@@ -180,6 +191,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.interval is not None and args.interval <= 0:
         raise TracelabError(f"--interval {args.interval:g}: must be more than 0 seconds")
     traces = (args.trace,) if args.trace else TRACES
+    stage_options_from_config(args.config)  # a bad file fails now, not at 02:00
     settings = settings_with_scaleout(args, settings)
     deployment = nightly_deployment(
         args.cron,
@@ -190,6 +202,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         settings.dask_address,
         timezone=args.timezone,
         interval_s=args.interval,
+        config=args.config,
     )
     if os.environ.get("PREFECT_API_URL"):
         return _register_or_serve(deployment, args, os.environ["PREFECT_API_URL"])

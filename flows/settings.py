@@ -44,10 +44,6 @@ class Settings:
         return self.data_dir / "results"
 
     @property
-    def exports_dir(self) -> Path:
-        return self.data_dir / "exports"
-
-    @property
     def site_dir(self) -> Path:
         return self.data_dir / "site"
 

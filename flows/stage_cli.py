@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import Shortfall, read_shortfall, write_shortfall
 from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
@@ -153,17 +154,23 @@ def record_shortfall(stage: Stage, trace: str, shortfall: Shortfall, data_dir: P
     data. A stage whose outputs are not results folders records it in ``results/<trace>/<stage>``.
     """
     outputs = stage.output_paths(data_dir, trace)
-    folders = [p for p in outputs if p.parent.parent == data_dir / "results"]
+    results = _shortfall_folder(stage, trace, data_dir).parent
+    folders = [p for p in outputs if p.parent == results]
     for path in outputs:
         if path not in folders and path.is_file():
             path.unlink()
-    for folder in folders or [data_dir / "results" / trace / stage.name]:
+    for folder in folders or [_shortfall_folder(stage, trace, data_dir)]:
         write_shortfall(folder, shortfall)
+
+
+def _shortfall_folder(stage: Stage, trace: str, data_dir: Path) -> Path:
+    """``results/<trace>/<stage>``: where a stage that writes no results folder records it."""
+    return stage_results(stage.name).path(data_dir, trace)
 
 
 def clear_shortfall_record(stage: Stage, trace: str, data_dir: Path) -> None:
     """Remove a shortfall an earlier run recorded outside the stage's outputs (it ran now)."""
-    record = data_dir / "results" / trace / stage.name
+    record = _shortfall_folder(stage, trace, data_dir)
     if record not in stage.output_paths(data_dir, trace) and read_shortfall(record) is not None:
         shutil.rmtree(record)
 

@@ -1,5 +1,5 @@
--- the population counts seed 004 App. B reports (deployments, arrivals in window, cores, cores that
--- became inactive), to reconcile a run against the paper and METHODS 0.2
+-- the population counts Cluster Admission App. B reports (deployments, arrivals in window, cores, cores that
+-- became inactive), to reconcile a run against the paper and docs/methods.md §0.2
 with
 
 deployments as (

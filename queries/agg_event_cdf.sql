@@ -1,4 +1,4 @@
--- cumulative event counts over time (METHODS §1.4, seed 002 Observations 1-6, method 3-1):
+-- cumulative event counts over time (docs/methods.md §1.4, Zhu et al. Observations 1-6, method 3-1):
 -- new submissions (a task's first SUBMIT in the data), all submissions, schedules, completions
 -- (FINISH). cdf_* = cumulative count / the series' own total (raw CDF, 0..1); weighted_* = cumulative
 -- count / total new submissions (the paper's weighted CDF: raw CDF x total / total new submissions).

@@ -1,4 +1,4 @@
--- tasks waiting to be scheduled, per timestamp (METHODS §1.3, seed 002 method 3-2):
+-- tasks waiting to be scheduled, per timestamp (docs/methods.md §1.3, Zhu et al. method 3-2):
 -- queue change = SUBMIT - SCHEDULE - pFAIL - pKILL - pLOST, summed from zero over time.
 -- the paper leaves pending EVICTs out of the queue; we keep its series as queue_length_paper and
 -- publish queue_length, which also subtracts pEVICT, so the omission's share of Observation 7 shows.

@@ -1,4 +1,4 @@
--- tasks in execution, per timestamp (METHODS §1.3, seed 002 method 3-3):
+-- tasks in execution, per timestamp (docs/methods.md §1.3, Zhu et al. method 3-3):
 -- running change = SCHEDULE - FINISH - rEVICT - rFAIL - rKILL - rLOST, summed from zero over time,
 -- where r = the death (FINISH included) follows a SCHEDULE once UPDATE_* events are collapsed;
 -- a death whose SCHEDULE predates the data is not subtracted, as its SCHEDULE was never added.

@@ -1,4 +1,4 @@
--- how often each (previous event, event) pair occurs (METHODS §1.1), overall and per priority
+-- how often each (previous event, event) pair occurs (docs/methods.md §1.1), overall and per priority
 -- class (production = priority >= $production_priority, judged on the later event's priority).
 -- the row with prev_event_type null counts first events of tasks in the data.
 -- every event counts, including those at time 0 and 2^63-1.

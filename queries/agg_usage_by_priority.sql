@@ -1,5 +1,5 @@
 -- requested vs used CPU and memory per 5-minute window, production vs non-production
--- (METHODS §1.6, seed 002 §4.1, Figure 9). window k = [$window_start_us + k P, + (k+1) P),
+-- (docs/methods.md §1.6, Zhu et al. §4.1, Figure 9). window k = [$window_start_us + k P, + (k+1) P),
 -- P = $usage_window_us; k runs from 0 to the last window with data, within $window_length_us.
 -- requested = time-weighted mean over the window of the summed latest request of running tasks
 -- (running = after SCHEDULE or UPDATE_RUNNING; the request is the one on that event). it is built

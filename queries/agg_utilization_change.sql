@@ -1,5 +1,5 @@
 -- cluster-total CPU and memory used per 5-minute window and the relative change from the previous
--- window (METHODS §1.7, seed 002 §4.1, Figure 10): change = (x_k - x_{k-1}) / x_{k-1}, null for the
+-- window (docs/methods.md §1.7, Zhu et al. §4.1, Figure 10): change = (x_k - x_{k-1}) / x_{k-1}, null for the
 -- first window and after an idle one. *_within_threshold says |change| < $change_threshold
 -- (paper: more than 90% of windows within 20%); the report takes the share of true values.
 -- a window no task_usage record covers (a few parts of the trace) has no known use: the change

@@ -1,5 +1,5 @@
 -- one row per deployment: arrival, scale-out counts and sizes, observed time, core exposure and
--- the shutdown flag; the sufficient statistics of every per-deployment MLE (seed 004 App. B.1).
+-- the shutdown flag; the sufficient statistics of every per-deployment MLE (Cluster Admission App. B.1).
 -- integer sums are cast back to bigint: DuckDB widens sum(bigint) to int128 (a decimal in Parquet).
 -- exposures are summed in integer seconds and divided once: a sum of doubles depends on the order
 -- DuckDB's threads add them in, which made the last bits differ from run to run.
@@ -77,7 +77,7 @@ exposure as (
         coalesce(sum(cores) filter (where not censored), 0)::bigint as core_deaths,
         coalesce(sum(cores) filter (where censored), 0)::bigint as censored_cores,
         -- every core that became inactive inside the window, by its own death or by the shutdown
-        -- (seed 004 App. B's totals count both)
+        -- (Cluster Admission App. B's totals count both)
         coalesce(sum(cores) filter (where not alive_at_end), 0)::bigint as cores_ended,
         sum(cores * lifetime_s)::bigint / 3600.0 as core_exposure_hours,
         count(*) filter (where not censored) as vm_deaths,
@@ -91,7 +91,7 @@ final as (
         d.deploymentid,
         d.arrival_s,
         -- survivors (first VM at time 0) arrived before the window: only long-lived ones were
-        -- seen, so they would bias every fit (seed 004 App. B)
+        -- seen, so they would bias every fit (Cluster Admission App. B)
         d.arrival_s > 0 as arrived_in_window,
         d.last_deleted_s,
         d.alive_at_end,
@@ -105,7 +105,7 @@ final as (
         -- scale-outs can happen from arrival until the deployment dies or the trace ends
         greatest(least(d.last_deleted_s, $censored_s) - d.arrival_s, $grid_s) / 3600.0
             as observed_hours,
-        -- per core (seed 004): each core of a VM has the VM's lifetime
+        -- per core (Cluster Admission): each core of a VM has the VM's lifetime
         e.core_deaths,
         e.censored_cores,
         e.core_exposure_hours,

@@ -1,5 +1,5 @@
 -- one row per creation event of a deployment: VMs created at one timestamp are one event.
--- event_index 0 is the arrival (the first creation); every later event is a scale-out (seed 004 App. B).
+-- event_index 0 is the arrival (the first creation); every later event is a scale-out (Cluster Admission App. B).
 with
 
 vms as (

@@ -1,5 +1,5 @@
 -- one row per VM: its cores and its lifetime, right-censored when still alive at the end
--- (METHODS 0.2: vmdeleted = $censored_s means "alive when the 30-day trace stopped")
+-- (docs/methods.md §0.2: vmdeleted = $censored_s means "alive when the 30-day trace stopped")
 with
 
 vms as (

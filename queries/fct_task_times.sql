@@ -1,4 +1,4 @@
--- one row per task incarnation (METHODS §1.5, seed 002 Observations 9-10, Figure 8): the events from
+-- one row per task incarnation (docs/methods.md §1.5, Zhu et al. Observations 9-10, Figure 8): the events from
 -- a SUBMIT up to the next SUBMIT. scheduling time = SUBMIT -> first SCHEDULE; execution time =
 -- that SCHEDULE -> the first terminal event (EVICT FAIL FINISH KILL LOST) after it.
 -- terminal_phase is 'pending' when the incarnation died before any SCHEDULE, 'running' after one,

@@ -1,4 +1,4 @@
--- every task event paired with the task's previous event (METHODS §1.1; seed 002 §2.2, method 3-2).
+-- every task event paired with the task's previous event (docs/methods.md §1.1; Zhu et al. §2.2, method 3-2).
 -- order within a task is (time, source_file, source_row): same-microsecond events keep file order.
 -- times 0 (before the window) and 2^63-1 (after it) are kept: they sort first and last, so a task
 -- alive at the window start still shows its SUBMIT -> SCHEDULE pair.

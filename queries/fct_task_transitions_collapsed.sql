@@ -1,4 +1,4 @@
--- transitions with UPDATE_PENDING / UPDATE_RUNNING removed (METHODS §1.2, seed 002 method 3-2):
+-- transitions with UPDATE_PENDING / UPDATE_RUNNING removed (docs/methods.md §1.2, Zhu et al. method 3-2):
 -- a SUBMIT then leads to SCHEDULE or a "pending" death (EVICT FAIL KILL LOST) and a SCHEDULE to
 -- FINISH or a "running" death. death_phase says which; it is null for every other pair.
 -- times 0 and 2^63-1 are kept as in fct_task_transitions.

@@ -1,4 +1,4 @@
--- per long task, the share of its inst samples in each of 100 bins (METHODS §1.9, seed 000 §3.5):
+-- per long task, the share of its inst samples in each of 100 bins (docs/methods.md §1.9, Janus & Rzadca §3.5):
 -- h[k+1] (DuckDB arrays are 1-based) = share of samples in [k/100, (k+1)/100), k = 0..99;
 -- values >= 1 go to the last bin. the same tasks and samples as fct_task_usage_stats.
 -- the bin comes from integer arithmetic on x*100, not floor(x / 0.01): x is rounded to 1e-9 units

@@ -1,4 +1,4 @@
--- per-task distribution of inst and avg CPU usage (METHODS §1.8, seed 000 §3.1).
+-- per-task distribution of inst and avg CPU usage (docs/methods.md §1.8, Janus & Rzadca §3.1).
 -- inst = sampled_cpu_usage (one random second per window), avg = cpu_rate (the window mean).
 -- kept: tasks with no EVICT FAIL KILL LOST event at any time (0 and 2^63-1 included), that have
 -- inst > 0 in at least one window. where avg > 1 (above the largest machine: a measurement error)

@@ -12,6 +12,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT, derived_table, stage_results
+
 
 class InputsMissing(Exception):
     """A page's inputs are absent or lack a column; the page says so instead of failing the site."""
@@ -112,13 +114,13 @@ class PageContext:
     reads: list[str] = field(default_factory=list)
 
     def derived(self, table: str) -> Path:
-        return self._read(Path("derived") / self.trace / f"{table}.parquet")
+        return self._read(Path(derived_table(table).relative(self.trace)))
 
     def results(self, stage: str) -> Path:
-        return self._read(Path("results") / self.trace / stage)
+        return self._read(Path(stage_results(stage).relative(self.trace)))
 
-    def export(self, name: str = "params.json") -> Path:
-        return self._read(Path("exports") / name)
+    def export(self) -> Path:
+        return self._read(Path(PARAMS_EXPORT.relative()))
 
     def _read(self, relative: Path) -> Path:
         self.reads.append(relative.as_posix())

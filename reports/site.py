@@ -36,6 +36,7 @@ from typing import Any
 import jinja2
 
 from tracelab.analysis.common.atomic import atomic_write_text
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT, stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
@@ -336,8 +337,8 @@ def build_site(
     status = "unchanged" if shown.reused else "ok"
     report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
     params_file = ""
-    if (data_dir / "exports" / "params.json").is_file():
-        shutil.copyfile(data_dir / "exports" / "params.json", tmp_dir / "params.json")
+    if PARAMS_EXPORT.path(data_dir).is_file():
+        shutil.copyfile(PARAMS_EXPORT.path(data_dir), tmp_dir / "params.json")
         params_file = "params.json"
     all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
     run = _run_info(
@@ -457,7 +458,7 @@ def _page(
 
 def _results_folder(spec: PageSpec) -> Path:
     """``results/<trace>/<stage>`` of the page (``analyze/variability``: its ``variability``)."""
-    return Path("results") / spec.trace / spec.stage.split("/")[-1]
+    return Path(stage_results(spec.stage.split("/")[-1]).relative(spec.trace))
 
 
 def _page_shortfall(spec: PageSpec, data_dir: Path) -> tuple[str, tuple[str, ...]] | None:

@@ -63,7 +63,7 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     }
     assert shipped == in_repo
     assert "tracelab/reports/templates/page.html" in names
-    assert "tracelab/analysis/params_schema.json" in names
+    assert "tracelab/analysis/export/params_schema.json" in names
 
 
 @pytest.mark.slow

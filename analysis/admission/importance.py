@@ -1,4 +1,4 @@
-"""Importance sampling of bad runs (seed 004 App. D): badness measure, buckets, redraw weights.
+"""Importance sampling of bad runs (Cluster Admission App. D): badness measure, buckets, redraw weights.
 
 Before a run starts, its deployments (arrival times, true parameters, initial sizes, maximal
 lifetimes) are pre-drawn. Def. D.1 scores them with an extremely simplified monthly simulation, the

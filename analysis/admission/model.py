@@ -1,4 +1,4 @@
-"""The deployment model of seed 004 §2.1 on the exported Gamma priors, and its closed-form moments.
+"""The deployment model of Cluster Admission §2.1 on the exported Gamma priors, and its closed-form moments.
 
 Units: hours throughout. A deployment has a core-lifetime rate ``lambda`` (1/hour), a normalised
 scale-out rate ``rho`` with scale-out rate ``r = rho * lambda**alpha`` (1/hour), a scale-out size
@@ -8,7 +8,7 @@ exponential with rate ``nu * lambda`` (``nu`` = the exported shutdown rate, per 
 The provider's belief over one deployment is three independent Gammas (``lambda``, ``rho``, ``s``),
 the priors updated conjugately with what the deployment did (:class:`Belief`). Given a belief and
 the current size, :func:`size_moments` gives the mean and variance of the size ``u`` hours later in
-closed form (seed 004 App. C; the derivation is in ``docs/admission.md``).
+closed form (Cluster Admission App. C; the derivation is in ``docs/admission.md``).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def mean_lambda_power(shape: float, rate: float, power: float) -> float:
 
 
 class Belief:
-    """Gamma posteriors over one deployment's lambda, rho and s (seed 004 §2.2, App. C).
+    """Gamma posteriors over one deployment's lambda, rho and s (Cluster Admission §2.2, App. C).
 
     Updated at the deployment's own events: every elapsed hour adds the core-hours to lambda's
     exposure (deaths are exponential), ``nu`` per hour for having survived the maximal lifetime

@@ -1,6 +1,6 @@
 """The cluster's summed moments on the look-ahead grids, kept up to date per event.
 
-Seed 004 §5.2 splits each moment policy into sub-policies with look-ahead horizons of 3 years,
+Cluster Admission §5.2 splits each moment policy into sub-policies with look-ahead horizons of 3 years,
 1 year, 1 month, 1 week and 24 hours, each discretised into 600 steps. Here a sub-policy's steps sit
 on an absolute grid ``k * h`` (``h`` = horizon / steps); at time ``t`` its window is the ``steps``
 grid points after ``t``. Each deployment's contribution (mean and variance of its size at each
@@ -215,7 +215,7 @@ class ClusterMoments:
         cores: int,
         marginal_cores: float,
     ) -> bool:
-        """Would the policy accept a deployment with this snapshot now (seed 004 Defs. 4.2, 4.4, 6.1)?"""
+        """Would the policy accept a deployment with this snapshot now (Cluster Admission Defs. 4.2, 4.4, 6.1)?"""
         key = (policy, threshold, cores, marginal_cores)
         if self.rule is None or self.rule.key != key:
             self.rule = _Rule(*key)

@@ -1,6 +1,6 @@
 """One cluster of C cores over a horizon: event-driven simulation with an admission policy.
 
-Seed 004 §2.1: deployments arrive as a Poisson process; each core dies at rate lambda, scale-outs
+Cluster Admission §2.1: deployments arrive as a Poisson process; each core dies at rate lambda, scale-outs
 come at rate r while the deployment lives, a deployment dies at zero cores or at its maximal
 lifetime; a scale-out that would exceed C fails and is logged. Time is continuous: a heap holds
 each live deployment's next event (competing exponentials, redrawn after each of its events).

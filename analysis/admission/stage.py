@@ -1,4 +1,4 @@
-"""Cluster admission control on the exported Gamma priors (seed 004 §2–6, METHODS §3.2, issue 16).
+"""Cluster admission control on the exported Gamma priors (Cluster Admission §2–6, docs/methods.md §3.2, issue 16).
 
 ``admission_results`` reads only ``DATA/exports/params.json`` (through :func:`load_params`),
 tunes each policy's threshold by binary search to meet the SLA on the scale-out failure rate,
@@ -32,6 +32,7 @@ from tracelab.analysis.admission.stats import (
     threshold_midpoint,
     threshold_value,
 )
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
@@ -39,7 +40,7 @@ from tracelab.analysis.export.document import load_params
 
 TRACE = "azure-2017"
 STAGE = "admission"
-#: policies of Table 2 (seed 004 §5) and the §6 marginal heuristic
+#: policies of Table 2 (Cluster Admission §5) and the §6 marginal heuristic
 TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-marginal")
 #: the policies of Fig. 1, run once per entry of ``observations``
 FIGURE1_POLICIES = ("first-marginal", "second-marginal")
@@ -54,13 +55,15 @@ class AdmissionParams:
     """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
     (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
     Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
-    configuration. Seed 004 itself ran 500 runs of 3 years with 600 steps per horizon."""
+    configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per horizon."""
 
     cores: int = option(100, "cluster capacity C (cores)", minimum=1)
     arrival_rate: float = option(
         0.0, "deployment arrivals per hour; 0 = the exported deployment_arrival_rate", minimum=0
     )
-    horizon_hours: float = option(168.0, "simulated hours per run (seed 004: 26280)", minimum=1)
+    horizon_hours: float = option(
+        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1
+    )
     runs: int = option(3, "runs per threshold (tuning) and for verification", minimum=2)
     sla: float = option(
         1e-3, "SLA: largest allowed share of failed scale-outs", minimum=0, maximum=1
@@ -76,7 +79,10 @@ class AdmissionParams:
         (26280.0, 8760.0, 730.0, 168.0, 24.0), "look-ahead horizon of each sub-policy", minimum=1
     )
     lookahead_steps: int = option(
-        8, "steps per look-ahead horizon (seed 004: 600)", minimum=1, maximum=5000
+        8,
+        "steps per look-ahead horizon (the Cluster Admission paper: 600)",
+        minimum=1,
+        maximum=5000,
     )
     marginal_cores: float = option(
         1.0, "§6: a deployment expected below this many cores at a step is marginal", minimum=0
@@ -291,7 +297,7 @@ def admission_results(
     map_fn: MapFn = serial_map,
 ) -> AdmissionSummary:
     """Tune and verify every policy, run the upper bound, write the tables and summary.json."""
-    doc = load_params(data_dir / "exports" / "params.json")
+    doc = load_params(PARAMS_EXPORT.path(data_dir))
     priors = admission_priors(doc, params.prior, params.arrival_rate or None)
     configs = _configs(params, priors)
     importance = _importance(configs[0], params, map_fn)
@@ -335,7 +341,7 @@ def admission_results(
 
 
 def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
-    """Relative utilization gain over the zeroth-moment baseline (seed 004 §5.3)."""
+    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3)."""
     base = next((r for r in results if r.policy == "zeroth"), None)
     if base is None or base.utilization <= 0:
         return results

@@ -12,7 +12,7 @@ from scipy import stats
 
 from tracelab.analysis.admission.sim import RunResult
 
-#: what a threshold means per policy (seed 004 Defs. 4.1, 4.2, 4.4)
+#: what a threshold means per policy (Cluster Admission Defs. 4.1, 4.2, 4.4)
 THRESHOLD_UNITS = {
     "zeroth": "fraction of C (active cores after acceptance)",
     "first": "fraction of C (expected active cores)",
@@ -83,7 +83,7 @@ def _weighted_mean(values: np.ndarray, weights: np.ndarray, axis: int = -1) -> n
 def utilization_ci(
     values: np.ndarray, resamples: int, seed: int, weights: np.ndarray | None = None
 ) -> tuple[float, float]:
-    """BCa bootstrap 95% CI of the mean (seed 004 §5.2, Efron 1987); percentile if BCa fails.
+    """BCa bootstrap 95% CI of the mean (Cluster Admission §5.2, Efron 1987); percentile if BCa fails.
 
     With importance weights (App. D) the statistic is the weighted mean and runs are resampled
     together with their weights."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -94,13 +94,22 @@ def _digest(path: Path) -> str:
     return f"{path.stat().st_size}:{h.hexdigest()}"
 
 
-def outputs_intact(state: StageState, output: Path) -> bool:
+def stage_output_digests(root: Path, outputs: Sequence[Path]) -> dict[str, str]:
+    """Size and checksum of every file under ``outputs``, keyed ``<output relative to root>/<file>``."""
+    return {
+        f"{out.relative_to(root).as_posix()}/{name}": digest
+        for out in outputs
+        for name, digest in output_digests(out).items()
+    }
+
+
+def outputs_intact(state: StageState, root: Path, outputs: Sequence[Path]) -> bool:
     """True when every output the stage recorded still exists with the same bytes, and no other.
 
     A deleted, truncated or replaced derived file makes the stage run again instead of being
     reported "unchanged" while its page says "not available".
     """
-    return bool(state.outputs) and output_digests(output) == state.outputs
+    return bool(state.outputs) and stage_output_digests(root, outputs) == state.outputs
 
 
 def read_stage_state(path: Path) -> StageState | None:

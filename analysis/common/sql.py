@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
-
-import duckdb
 
 #: ``queries/`` as installed: the package resource ``tracelab.queries`` (the repo folder when
 #: installed editable, ``site-packages/tracelab/queries`` from the wheel)
@@ -19,10 +16,3 @@ def load_sql(name: str) -> str:
     if not path.is_file():
         raise FileNotFoundError(f"no SQL file {path}; the table name must match a file in queries/")
     return path.read_text(encoding="utf-8")
-
-
-def run_sql(
-    con: duckdb.DuckDBPyConnection, name: str, params: dict[str, Any] | None = None
-) -> duckdb.DuckDBPyConnection:
-    """Execute ``queries/<name>.sql`` with named parameters (``$name`` in the SQL)."""
-    return con.execute(load_sql(name), params or {})

@@ -6,6 +6,7 @@ is written to a temporary name and renamed, so a reader never sees a half-writte
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -55,6 +56,17 @@ def read_json_object(path: Path) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return doc if isinstance(doc, dict) else {}
+
+
+def record_parameters(stage_dir: Path, params: object) -> Path | None:
+    """Add the options a stage ran with (every field, defaults included) to its ``summary.json``
+    as ``parameters``: pages list the parameters from this record, never from the results."""
+    path = stage_dir / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    doc = read_summary(stage_dir)
+    doc["parameters"] = json_ready(dataclasses.asdict(params))  # type: ignore[call-overload]
+    return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))
 
 
 def json_ready(obj: Any) -> Any:

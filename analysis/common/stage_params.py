@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from tracelab.analysis.common.stage_api import option
 from tracelab.analysis.lake.derive import DeriveParams
 from tracelab.analysis.statistics import (
+    ANALYSES,
     clustering,
     gamma_fits,
     gaussian_sums,
@@ -21,16 +22,6 @@ from tracelab.analysis.statistics import (
 from tracelab.analysis.statistics.task_samples import DEFAULT_BATCH_ROWS
 
 _SQL = DeriveParams()
-
-#: the analysis sub-stages of ``tracelab analyze``, in order
-ANALYSES: tuple[str, ...] = (
-    "inst_vs_avg",
-    "variability",
-    "time_invariance",
-    "clustering",
-    "gaussian_sums",
-    "gamma_fits",
-)
 
 
 @dataclass(frozen=True)
@@ -49,7 +40,7 @@ class DeriveOptions:
     )
     shutdown_min_vms: int = option(
         _SQL.shutdown_min_vms,
-        "azure-2017: VMs ending together that mark a deployment shutdown (seed 004)",
+        "azure-2017: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
         minimum=2,
     )
     partitions: int = option(
@@ -68,7 +59,7 @@ class DeriveOptions:
 
 @dataclass(frozen=True)
 class AnalyzeOptions:
-    """``tracelab analyze``: the statistics of METHODS §2.1–2.5 and §2.7."""
+    """``tracelab analyze``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
 
     seed: int = option(0, "seed of every random choice", minimum=0)
     stages: tuple[str, ...] = option(ANALYSES, "analyses to run", choices=ANALYSES)
@@ -118,14 +109,14 @@ class AnalyzeOptions:
 
 @dataclass(frozen=True)
 class FitOptions:
-    """``tracelab fit``: the Azure priors of seed 004 §5.1 and Appendix B."""
+    """``tracelab fit``: the Azure priors of Cluster Admission §5.1 and Appendix B."""
 
     seed: int = option(0, "bootstrap seed", minimum=0)
     n_boot: int = option(200, "bootstrap replicates", minimum=1)
     zero_event_probability: float | None = option(
         None,
         "fix p: a zero-event MLE becomes the value at which no event has this probability "
-        "(default: p_rate and p_size calibrated by Cramér–von Mises, seed 004 App. B.1)",
+        "(default: p_rate and p_size calibrated by Cramér–von Mises, Cluster Admission paper App. B.1)",
         minimum=1e-6,
         maximum=1 - 1e-6,
     )
@@ -133,7 +124,7 @@ class FitOptions:
     shutdown_cores: str = option(
         "censored",
         "cores ended by a deployment shutdown: censored (they did not die of their own "
-        "lifetime; the shutdown has its own model) or paper (deaths, as seed 004 App. B counts them)",
+        "lifetime; the shutdown has its own model) or paper (deaths, as the Cluster Admission paper App. B counts them)",
         choices=("censored", "paper"),
     )
     vmtable: str = option(

@@ -1,4 +1,4 @@
-"""The one versioned params document (METHODS §4) and its only reader.
+"""The one versioned params document (docs/methods.md §4) and its only reader.
 
 ``params_document`` gathers every ``DATA/results/<trace>/<stage>/params.json`` written with
 :func:`analysis.params.write_stage_params` into one document; ``write_params_json`` validates it

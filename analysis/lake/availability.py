@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import pyarrow.parquet as pq
 
+from tracelab.analysis.common.datapaths import LAKE_MANIFEST, STAGE_PARAMS, derived_table
 from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.common.sql import load_sql
 from tracelab.analysis.lake.derive import (
@@ -80,6 +81,11 @@ def table_found(lake_trace_dir: Path, table: str) -> str:
     return ", ".join(parts)
 
 
+def lake_dir(data_dir: Path, trace: str) -> Path:
+    """``DATA/lake/<trace>``: the folder of the trace's manifest and tables."""
+    return LAKE_MANIFEST.path(data_dir, trace).parent
+
+
 def _files(n: int) -> str:
     return f"{n:,} file" + ("" if n == 1 else "s")
 
@@ -100,7 +106,7 @@ class LongTasks:
 
 def long_tasks(data_dir: Path, trace: str = GOOGLE) -> LongTasks:
     """Counts from the derived per-task usage table (zeros when it is absent)."""
-    path = data_dir / "derived" / trace / "fct_task_usage_stats.parquet"
+    path = derived_table("fct_task_usage_stats").path(data_dir, trace)
     if not path.is_file():
         return LongTasks(0, 0, 0)
     row = (
@@ -121,7 +127,7 @@ def long_tasks_found(data_dir: Path, trace: str = GOOGLE) -> str:
     statistics has 1 window)`` and the like (tasks that failed, or never used CPU, are not kept:
     ``queries/fct_task_usage_stats.sql``)."""
     counts = long_tasks(data_dir, trace)
-    usage = table_found(data_dir / "lake" / trace, "task_usage")
+    usage = table_found(lake_dir(data_dir, trace), "task_usage")
     if counts.n_tasks == 0:
         return f"{counts.n_long} ({usage})"
     windows = "window" if counts.max_windows == 1 else "windows"
@@ -148,7 +154,7 @@ def packing_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
 
 def trace_requests_shortfall(stage: str, data_dir: Path, trace: str = GOOGLE) -> Shortfall | None:
     """Trace instances need tasks' CPU and memory requests and the machines' capacities."""
-    lake = data_dir / "lake" / trace
+    lake = lake_dir(data_dir, trace)
     missing = [t for t in ("task_events", "machine_events") if table_rows(lake, t).rows == 0]
     if not missing:
         return None
@@ -161,7 +167,7 @@ def trace_requests_shortfall(stage: str, data_dir: Path, trace: str = GOOGLE) ->
 
 def export_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
     """The export gathers the stages' fitted parameters: it needs at least one."""
-    for path in data_dir.glob("results/*/*/params.json"):
+    for path in data_dir.glob(STAGE_PARAMS.relative()):
         try:
             if json.loads(path.read_text(encoding="utf-8")).get("parameters"):
                 return None
@@ -192,11 +198,11 @@ def lake_tables_behind(table: str, trace: str = GOOGLE) -> tuple[str, ...]:
 def derived_shortfall(data_dir: Path, trace: str, table: str, what: str) -> Shortfall | None:
     """``what`` (a page) draws the derived ``table``: the shortfall when it has no rows or one of
     the lake tables it is computed from is empty, naming what those hold."""
-    path = data_dir / "derived" / trace / f"{table}.parquet"
+    path = derived_table(table).path(data_dir, trace)
     if not path.is_file():
         return None
     sources = lake_tables_behind(table, trace)
-    lake = data_dir / "lake" / trace
+    lake = lake_dir(data_dir, trace)
     # a table computed from an empty one has rows of zeros (usage with no task_usage): not data;
     # without a manifest nothing is known of the lake, and only the table's own rows count
     known = (lake / MANIFEST_NAME).is_file()

@@ -59,7 +59,7 @@ def _lake_view(table: Table, files: str) -> str:
     for col in _time_columns(table):
         c = _ident(col)
         if table.trace == "google-2011":
-            # 0 = before the window, 2^63-1 = after it (METHODS §0.1): no instant to show
+            # 0 = before the window, 2^63-1 = after it (docs/methods.md §0.1): no instant to show
             value = (
                 f"CASE WHEN {c} IN ({TIME_BEFORE_WINDOW_US}, {TIME_AFTER_WINDOW_US}) THEN NULL "
                 f"ELSE make_timestamp({c} - {start}) END"

@@ -1,4 +1,4 @@
-"""Derived tables (issue #3, METHODS §1): plain functions the derive flow and the tests share.
+"""Derived tables (issue #3, docs/methods.md §1): plain functions the derive flow and the tests share.
 
 The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files: names with
 ``_azure_`` belong to azure-2017, the others to google-2011. A file reads the lake tables by their
@@ -36,7 +36,7 @@ from tracelab.analysis.lake.schemas import (
     trace_tables,
 )
 
-#: the trace window lasts 29 days (METHODS §0.1)
+#: the trace window lasts 29 days (docs/methods.md §0.1)
 WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
 
 _COMMENT = re.compile(r"--[^\n]*")
@@ -48,7 +48,7 @@ _DERIVED_FILE = re.compile(r"^(fct|agg)_[a-z0-9_]+$")
 class DeriveParams:
     """Every tunable of the derived tables; a query gets the ones it names as ``$name``."""
 
-    #: µs; the trace window proper starts here (METHODS §0.1)
+    #: µs; the trace window proper starts here (docs/methods.md §0.1)
     window_start_us: int = WINDOW_START_US
     #: µs; the marker for "after the window" (2^63-1): never on a time axis
     time_after_window_us: int = TIME_AFTER_WINDOW_US
@@ -56,11 +56,11 @@ class DeriveParams:
     usage_window_us: int = USAGE_WINDOW_US
     #: µs; the trace window length (29 days)
     window_length_us: int = WINDOW_LENGTH_US
-    #: T_i >= this many usage windows makes a task long (24 x 5 min = 2 h, seed 000 §3.1)
+    #: T_i >= this many usage windows makes a task long (24 x 5 min = 2 h, Janus & Rzadca §3.1)
     long_task_windows: int = 24
-    #: production tasks have priority >= this (METHODS §0.1)
+    #: production tasks have priority >= this (docs/methods.md §0.1)
     production_priority: int = 9
-    #: |relative change| below this counts as a calm window (seed 002 Fig. 10: 20%)
+    #: |relative change| below this counts as a calm window (Zhu et al. Fig. 10: 20%)
     change_threshold: float = 0.2
     #: azure-2017: s; vmtable times lie on this grid and lifetimes are at least one step
     grid_s: int = 300

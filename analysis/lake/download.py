@@ -1,6 +1,6 @@
 """Fetching the published trace files: resumable, parallel, verified, atomic (issue 12, item 6).
 
-Locations are the publishers' documented ones (``../shared/data/real/docs``):
+Locations are the ones the publishers document:
 
 * google-2011: every file of bucket ``clusterdata-2011-2`` is served over HTTP at
   ``https://commondatastorage.googleapis.com/clusterdata-2011-2/<path>``, and the bucket's

@@ -25,6 +25,13 @@ from typing import Any, Literal
 import polars as pl
 
 from tracelab.analysis.common.atomic import atomic_write_text
+from tracelab.analysis.common.datapaths import (
+    DERIVED_FOLDER,
+    LAKE_MANIFEST,
+    params_export_path,
+    stage_results,
+)
+from tracelab.analysis.common.datapaths import INGEST_NOTE as INGEST_NOTE_ENTRY
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_json_object
 from tracelab.analysis.lake.ingest import MANIFEST_NAME
@@ -35,8 +42,8 @@ KINDS: tuple[Kind, ...] = ("real", "synthetic")
 SYNTHETIC_MARK = "tracelab-synthetic"
 #: the generator's record of its true parameters, at the root of what it wrote
 TRUTH_FILE = "TRUTH.json"
-#: what the last ingest of a trace read from, beside its manifest
-INGEST_NOTE = "_ingest.json"
+#: what the last ingest of a trace read from, beside its manifest (its name in the catalog)
+INGEST_NOTE = Path(INGEST_NOTE_ENTRY.template).name
 _GZIP_MAGIC = b"\x1f\x8b"
 _FNAME_FLAG = 0x08
 _FEXTRA_FLAG = 0x04
@@ -164,9 +171,13 @@ def drop_trace_data(data_dir: Path, trace: str, keep_raw: Path | None) -> list[P
     the folder about to be ingested (``keep_raw``), since a later run would ingest it again. Raw
     files of the user's own are never deleted.
     """
-    candidates = [data_dir / part / trace for part in ("lake", "derived", "results", "state")] + [
-        data_dir / "exports" / "params.json",
-        data_dir / "exports" / "params.csv",
+    candidates = [
+        LAKE_MANIFEST.path(data_dir, trace).parent,
+        DERIVED_FOLDER.path(data_dir, trace),
+        stage_results("any").path(data_dir, trace).parent,
+        data_dir / "state" / trace,
+        params_export_path(data_dir, "json"),
+        params_export_path(data_dir, "csv"),
     ]
     raw = data_dir / "raw" / trace
     keep = keep_raw.resolve() if keep_raw is not None else None
@@ -233,7 +244,7 @@ def manifest_view(lake_trace_dir: Path) -> pl.DataFrame:
 def data_source(data_dir: Path, traces: Iterable[str]) -> dict[str, Any]:
     """The source of the data directory's results over ``traces``: one kind when every trace's
     lake has the same (``mixed`` otherwise), and every input file with its trace."""
-    per_trace = {t: lake_source(data_dir / "lake" / t) for t in traces}
+    per_trace = {t: lake_source(LAKE_MANIFEST.path(data_dir, t).parent) for t in traces}
     kinds = {s["kind"] for s in per_trace.values() if s["kind"] != "none"}
     kind = kinds.pop() if len(kinds) == 1 else ("none" if not kinds else "mixed")
     files = [{"trace": t, **f} for t, s in per_trace.items() for f in s["files"]]
@@ -242,7 +253,7 @@ def data_source(data_dir: Path, traces: Iterable[str]) -> dict[str, Any]:
 
 def generated_sample(data_dir: Path, trace: str) -> dict[str, Any]:
     """The generator's TRUTH.json for the trace's raw files (where the last ingest read), or {}."""
-    note = read_ingest_note(data_dir / "lake" / trace)
+    note = read_ingest_note(LAKE_MANIFEST.path(data_dir, trace).parent)
     roots = [Path(str(note["raw_root"]))] if note.get("raw_root") else []
     for root in [*roots, data_dir / "raw" / trace]:
         doc = read_json_object(root / TRUTH_FILE)

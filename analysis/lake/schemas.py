@@ -4,9 +4,9 @@ Ingest, the synthetic generator and the tests all read these definitions; nothin
 spells out a column list. Column order is the published file order.
 
 google-2011: names and types from the official ``schema.csv`` of clusterdata-2011-2
-(METHODS §0.1). Times are int64 microseconds (0 = before the window, 2**63-1 = after it),
+(docs/methods.md §0.1). Times are int64 microseconds (0 = before the window, 2**63-1 = after it),
 IDs are int64, hashes are strings, booleans are booleans (0/1 in the files), and an empty
-field is NULL, never zero. azure-2017: the V1 ``vmtable`` (METHODS §0.2), times in seconds.
+field is NULL, never zero. azure-2017: the V1 ``vmtable`` (docs/methods.md §0.2), times in seconds.
 """
 
 from __future__ import annotations

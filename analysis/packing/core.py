@@ -1,6 +1,6 @@
 """Stochastic bin packing kernels: fit tests, First/Best Fit, rebalancing, overflow counts.
 
-Seed 000 §4 (Algorithm 1) and §5.1 (metrics). Every method is one fit test on a machine's
+Janus & Rzadca §4 (Algorithm 1) and §5.1 (metrics). Every method is one fit test on a machine's
 running state (sum of item means ``load_mu``, sum of item variances ``load_var``):
 
 * GPA: a task k fits machine j iff Φ((c − μ'_j)/σ'_j) ≥ 1 − ρ with μ'_j = μ_k + Σμ_i and
@@ -30,7 +30,7 @@ FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
 
-#: seed 000 §4: rebalancing stops after this many consecutive failed migrations
+#: Janus & Rzadca §4: rebalancing stops after this many consecutive failed migrations
 PAPER_MAX_FAILURES = 5
 
 
@@ -71,17 +71,17 @@ def fits_gpa(
 def fits_cantelli(
     size_load: float, mu_task: float, std_task: float, capacity: float, b: float
 ) -> bool:
-    """Cantelli (seed 000 §5.1): item size μ + b·σ; ``size_load`` is Σ(μ_i + b·σ_i) of the machine."""
+    """Cantelli (Janus & Rzadca §5.1): item size μ + b·σ; ``size_load`` is Σ(μ_i + b·σ_i) of the machine."""
     return bool(size_load + (mu_task + b * std_task) <= capacity)
 
 
 def fits_av(size_load: float, mu_task: float, capacity: float, factor: float) -> bool:
-    """av (seed 000 §5.1): item size f·μ; ``size_load`` is Σ f·μ_i of the machine."""
+    """av (Janus & Rzadca §5.1): item size f·μ; ``size_load`` is Σ f·μ_i of the machine."""
     return bool(size_load + factor * mu_task <= capacity)
 
 
 def fits_perc(size_load: float, percentile_task: float, capacity: float) -> bool:
-    """perc (seed 000 §5.1): item size = the task's observed p-th percentile (cores)."""
+    """perc (Janus & Rzadca §5.1): item size = the task's observed p-th percentile (cores)."""
     return bool(size_load + percentile_task <= capacity)
 
 
@@ -163,7 +163,7 @@ def rebalanced_machines(
     z: float,
     max_failures: int = PAPER_MAX_FAILURES,
 ) -> Rebalanced:
-    """Seed 000 §4: round robin over machines 1..m−1, move each one's first task to machine m.
+    """Janus & Rzadca §4: round robin over machines 1..m−1, move each one's first task to machine m.
 
     A migration fails when the task does not fit the last machine (or its source is already
     empty); the loop stops after ``max_failures`` consecutive failures. Sources only lose tasks
@@ -235,7 +235,7 @@ def rebalanced_loads(
 
 @dataclass(frozen=True)
 class Overflow:
-    """Seed 000 §5.1: m_abs non-empty machines and q = Σ_j q(j) / (m_abs·|E|)."""
+    """Janus & Rzadca §5.1: m_abs non-empty machines and q = Σ_j q(j) / (m_abs·|E|)."""
 
     machines_used: int
     overflows: int

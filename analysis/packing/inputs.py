@@ -1,6 +1,6 @@
 """The packing stage's tasks: drawn from the trace's long tasks or built from the params export.
 
-Seed 000 §5.1: an instance is N' tasks, each with R realizations of its inst (1-second) and avg
+Janus & Rzadca §5.1: an instance is N' tasks, each with R realizations of its inst (1-second) and avg
 (5-minute mean) usage resampled from its own empirical distribution. Realizations are drawn
 inside each work cell from the cell's instance seed, so only the tasks' own samples (or model
 parameters) travel to a worker and the result does not depend on where the cell runs.
@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
@@ -171,7 +172,7 @@ def _wanted_samples(data_dir: Path, stats: Path, lake: Path, wanted: IntArray) -
             for i in local:
                 a, b = int(batch.offsets[i]), int(batch.offsets[i + 1])
                 inst.append(batch.inst[a:b])
-                # avg is NULL where the trace has no cpu_rate: fall back to inst (METHODS §1.8)
+                # avg is NULL where the trace has no cpu_rate: fall back to inst (docs/methods.md §1.8)
                 avg.append(np.where(np.isnan(batch.avg[a:b]), batch.inst[a:b], batch.avg[a:b]))
                 lengths.append(np.array([b - a], dtype=np.int64))
             jobs.append(batch.job_id[local])
@@ -208,7 +209,7 @@ def _instance_slice(samples: EmpiricalTasks, rows: IntArray) -> EmpiricalTasks:
 
 def params_tasks(data_dir: Path, *, instances: int, tasks: int, seed: int) -> TaskSource:
     """Build the instances from ``DATA/exports/params.json`` alone (centroids + Gamma fits)."""
-    path = data_dir / "exports" / "params.json"
+    path = PARAMS_EXPORT.path(data_dir)
     doc = load_params(path)
     centroids, shares, width = _clusters(doc)
     mean_shape, mean_rate = _gamma(doc, MEAN_RECORD)

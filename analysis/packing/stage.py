@@ -1,6 +1,6 @@
-"""Stage ``packing``: stochastic bin packing with GPA and its baselines (METHODS §3.1, issue 15).
+"""Stage ``packing``: stochastic bin packing with GPA and its baselines (docs/methods.md §3.1, issue 15).
 
-Seed 000 §4–5, Algorithm 1, Figs. 7–13. Instances of long tasks (``packing_inputs``) are packed
+Janus & Rzadca §4–5, Algorithm 1, Figs. 7–13. Instances of long tasks (``packing_inputs``) are packed
 by every method (``packing_core``) and evaluated on held-out realizations:
 
 * ``methods`` (Figs. 7, 8, 9, 13): every method, First and Best Fit, c = ``capacity``, full
@@ -56,8 +56,7 @@ from tracelab.analysis.packing.inputs import (
     trace_tasks,
 )
 
-EXPERIMENTS: tuple[str, ...] = ("methods", "statistics", "capacity", "clairvoyance")
-#: seed 000 §5.4/§5.5: the av/GPA pairs with similar (m, q) at c = 1 that Figs. 11–12 compare
+#: Janus & Rzadca §5.4/§5.5: the av/GPA pairs with similar (m, q) at c = 1 that Figs. 11–12 compare
 PAIRED_METHODS: tuple[tuple[str, float], ...] = (
     ("av", 2.0),
     ("gpa", 0.001),
@@ -70,7 +69,7 @@ CLAIRVOYANCE_METHODS: tuple[tuple[str, float], ...] = (
     ("gpa", 0.001),
     ("av", 2.0),
 )
-#: seed 000 §5.2–5.6 headline numbers the report states beside this run's
+#: Janus & Rzadca §5.2–5.6 headline numbers the report states beside this run's
 PAPER_HEADLINE: dict[str, Any] = {
     "gpa_q_at_rho_0.001": 1.6e-3,
     "cantelli_q_b_1.0": 3e-4,
@@ -129,7 +128,7 @@ class PackingParams:
     clairvoyance_experiment: bool = option(True, "run the clairvoyance experiment (Fig. 12)")
 
 
-#: seed 000 §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)
+#: Janus & Rzadca §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)
 PAPER_PACKING_PARAMS = PackingParams(
     instances=50,
     tasks=1000,

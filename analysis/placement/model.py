@@ -1,13 +1,13 @@
 """The lifetime model of the placement stage: Lomax lifetimes from the exported Gamma prior.
 
-tracelab's Azure fits (METHODS §2.6) say: within a deployment, VM lifetimes are exponential with
+tracelab's Azure fits (docs/methods.md §2.6) say: within a deployment, VM lifetimes are exponential with
 rate ``lambda`` (1/hour), and ``lambda ~ Gamma(k, beta)`` across deployments (``beta`` in hours).
 Integrating ``lambda`` out gives the Lomax (Pareto II) lifetime
 
     S(t) = P(T > t) = (beta / (beta + t)) ** k,
 
 whose expected remaining lifetime *grows* with the age ``u`` already survived — the
-"reprediction" of seed 003 §3 (the conditional expectation E[T_r | T_u]):
+"reprediction" of LAVA paper §3 (the conditional expectation E[T_r | T_u]):
 
     E[T - u | T > u] = (beta + u) / (k - 1)                      (k > 1).
 
@@ -22,7 +22,7 @@ which tends to the unrestricted form as ``H`` grows (k > 1) and is finite for ev
 Deployment history (option): a deployment whose earlier VMs showed ``d`` deaths over ``E``
 VM-hours of exposure has the conjugate posterior ``lambda ~ Gamma(k + d, beta + E)``; its next VM's
 lifetime is Lomax with those parameters. The history is read when the VM is created; later
-repredictions update only with the VM's own age, as seed 003's model takes uptime as its one extra
+repredictions update only with the VM's own age, as the LAVA paper's model takes uptime as its one extra
 feature.
 """
 
@@ -43,11 +43,11 @@ TRACE = "azure-2017"
 PRIORS_STAGE = "priors"
 HOUR_S = 3600.0
 
-#: seed 003 §4.2: LAS temporal-cost bucket boundaries, hours (0m, 30m, 60m, 90m, 2h … 168h)
+#: LAVA paper §4.2: LAS temporal-cost bucket boundaries, hours (0m, 30m, 60m, 90m, 2h … 168h)
 LAS_BUCKETS_HOURS: tuple[float, ...] = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 12.0, 24.0, 168.0)
-#: seed 003 §4.3: LAVA lifetime classes LC1..LC4 end at 1 h, 10 h, 100 h, 1000 h
+#: LAVA paper §4.3: LAVA lifetime classes LC1..LC4 end at 1 h, 10 h, 100 h, 1000 h
 LAVA_CLASS_UPPER_HOURS: tuple[float, ...] = (1.0, 10.0, 100.0, 1000.0)
-#: seed 003 §5.3 (after Barbalho et al.): LA-Binary's short/long cutoff, hours
+#: LAVA paper §5.3 (after Barbalho et al.): LA-Binary's short/long cutoff, hours
 LA_BINARY_CUTOFF_HOURS = 2.0
 
 
@@ -157,13 +157,13 @@ def deployment_posteriors(
 
 
 def lava_classes(lifetime_hours: FloatArray) -> npt.NDArray[np.int8]:
-    """LAVA lifetime class 1..4 of a predicted lifetime (seed 003 §4.3); >= 1000 h stays LC4."""
+    """LAVA lifetime class 1..4 of a predicted lifetime (LAVA paper §4.3); >= 1000 h stays LC4."""
     edges = np.asarray(LAVA_CLASS_UPPER_HOURS[:-1])
     return (np.searchsorted(edges, lifetime_hours, side="right") + 1).astype(np.int8)
 
 
 def las_temporal_cost(delta_hours: FloatArray) -> npt.NDArray[np.int64]:
-    """Index of the LAS bucket of ΔT (seed 003 §4.2: ΔT = 70 min is cost 2)."""
+    """Index of the LAS bucket of ΔT (LAVA paper §4.2: ΔT = 70 min is cost 2)."""
     bounds = np.asarray(LAS_BUCKETS_HOURS)
     idx = np.searchsorted(bounds, np.maximum(delta_hours, 0.0), side="right") - 1
     return np.asarray(idx, dtype=np.int64)

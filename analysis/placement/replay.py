@@ -5,7 +5,7 @@ a lexicographic key folded into one float (higher levels times a factor larger t
 level's range). Events are pre-sorted by (time, deletions first, VM), so capacity freed at a
 300 s tick is usable by the VMs created at the same tick.
 
-Policies (seed 003):
+Policies (LAVA paper):
 
 * ``best-fit``: the fullest feasible host, fullness = free cores / host cores + free memory /
   host memory (the VM's own share is the same on every host, so it drops out);
@@ -52,7 +52,6 @@ IntArray = npt.NDArray[np.int64]
 POLICIES: tuple[str, ...] = ("best-fit", "la-binary", "las", "lava")
 PREDICTORS: tuple[str, ...] = ("model", "oracle", "one-shot")
 EMPTY, OPEN, RECYCLING = 0, 1, 2
-STATE_NAMES = ("empty", "open", "recycling")
 # the first boundary as -inf: a negative ΔT is clipped to 0 by the search itself
 _LAS_BOUNDS_S = np.asarray((-np.inf, *LAS_BUCKETS_HOURS[1:])) * HOUR_S
 _CLASS_UPPER_S = np.asarray((0.0, *LAVA_CLASS_UPPER_HOURS)) * HOUR_S
@@ -121,7 +120,7 @@ class ReplayResult:
 
 
 def migrations_needed(remaining_s: FloatArray, slots: int, duration_s: float) -> int:
-    """Migrations done when VMs are taken in the given order, ``slots`` at a time (seed 003 §5.1).
+    """Migrations done when VMs are taken in the given order, ``slots`` at a time (LAVA paper §5.1).
 
     A VM whose remaining lifetime ends before its turn comes has exited and needs no migration.
     """
@@ -142,7 +141,7 @@ def inflation_stranding(
     shapes: FloatArray,
     draws: IntArray,
 ) -> tuple[float, float]:
-    """Free (cores, memory) left once the VM mix fills every host (seed 003 §2.3).
+    """Free (cores, memory) left once the VM mix fills every host (LAVA paper §2.3).
 
     Every host takes the drawn shapes in order when they fit, then as many of each shape
     (largest first) as still fit, so at the end no shape of the mix fits anywhere.
@@ -257,7 +256,7 @@ class _Replay:
         )
 
     def _update_tiers(self, h: int, state: int, cls: int) -> None:
-        """LAVA's level of host ``h`` for a VM of each class (seed 003 §4.3, lower first)."""
+        """LAVA's level of host ``h`` for a VM of each class (LAVA paper §4.3, lower first)."""
         for vc in range(1, 5):
             if state == EMPTY:
                 tier = 5
@@ -387,7 +386,7 @@ class _Replay:
             self._all_residual(h)
 
     def _refresh(self, now: float) -> None:
-        """Every host's latest repredicted VM exit at ``now`` (seed 003 §4.2)."""
+        """Every host's latest repredicted VM exit at ``now`` (LAVA paper §4.2)."""
         run = self.slots[self.slots >= 0]
         age_h = np.asarray((now - self.s.created_s[run]) / HOUR_S, dtype=np.float64)
         rem = expected_remaining_hours(

@@ -1,4 +1,4 @@
-"""Lifetime-aware VM placement (issue 17; METHODS §3.3; seed 003 §2.4, §4–6).
+"""Lifetime-aware VM placement (issue 17; docs/methods.md §3.3; LAVA paper §2.4, §4–6).
 
 VM create/delete events — the ingested Azure vmtable, or a stream generated from the exported
 deployment model — are replayed on pools of identical hosts under Best Fit, LA-Binary, LAS and
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import (
     MapFn,
@@ -54,7 +55,7 @@ from tracelab.analysis.placement.stream import (
 STAGE = "placement"
 BASELINE = "best-fit"
 LIFETIME_RECORDS = ("core_lifetime_rate_prior_marginal", "core_lifetime_rate_prior")
-#: seed 003 §6.1 / Fig. 6: mean empty-host improvement over the production baseline, pp
+#: LAVA paper §6.1 / Fig. 6: mean empty-host improvement over the production baseline, pp
 PAPER_IMPROVEMENT_PP: dict[str, float] = {
     "lava/model": 6.5,
     "las/model": 6.1,
@@ -62,7 +63,7 @@ PAPER_IMPROVEMENT_PP: dict[str, float] = {
     "las/oracle": 9.5,
     "la-binary/oracle": 7.5,
 }
-#: seed 003 Table 2: LARS's reduction of live migrations, %
+#: LAVA paper Table 2: LARS's reduction of live migrations, %
 PAPER_LARS_REDUCTION_PCT = (4.32, 4.55)
 #: ages (hours) at which the outputs tabulate E[T_r | T_u] for the report
 _CURVE_AGES_H = (0.0, 0.25, 0.5, 1, 2, 4, 8, 12, 24, 48, 96, 168, 336, 720)
@@ -126,7 +127,7 @@ class PlacementParams:
     seed: int = option(0, "seed of pool assignment, generation and inflation mixes", minimum=0)
 
 
-#: the benchmark-size configuration: 24 pools as in seed 003 Fig. 6, generated from the params
+#: the benchmark-size configuration: 24 pools as in LAVA paper Fig. 6, generated from the params
 PAPER_PLACEMENT_PARAMS = PlacementParams(
     source="params",
     pool_hosts=(150, 200, 250, 300) * 6,
@@ -263,7 +264,7 @@ def placement_results(
     """Replay every pool under every policy; write the tables and ``summary.json`` to ``out_dir``."""
     started = time.perf_counter()
     _check(params)
-    doc = load_params(data_dir / "exports" / "params.json")
+    doc = load_params(PARAMS_EXPORT.path(data_dir))
     prior = lifetime_prior_from_params(doc, params.lifetime_record)
     pools = _pools(params, data_dir, doc)
     items = replay_inputs(params, pools, prior)
@@ -408,7 +409,7 @@ def _mean_by_key(
 def placement_summary(
     results: list[ReplayResult], params: PlacementParams, seconds: float
 ) -> PlacementSummary:
-    """Headline numbers over every pool (means of per-pool values, as seed 003 Fig. 6 averages)."""
+    """Headline numbers over every pool (means of per-pool values, as LAVA paper Fig. 6 averages)."""
     base = {r.pool: r.empty_host_pct for r in results if r.policy == BASELINE}
     lars = np.asarray(
         [d[2:] for r in results if r.policy == BASELINE for d in r.defrag], dtype=np.int64

@@ -24,7 +24,7 @@ from tracelab.analysis.placement.model import HOUR_S, PRIORS_STAGE, TRACE
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
-#: METHODS §0.2: the vmtable's 300 s grid and 30-day window
+#: docs/methods.md §0.2: the vmtable's 300 s grid and 30-day window
 GRID_S = 300
 WINDOW_S = 2_592_000
 #: generated VMs: largest VM and memory per core of the default sample's generator (a deviation:
@@ -144,7 +144,7 @@ def split_into_pools(
 
 @dataclass(frozen=True)
 class DeploymentModel:
-    """The exported deployment model (seed 004 §2.1) as the generator needs it; hours."""
+    """The exported deployment model (Cluster Admission §2.1) as the generator needs it; hours."""
 
     lifetime_shape: float
     lifetime_rate_hours: float
@@ -194,7 +194,7 @@ def _vm_cores(total: int) -> list[int]:
 def _one_deployment(
     m: DeploymentModel, rng: np.random.Generator, arrival_s: float
 ) -> tuple[list[float], list[float], list[int]]:
-    """(created s, deleted s, cores) of one deployment's VMs, unclipped (seed 004 §2.1)."""
+    """(created s, deleted s, cores) of one deployment's VMs, unclipped (Cluster Admission §2.1)."""
     lam = float(rng.gamma(m.lifetime_shape, 1.0 / m.lifetime_rate_hours))
     rho = float(rng.gamma(m.scaleout_shape, 1.0 / m.scaleout_rate))
     size = float(rng.gamma(m.size_shape, 1.0 / m.size_rate))

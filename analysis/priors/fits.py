@@ -1,4 +1,4 @@
-"""Per-deployment MLEs and population Gamma priors from the Azure vmtable (seed 004 App. B, METHODS §2.6).
+"""Per-deployment MLEs and population Gamma priors from the Azure vmtable (Cluster Admission App. B, docs/methods.md §2.6).
 
 Input is the ``fct_azure_deployments`` table (one row per deployment with the sufficient
 statistics of every per-deployment likelihood). Units: hours throughout.
@@ -10,7 +10,7 @@ Per deployment (only deployments that arrived inside the window, ``arrived_in_wi
   the survival ``exp(-lambda t)``; the MLE is ``core_deaths / core_exposure_hours``. Cores of one
   VM share the VM's lifetime. Cores ended by a detected shutdown are censored by default
   (``shutdown_cores="censored"``: they did not die of their own lifetime, and the shutdown has its
-  own rate) or deaths (``"paper"``: seed 004 App. B counts every core that became inactive). A
+  own rate) or deaths (``"paper"``: Cluster Admission App. B counts every core that became inactive). A
   deployment without a core death has no MLE and is left out of the lifetime fit, as App. B.1
   does ("for each deployment for which at least one core became inactive"), not substituted.
 * scale-out rate ``r``: Poisson MLE ``n_scaleouts / observed_hours``.
@@ -116,13 +116,6 @@ def lifetime_rate_mle(core_deaths: FloatArray, core_exposure_hours: FloatArray) 
     return _ratio(core_deaths, core_exposure_hours)
 
 
-def lifetime_rate_ignoring_censoring(
-    n_cores: FloatArray, core_exposure_hours: FloatArray
-) -> FloatArray:
-    """The biased estimate that treats every censored core as a death (for comparison only)."""
-    return _ratio(n_cores, core_exposure_hours)
-
-
 def scaleout_rate_mle(n_scaleouts: FloatArray, observed_hours: FloatArray) -> FloatArray:
     """Poisson MLE of the scale-out rate per deployment, 1/hour."""
     return _ratio(n_scaleouts, observed_hours)
@@ -159,7 +152,7 @@ class DeploymentMLEs:
     """Per-deployment estimates (arrays aligned with ``deploymentid``), in-window deployments only."""
 
     deploymentid: tuple[str, ...]
-    #: NaN where no core died: seed 004 App. B.1 fits a lifetime only "for each deployment for
+    #: NaN where no core died: Cluster Admission App. B.1 fits a lifetime only "for each deployment for
     #: which at least one core became inactive", so those deployments are left out, not substituted
     lifetime_rate_per_hour: FloatArray
     lifetime_has_death: BoolArray
@@ -225,7 +218,7 @@ def lifetime_events(
     """Core deaths and VM deaths per deployment under a treatment of the shutdown's cores.
 
     ``censored`` (default): a core ended by the shutdown did not die of its own lifetime, so it
-    adds exposure only. ``paper``: seed 004 App. B counts every core that "became inactive" during
+    adds exposure only. ``paper``: Cluster Admission App. B counts every core that "became inactive" during
     the month as a death (only cores alive at the end are censored), so those cores are deaths.
     The exposure (core-hours) is the same either way: a death and a censoring at ``t`` both add
     ``t``. ``censoring=False`` counts every core as a death (the biased comparison).
@@ -402,7 +395,7 @@ def marginal_gamma_fit(events: FloatArray, exposure: FloatArray) -> MarginalGamm
     Each deployment contributes ``lambda^k exp(-lambda E)`` (``k`` events in exposure ``E``: core
     deaths in core-hours with censored cores adding exposure only, scale-outs in observed hours,
     or extra cores in scale-outs); integrating ``lambda`` over Gamma(shape, rate) gives a
-    closed form (the Gamma is conjugate, seed 004 App. B.2). Unlike the two-stage fit this needs
+    closed form (the Gamma is conjugate, Cluster Admission App. B.2). Unlike the two-stage fit this needs
     no per-deployment MLE, so zero counts and small deployments enter without bias or substitutes.
     Deployments with zero exposure carry no information and are dropped.
     """
@@ -632,7 +625,7 @@ class _PointFits:
 
 
 def _point_fits(m: DeploymentMLEs, idx: npt.NDArray[np.int64], alpha: float | None) -> _PointFits:
-    """Seed 004 App. B.2 on the deployments ``idx``.
+    """Cluster Admission App. B.2 on the deployments ``idx``.
 
     Lifetime, alpha, normalised rate and shutdown use only deployments with a core death (the
     others have no lifetime MLE, App. B.1); the size fit uses every deployment with a scale-out.
@@ -688,7 +681,7 @@ def size_cvm_distance(
 def calibrate_zero_event_probabilities(
     m: DeploymentMLEs, alpha: float | None, seed: int
 ) -> Calibration:
-    """(p_rate, p_size) minimising :func:`size_cvm_distance` over the grid (seed 004 App. B.1).
+    """(p_rate, p_size) minimising :func:`size_cvm_distance` over the grid (Cluster Admission App. B.1).
 
     The lifetime prior depends on neither p, the rate part only on p_rate and the size prior only
     on p_size, so each part is fitted once per grid value and the grid only recombines them.
@@ -768,7 +761,7 @@ def azure_priors(
 ) -> AzurePriors:
     """Per-deployment MLEs, then every population fit with seeded bootstrap CIs.
 
-    ``zero_event_probability=None`` calibrates p_rate and p_size by Cramér–von Mises (seed 004
+    ``zero_event_probability=None`` calibrates p_rate and p_size by Cramér–von Mises (Cluster Admission
     App. B.1, once on all deployments; the bootstrap keeps them); a number fixes both.
     ``alpha=None`` estimates alpha (the paper's minimal MAD, hours); a number fixes it.
     """
@@ -889,7 +882,7 @@ def _two_stage_notes(p: AzurePriors) -> dict[str, str]:
         "lifetime": f"per-deployment exponential core-lifetime rate, "
         f"{'right-censored MLE' if p.censoring else 'IGNORING censoring'}; shutdown cores "
         f"{m.shutdown_cores}; {no_death} of {n} deployments without a core death left out "
-        "(seed 004 App. B.1: not substituted)",
+        "(Cluster Admission App. B.1: not substituted)",
         "rate": f"scale-out rate (1/hour) x mean core lifetime (hour)^alpha, alpha = {p.alpha:.6g} "
         f"(criterion in {ALPHA_TIME_UNIT}s); deployments without a lifetime MLE left out; "
         f"no scale-out -> -ln(p_rate)/observed hours, p_rate = {m.p_rate:g} ({how}): "
@@ -909,7 +902,7 @@ def _alpha_record(p: AzurePriors) -> FittedParameter:
         parameters={"alpha": Quantity(p.alpha, "")},
         method="fixed"
         if p.alpha_fixed
-        else f"minimal mean absolute deviation of the normalised rates (seed 004 App. B.2), "
+        else f"minimal mean absolute deviation of the normalised rates (Cluster Admission App. B.2), "
         f"lifetimes in {ALPHA_TIME_UNIT}s",
         n=int(p.mles.lifetime_has_death.sum()),
         stage=STAGE,
@@ -950,7 +943,7 @@ def _calibration_record(p: AzurePriors) -> list[FittedParameter]:
             distribution="constant",
             parameters={"p_rate": Quantity(c.p_rate, ""), "p_size": Quantity(c.p_size, "")},
             method="minimal discrete Cramér–von Mises distance of deployment sizes (cores), data "
-            "vs deployments drawn from the two-stage model (seed 004 App. B.1), grid search",
+            "vs deployments drawn from the two-stage model (Cluster Admission App. B.1), grid search",
             n=len(p.mles.deploymentid),
             stage=STAGE,
             trace=TRACE,

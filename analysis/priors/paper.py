@@ -1,4 +1,4 @@
-"""The pieces of seed 004 App. B that are the paper's own choices, kept apart from the fits.
+"""The pieces of Cluster Admission App. B that are the paper's own choices, kept apart from the fits.
 
 * ``alpha`` by the paper's criterion (App. B.2): the plain mean absolute distance between each
   deployment's normalised scale-out rate ``r * L**alpha`` and their average, with the mean core

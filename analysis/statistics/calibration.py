@@ -1,9 +1,9 @@
 """Calibration table: does a run's data look like the real traces? (issue 13)
 
 One row per statistic: ``statistic | target | source | measured | tolerance | ok``. Every target
-is a published number (seed 000 = Reiss et al. / the Google usage paper, seed 002 = the Google
-2011 trace analysis, seed 004 = the Azure deployment model) or a figure measured on the real
-excerpts in ``../shared/data/real`` (task_events parts 2 and 3 of clusterdata-2011-2); none is the
+is a published number (the papers of docs/methods.md's references: Janus & Rzadca on usage, Zhu
+et al. on the Google 2011 trace, Cluster Admission on the Azure deployment model) or a figure measured
+on the real task_events parts 2 and 3 of clusterdata-2011-2 as published; none is the
 generator's own output. The measured value comes only from the run's own derived tables and
 analysis results, so the same table describes a run on real files.
 
@@ -30,15 +30,15 @@ from tracelab.analysis.common.stage_outputs import read_summary, write_stage_out
 
 GOOGLE = "google-2011"
 AZURE = "azure-2017"
-#: seconds: seed 002 Fig. 8 counts executions shorter than 5 minutes
+#: seconds: Zhu et al. Fig. 8 counts executions shorter than 5 minutes
 FIVE_MINUTES_S = 300.0
-#: cores: seed 000 §3.5, "the great majority" of histograms are 0 beyond 0.30 core
+#: cores: Janus & Rzadca §3.5, "the great majority" of histograms are 0 beyond 0.30 core
 HIST_LIMIT_BIN = 30
 #: a k-means centroid is "near zero" when at least half of its mass is below 0.02 core (bins 0, 1):
-#: seed 000 Fig. 4 shows three clusters piled on the first bins
+#: Janus & Rzadca Fig. 4 shows three clusters piled on the first bins
 NEAR_ZERO_BINS = 2
 NEAR_ZERO_MASS = 0.5
-#: seed 000 Table 1: share of sets the A-D test rejects at 5%, per tasks per set N
+#: Janus & Rzadca Table 1: share of sets the A-D test rejects at 5%, per tasks per set N
 PAPER_AD = {10: 0.991, 20: 0.965, 30: 0.923, 50: 0.784, 100: 0.493, 250: 0.183, 500: 0.087}
 
 
@@ -252,7 +252,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "mean inst usage of a long task (cores)",
         "0.027",
-        "seed 000 Table 1: mean mu_j = 0.27 at N = 10 tasks",
+        "Janus & Rzadca Table 1: mean mu_j = 0.27 at N = 10 tasks",
         "0.018-0.036 (±1/3): the paper's pool is all long tasks of 29 days",
         0.018,
         0.036,
@@ -261,7 +261,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "long-task histograms with mass above 0.30 core",
         "a small minority",
-        'seed 000 §3.5: "the great majority are 0 beyond 0.30"',
+        'Janus & Rzadca §3.5: "the great majority are 0 beyond 0.30"',
         "at most 0.25 (the paper gives no number; a quarter is no longer a small minority)",
         0.0,
         0.25,
@@ -270,7 +270,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "k-means: share of tasks in near-zero clusters",
         "0.465",
-        "seed 000 Fig. 4: three near-zero clusters, 46.5% of tasks",
+        "Janus & Rzadca Fig. 4: three near-zero clusters, 46.5% of tasks",
         "±0.12: cluster boundaries move with k-means' seed and k (a centroid is near zero when "
         "half its mass is below 0.02 core)",
         0.345,
@@ -280,7 +280,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "k-means: largest cluster share",
         "0.176",
-        "seed 000 Fig. 4",
+        "Janus & Rzadca Fig. 4",
         "±0.08 (one cluster's share moves by several points between k-means runs)",
         0.096,
         0.256,
@@ -289,7 +289,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "k-means: smallest cluster share",
         "0.014",
-        "seed 000 Fig. 4",
+        "Janus & Rzadca Fig. 4",
         "0 to 0.05 (a cluster of a few dozen tasks out of ~1,200)",
         0.0,
         0.05,
@@ -298,7 +298,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "std ~ mean slope, inst",
         "0.36",
-        "seed 000 §3.3",
+        "Janus & Rzadca §3.3",
         "±0.08 (about 4 standard errors of the slope on ~1,200 tasks)",
         0.28,
         0.44,
@@ -307,7 +307,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "std ~ mean intercept, inst (cores)",
         "0.015",
-        "seed 000 §3.3",
+        "Janus & Rzadca §3.3",
         "±0.006 (about 2.5 standard errors of the intercept)",
         0.009,
         0.021,
@@ -316,7 +316,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "std ~ mean slope, avg",
         "0.31",
-        "seed 000 §3.3",
+        "Janus & Rzadca §3.3",
         "±0.08, as inst",
         0.23,
         0.39,
@@ -325,7 +325,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "std ~ mean intercept, avg (cores)",
         "0.010",
-        "seed 000 §3.3",
+        "Janus & Rzadca §3.3",
         "±0.005, as inst",
         0.005,
         0.015,
@@ -334,7 +334,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "KS rejection share at Δ = 12",
         "0.30",
-        'seed 000 §3.4: "for roughly 30% of tasks"',
+        'Janus & Rzadca §3.4: "for roughly 30% of tasks"',
         "±0.08 ('roughly'; the binomial standard error on ~1,200 tasks is 0.013)",
         0.22,
         0.38,
@@ -343,7 +343,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "Gaussian relative error at the 99.9th percentile, smallest N",
         "< 0 (underestimates)",
-        "seed 000 Fig. 6 and §6: the Gaussian underestimates rare events",
+        "Janus & Rzadca Fig. 6 and §6: the Gaussian underestimates rare events",
         "any negative value",
         -1.0,
         0.0,
@@ -352,7 +352,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "submissions per new submission",
         "1.90",
-        "seed 002 §2.2",
+        "Zhu et al. §2.2",
         "±0.25 (the synthetic window is 3 days: chains that outlast it are cut)",
         1.65,
         2.15,
@@ -379,7 +379,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "executions shorter than 5 minutes",
         "0.40",
-        "seed 002 Fig. 8",
+        "Zhu et al. Fig. 8",
         "±0.12 (read off a CDF figure)",
         0.28,
         0.52,
@@ -415,7 +415,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "production share of tasks (priority >= 9)",
         "0.06",
-        "seed 002 §4.1",
+        "Zhu et al. §4.1",
         "0.03 to 0.09",
         0.03,
         0.09,
@@ -424,7 +424,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "production share of CPU used",
         "> 0.80",
-        "seed 002 §4.1",
+        "Zhu et al. §4.1",
         "0.80 to 1",
         0.80,
         1.0,
@@ -433,7 +433,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "production share of memory used",
         "> 0.80",
-        "seed 002 §4.1",
+        "Zhu et al. §4.1",
         "0.80 to 1",
         0.80,
         1.0,
@@ -442,7 +442,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "Azure: shut-down share of deployments that ended",
         "0.269",
-        "seed 004 App. B: 5,980 of 22,241",
+        "Cluster Admission App. B: 5,980 of 22,241",
         "±0.05 (binomial s.e. on ~2,000 ended deployments is 0.01; the definition of a "
         "shutdown is ours)",
         0.219,
@@ -452,7 +452,7 @@ SPECS: tuple[_Spec, ...] = (
     _Spec(
         "Azure: cores per deployment",
         "145",
-        "seed 004 App. B",
+        "Cluster Admission App. B",
         "100 to 190 (±30%: a heavy-tailed mean over 3,000 deployments)",
         100.0,
         190.0,
@@ -462,12 +462,12 @@ SPECS: tuple[_Spec, ...] = (
 
 
 def _ad_specs() -> tuple[_Spec, ...]:
-    """Seed 000 Table 1 rows: the issue asks for ±0.10 at the paper's R = S = 10,000."""
+    """Janus & Rzadca Table 1 rows: the issue asks for ±0.10 at the paper's R = S = 10,000."""
     return tuple(
         _Spec(
             f"A-D rejection rate, N = {n}",
             f"{rate:.3f}",
-            "seed 000 Table 1 (R = S = 10,000, pool 100,000)",
+            "Janus & Rzadca Table 1 (R = S = 10,000, pool 100,000)",
             "±0.10; R, S and pool of this run are in the gaussian_sums parameters",
             rate - 0.10,
             min(rate + 0.10, 1.0),

@@ -1,6 +1,6 @@
-"""Stage ``clustering``: k-means on the tasks' 100-bin inst histograms (METHODS §2.4).
+"""Stage ``clustering``: k-means on the tasks' 100-bin inst histograms (docs/methods.md §2.4).
 
-Seed 000 §3.5, Figure 4: Euclidean k-means (k = 16 by default) on h_i from
+Janus & Rzadca §3.5, Figure 4: Euclidean k-means (k = 16 by default) on h_i from
 ``fct_task_usage_histograms``; centroids, cluster shares (paper: 1.4%–17.6%), and inertia plus
 silhouette over a range of k so the report can show why 16.
 
@@ -41,7 +41,7 @@ DEFAULT_MINIBATCH_SIZE = 8_192
 DEFAULT_SILHOUETTE_SAMPLE = 5_000
 DEFAULT_SCAN_SAMPLE = 100_000
 DEFAULT_THREADS = 1
-#: seed 000 §3.5, Figure 4: the shares of tasks in the largest (c) and smallest (a) of 16 clusters
+#: Janus & Rzadca §3.5, Figure 4: the shares of tasks in the largest (c) and smallest (a) of 16 clusters
 PAPER_LARGEST_CLUSTER_SHARE = 0.1762
 PAPER_SMALLEST_CLUSTER_SHARE = 0.0142
 #: bins of a task histogram h_i (0.01-core bins of fct_task_usage_histograms)

@@ -1,4 +1,4 @@
-"""Stage ``gamma_fits``: Gamma priors from the Google trace for the packing stages (METHODS §2.7).
+"""Stage ``gamma_fits``: Gamma priors from the Google trace for the packing stages (docs/methods.md §2.7).
 
 Maximum-likelihood Gamma(shape, rate) with the location fixed at 0 (``scipy.stats.gamma.fit(x,
 floc=0)``) of: the per-task inst mean and inst std of long tasks (cores, normalised to the largest
@@ -24,7 +24,7 @@ DEFAULT_BOOTSTRAP = 200
 GAMMA_STAGE = "gamma_fits"
 METHOD = "maximum likelihood, scipy.stats.gamma.fit with floc=0; percentile bootstrap CI"
 
-#: task_events event type of a normal end (METHODS §0.1); only finished incarnations have a
+#: task_events event type of a normal end (docs/methods.md §0.1); only finished incarnations have a
 #: complete execution time
 FINISH_EVENT_TYPE = 4
 

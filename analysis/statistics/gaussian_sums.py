@@ -1,6 +1,6 @@
-"""Stage ``gaussian_sums``: is the total inst usage of N random tasks Gaussian? (METHODS §2.5)
+"""Stage ``gaussian_sums``: is the total inst usage of N random tasks Gaussian? (docs/methods.md §2.5)
 
-Seed 000 §3.1 and §3.6, Table 1, Figure 6.
+Janus & Rzadca §3.1 and §3.6, Table 1, Figure 6.
 
 1. A pool of long tasks is drawn at random (``pool_size``; the paper: 100,000) and each gets R
    realizations resampled with replacement from its own inst samples (its empirical distribution,
@@ -32,15 +32,13 @@ from tracelab.analysis.statistics.task_samples import TaskSampleBatch
 
 DEFAULT_SIZES: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 DEFAULT_PERCENTILES: tuple[float, ...] = (95.0, 99.0, 99.9)
-#: the paper's R (seed 000 §3.6): the A-D test's power grows with R, so Table 1 is only comparable
+#: the paper's R (Janus & Rzadca §3.6): the A-D test's power grows with R, so Table 1 is only comparable
 #: at R = 10,000. S stays at 200 (the paper: 10,000): the binomial standard error of a rate is then
 #: <= 0.035, enough for a ±0.10 comparison, at 1/50 of the cost (~10 s on the default sample)
 DEFAULT_REALIZATIONS = 10_000
 DEFAULT_SETS = 200
 DEFAULT_POOL_SIZE = 2_000
-PAPER_REALIZATIONS = 10_000
-PAPER_SETS = 10_000
-#: seed 000 Table 1: tasks per set N, share of sets the A–D test rejects at 5%, mean of Σμ_i (cores)
+#: Janus & Rzadca Table 1: tasks per set N, share of sets the A–D test rejects at 5%, mean of Σμ_i (cores)
 PAPER_TABLE1_N: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 PAPER_TABLE1_REJECTION_RATE: tuple[float, ...] = (0.991, 0.965, 0.923, 0.784, 0.493, 0.183, 0.087)
 PAPER_TABLE1_MEAN_MU: tuple[float, ...] = (0.27, 0.55, 0.82, 1.37, 2.74, 6.85, 13.69)

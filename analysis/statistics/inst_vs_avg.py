@@ -1,6 +1,6 @@
-"""Stage ``inst_vs_avg``: does the mean of k inst samples converge to the mean avg? (METHODS §2.1)
+"""Stage ``inst_vs_avg``: does the mean of k inst samples converge to the mean avg? (docs/methods.md §2.1)
 
-Seed 000 §3.2, Figure 1. For a task i with T_i windows, ȳ_i is the mean of all its avg samples and
+Janus & Rzadca §3.2, Figure 1. For a task i with T_i windows, ȳ_i is the mean of all its avg samples and
 x̄_i^(k) the mean of k inst samples drawn without replacement from its T_i windows; the statistic is
 (ȳ_i − x̄_i^(k)) / ȳ_i over every task with T_i ≥ k, summarised per k as a box plot (quartiles and
 whiskers at the most extreme point within 1.5 IQR, as the paper's figure).

@@ -1,8 +1,9 @@
 """What each statistics stage needs of the data, and the shortfall when it is not there.
 
-Most of seed 000's statistics are over long tasks (T_i ≥ 24 usage windows), which a few parts of
-the trace, or a single 5-minute usage window, may not hold at all. A stage below its minimum
-does not run (its numbers would be NaN over empty plots); it records what it needed and found.
+Most of Janus & Rzadca's statistics (docs/methods.md §2) are over long tasks (T_i ≥ 24 usage
+windows), which a few parts of the trace, or a single 5-minute usage window, may not hold at all.
+A stage below its minimum does not run (its numbers would be NaN over empty plots); it records
+what it needed and found.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ from pathlib import Path
 
 import polars as pl
 
+from tracelab.analysis.common.datapaths import derived_table
 from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.lake.availability import (
     GOOGLE,
     LONG_TASK,
+    lake_dir,
     long_task_shortfall,
     long_tasks_found,
     table_found,
@@ -48,7 +51,7 @@ def analysis_shortfall(
 
 def clustering_shortfall(data_dir: Path, k: int) -> Shortfall | None:
     """k-means with ``k`` clusters needs more than ``k`` long-task histograms."""
-    path = data_dir / "derived" / GOOGLE / "fct_task_usage_histograms.parquet"
+    path = derived_table("fct_task_usage_histograms").path(data_dir, GOOGLE)
     n = pl.scan_parquet(path).select(pl.len()).collect().item() if path.is_file() else 0
     if n > k:
         return None
@@ -66,7 +69,7 @@ def gamma_fit_shortfalls(
     out = []
     for name, reason in skipped:
         if name == "google_task_execution_time":
-            events = table_found(data_dir / "lake" / GOOGLE, "task_events")
+            events = table_found(lake_dir(data_dir, GOOGLE), "task_events")
             found = f"{n_finished:,} finished incarnations ({events})"
         else:
             found = long_tasks_found(data_dir)

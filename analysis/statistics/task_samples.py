@@ -1,6 +1,6 @@
 """Per-task inst/avg sample sequences, streamed in batches of whole tasks.
 
-The stages of METHODS §2.1, §2.3 and §2.5 need every window of a task in time order. The one
+The stages of docs/methods.md §2.1, §2.3 and §2.5 need every window of a task in time order. The one
 read of the lake lives here (:func:`task_sample_batches`); it streams
 ``queries/inputs/task_usage_samples.sql`` in Arrow record batches and regroups them so that a
 batch never splits a task. Memory is bounded by DuckDB's memory limit (it sorts out of core) plus

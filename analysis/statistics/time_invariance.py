@@ -1,6 +1,6 @@
 """Stage ``time_invariance``: is a task's inst distribution the same in two random windows? (§2.3)
 
-Seed 000 §3.4. A long task's records are cut into aligned, non-overlapping windows of Δ consecutive
+Janus & Rzadca §3.4. A long task's records are cut into aligned, non-overlapping windows of Δ consecutive
 records (window w holds records wΔ … wΔ+Δ−1; a trailing partial window is dropped). Two distinct
 windows are drawn uniformly at random and compared with the two-sample Kolmogorov–Smirnov test;
 the stage reports the share of tasks rejected at level α (paper: ~30% at Δ = 12, similar at 24, 36).
@@ -30,7 +30,7 @@ from tracelab.analysis.statistics.task_samples import TaskSampleBatch
 
 DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)
 DEFAULT_ALPHA = 0.05
-#: seed 000 §3.4: "for roughly 30% of tasks the test rejects" at Δ = 12 (24 and 36 similar)
+#: Janus & Rzadca §3.4: "for roughly 30% of tasks the test rejects" at Δ = 12 (24 and 36 similar)
 PAPER_SHARE_REJECTED = 0.30
 
 FloatArray = npt.NDArray[np.float64]

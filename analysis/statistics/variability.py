@@ -1,6 +1,6 @@
-"""Stage ``variability``: std of inst vs avg usage and the std~mean trend lines (METHODS §2.2).
+"""Stage ``variability``: std of inst vs avg usage and the std~mean trend lines (docs/methods.md §2.2).
 
-Seed 000 §3.3, Figures 2–3, over the long tasks of ``fct_task_usage_stats`` (population std per
+Janus & Rzadca §3.3, Figures 2–3, over the long tasks of ``fct_task_usage_stats`` (population std per
 task). Figure 2 is the CDF of per-task std (stored as quantiles); Figure 3 is a std×mean heatmap
 per measure plus the least-squares line std = slope·mean + intercept (paper: inst 0.36 / 0.015,
 avg 0.31 / 0.010). Units: CPU cores normalised to the largest machine.
@@ -22,7 +22,7 @@ FloatArray = npt.NDArray[np.float64]
 #: quantile levels at which the std CDFs are stored (0.1% steps)
 CDF_LEVELS: FloatArray = np.linspace(0.0, 1.0, 1001)
 DEFAULT_HEATMAP_BINS = 50
-#: seed 000 §3.3, Figure 3: the paper's trend lines std = slope·mean + intercept (cores)
+#: Janus & Rzadca §3.3, Figure 3: the paper's trend lines std = slope·mean + intercept (cores)
 PAPER_INST_SLOPE = 0.36
 PAPER_INST_INTERCEPT = 0.015
 PAPER_AVG_SLOPE = 0.31

@@ -1,11 +1,11 @@
-"""Seeded synthetic Azure V1 ``vmtable`` from the deployment model of seed 004 (§2.1, App. B).
+"""Seeded synthetic Azure V1 ``vmtable`` from the deployment model of Cluster Admission (§2.1, App. B).
 
-The file is written exactly as published (METHODS §0.2): ``vmtable/vmtable.csv.gz``, headerless,
+The file is written exactly as published (docs/methods.md §0.2): ``vmtable/vmtable.csv.gz``, headerless,
 columns in the order of :data:`analysis.schemas.AZURE_2017`, base64-looking hashes, times in
 seconds on the 300 s grid of a 30-day window, VMs alive at the end carrying the censored value
 ``vmdeleted = 2591700``, CPU in percent.
 
-Model (seed 004 §2.1, all rates per hour):
+Model (Cluster Admission §2.1, all rates per hour):
 
 * deployments arrive as a Poisson process; arrival times inside the window are iid uniform
   (a Poisson process conditioned on its count). Deployments that arrived during the 30 days
@@ -93,7 +93,7 @@ class AzureModel:
 
     lifetime_rate: GammaPrior = GammaPrior(2.0, 40.0, "1/hour", "hour")
     normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 4.0, "hour^(alpha-1)", "hour^(1-alpha)")
-    #: seed 004 App. B: ~145 cores per deployment (a ~21-core start plus ~14 scale-outs of ~9 cores)
+    #: Cluster Admission App. B: ~145 cores per deployment (a ~21-core start plus ~14 scale-outs of ~9 cores)
     scaleout_size: GammaPrior = GammaPrior(1.5, 0.19, "cores", "1/cores")
     alpha: float = 0.6
     #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)

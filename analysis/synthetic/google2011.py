@@ -1,33 +1,33 @@
 """Seeded synthetic Google cluster-usage trace 2011 v2.1 in the exact published format.
 
-Layout (METHODS §0.1): ``out/<table>/part-NNNNN-of-MMMMM.csv.gz`` for the six tables, headerless,
+Layout (docs/methods.md §0.1): ``out/<table>/part-NNNNN-of-MMMMM.csv.gz`` for the six tables, headerless,
 columns in the order of :data:`analysis.schemas.GOOGLE_2011`. Part ``i`` of ``job_events``,
 ``task_events``, ``task_usage`` and ``task_constraints`` holds job batch ``i`` (every row of a job
 is in the same part index), each part sorted by time (ties keep each task's event order), so the
-(time, file, row) order of METHODS §1.1 is every task's true event order. ``machine_events`` and
+(time, file, row) order of docs/methods.md §1.1 is every task's true event order. ``machine_events`` and
 ``machine_attributes`` are one part each.
 
 Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``), calibrated
-to seed 000/002 and the real task_events parts 2-3 (``analysis/statistics/calibration.py`` checks a run):
+to Janus & Rzadca and Zhu et al. and the real task_events parts 2-3 (``analysis/statistics/calibration.py`` checks a run):
 
 * jobs are *service* (20%, 1 + Poisson(9) tasks) or *batch* (1 + lognormal(2.3, 1.2) tasks, at
   most 501). 55% of service jobs and 0.5% of batch jobs have a production priority (9-11), so
-  production is ~6% of tasks (seed 002 §4.1); production service tasks run for days (90%), other
+  production is ~6% of tasks (Zhu et al. §4.1); production service tasks run for days (90%), other
   service tasks mostly for hours, batch tasks for minutes. 10% of service and 3% of batch jobs
   were submitted before the window: their tasks have SUBMIT and SCHEDULE at time 0 and run into
   the window. Other jobs are submitted uniformly over the horizon; most tasks at the job's time,
   some seconds later.
 * each task lives up to 16 *incarnations*. An incarnation is SUBMIT, then (2.5%) a death while
-  pending — FAIL, KILL, LOST or, as in the real trace (seed 002 §2.2), EVICT — or a SCHEDULE after
+  pending — FAIL, KILL, LOST or, as in the real trace (Zhu et al. §2.2), EVICT — or a SCHEDULE after
   a lognormal pending time (median 2 s, never 0 µs: the real parts never SCHEDULE in the SUBMIT's
   microsecond) on a machine, then FINISH, EVICT, FAIL, KILL or LOST. A new SUBMIT follows 1-12 µs
   later with the real parts' probabilities: after EVICT 0.999, FAIL 0.9, KILL 0.38, FINISH 0.03,
   LOST never. 12% of batch tasks *crash-loop* (they mostly FAIL after 1-40 minutes and are
-  resubmitted), which makes submissions ~1.9x new submissions (seed 002 §2.2). Short runs are
-  log-uniform in [30 s, 2 h] (~40% of executions under 5 minutes, seed 002 Fig. 8). 5% of
+  resubmitted), which makes submissions ~1.9x new submissions (Zhu et al. §2.2). Short runs are
+  log-uniform in [30 s, 2 h] (~40% of executions under 5 minutes, Zhu et al. Fig. 8). 5% of
   pending and running periods carry an UPDATE_PENDING / UPDATE_RUNNING that revises the CPU
   request.
-* CPU requests follow usage (seed 002 §4.1, Figure 9: requests exceed usage, production uses
+* CPU requests follow usage (Zhu et al. §4.1, Figure 9: requests exceed usage, production uses
   about half of what it requests): a task's request is its true mean ``cpu_rate`` (the
   ``true_avg_mean`` below, = ``true_inst_mean`` except for idle tasks) times an overcommit
   factor, log-uniform in [1.3, 3] (mean 2.03) for production (priority >= 9) and in [0.7, 1.5]
@@ -36,9 +36,9 @@ to seed 000/002 and the real task_events parts 2-3 (``analysis/statistics/calibr
   Requests are continuous, not a menu: rounding small usages to a menu would distort the factor.
   Every true mean is below 1, so every production request >= the task's true inst mean. A
   shifting task's request covers its window-weighted mean over its whole life, so after the shift
-  it may use more than it requests (seed 002 §4.1: tasks can exceed their quota, up to ~2x).
+  it may use more than it requests (Zhu et al. §4.1: tasks can exceed their quota, up to ~2x).
   Memory requests stay per job, lognormal around 0.06 (production) and 0.015 (other jobs), so
-  production holds > 80% of the memory used (seed 002 §4.1).
+  production holds > 80% of the memory used (Zhu et al. §4.1).
 * events after the horizon are not written, except that 3% of incarnations still running at the
   horizon end with their terminal event at 2^63-1 ("after the window"). Machine IDs are NULL while
   pending. 0.2% of task/job rows carry a ``missing info`` code and (task rows) NULL requests.
@@ -50,7 +50,7 @@ to seed 000/002 and the real task_events parts 2-3 (``analysis/statistics/calibr
   family (:mod:`analysis.synthetic.usage_families`: ~0.027 core per long task, mostly below
   0.1 core, production leaning to the heavier families); tasks with >= 24 windows change phase,
   with probability SHIFT_PROBABILITY, at a window drawn in [max(ceil(0.7 n), 12), n - 12]
-  (seed 000 §3.4: KS rejects ~30% of long tasks at Δ = 12).
+  (Janus & Rzadca §3.4: KS rejects ~30% of long tasks at Δ = 12).
 * machines: a fleet ADDed at time 0; 3% are REMOVEd and re-ADDed, 3% ADDed during the window,
   5% UPDATEd; tasks only run on machines present all along. machine_attributes gives every
   machine a few attributes (integer or hash values, a few deleted later); task_constraints puts
@@ -82,7 +82,7 @@ to seed 000/002 and the real task_events parts 2-3 (``analysis/statistics/calibr
 * ``tasks``: counts of ``tasks``, ``with_usage``, ``long`` (>= 24 windows), ``long_nonfailed``,
   ``failed``, ``per_family`` (all tasks);
 * ``regression``: over long non-failed tasks whose inst is not zero in every window (the set
-  METHODS §1.8 keeps), least squares of true std on true mean: ``inst`` and ``avg``, each
+  docs/methods.md §1.8 keeps), least squares of true std on true mean: ``inst`` and ``avg``, each
   ``slope``, ``intercept``, ``n``;
 * ``tasks_file``: "TRUTH_tasks.parquet", one row per task: ``job_id``, ``task_index``,
   ``priority``, ``family`` (name or "idle"), ``has_usage``, ``n_windows``, ``failed`` (any
@@ -137,7 +137,7 @@ MACHINE_ADD, MACHINE_REMOVE, MACHINE_UPDATE = range(3)
 HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
 LONG_WINDOWS = 24
-#: phase changes (seed 000 §3.4: KS rejects ~30% of long tasks at Δ = 12): tasks with at least
+#: phase changes (Janus & Rzadca §3.4: KS rejects ~30% of long tasks at Δ = 12): tasks with at least
 #: SHIFT_MIN_WINDOWS windows change with SHIFT_PROBABILITY at a window uniform in
 #: [max(ceil(SHIFT_FROM n), 12), n - 12], keeping 12 windows on each side
 SHIFT_MIN_WINDOWS = 24
@@ -149,7 +149,6 @@ MAX_INCARNATIONS = 16
 COMPRESS_THREADS = 4
 
 BATCHED_TABLES = ("job_events", "task_events", "task_usage", "task_constraints")
-FLEET_TABLES = ("machine_events", "machine_attributes")
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -180,7 +179,7 @@ SCALES: dict[str, Scale] = {
 
 # --- life-cycle probabilities (per incarnation) ---------------------------------------------
 #: service jobs (long-running tasks); with the task counts below, production (priority >= 9) is
-#: ~6% of tasks (seed 002 §4.1)
+#: ~6% of tasks (Zhu et al. §4.1)
 P_SERVICE = 0.20
 SERVICE_TASKS_MEAN = 10
 #: batch jobs: 1 + lognormal(mu, sigma) tasks (capped at 500), mean ~21
@@ -200,7 +199,7 @@ RUN_ENDS = np.array([FINISH, EVICT, FAIL, KILL, LOST])
 P_RUN_ENDS_SERVICE = np.array([0.50, 0.18, 0.08, 0.22, 0.02])
 P_RUN_ENDS_BATCH = np.array([0.80, 0.06, 0.05, 0.085, 0.005])
 #: a few batch tasks crash-loop: they FAIL fast and are resubmitted again and again, which is
-#: what makes submissions ~1.9x new submissions in the real trace (seed 002 §2.2)
+#: what makes submissions ~1.9x new submissions in the real trace (Zhu et al. §2.2)
 P_CRASH_LOOP = 0.12
 P_RUN_ENDS_CRASH_LOOP = np.array([0.08, 0.02, 0.85, 0.05, 0.0])
 #: probability of a new SUBMIT after each terminal type (index = event code). Real task_events
@@ -217,8 +216,8 @@ PENDING_LOGNORMAL_US = (2_000_000, 1.3)
 #: end -> resubmission gap (µs): 3-12 µs in the real parts 2-3
 RESUBMIT_GAP_MEAN_US = 5
 
-# --- CPU requests (seed 002 §4.1, Figure 9) ----------------------------------------------------
-#: lowest production priority (seed 002 §4.1)
+# --- CPU requests (Zhu et al. §4.1, Figure 9) ----------------------------------------------------
+#: lowest production priority (Zhu et al. §4.1)
 PRODUCTION_PRIORITY = 9
 #: request = true mean cpu_rate x a log-uniform overcommit factor in these bounds: production
 #: over-requests (the seed finds it uses ~50% of what it requests); the rest request about what
@@ -683,7 +682,7 @@ def _draw_jobs(rng: np.random.Generator, batch: int, cfg: Scale, fleet: Fleet) -
         _choice(rng, [1, 2, 3], [0.3, 0.5, 0.2], n_jobs),
         _choice(rng, [0, 1], [0.7, 0.3], n_jobs),
     )
-    # production jobs hold most memory (seed 002 §4.1: > 80% of memory): larger requests
+    # production jobs hold most memory (Zhu et al. §4.1: > 80% of memory): larger requests
     production = priority >= PRODUCTION_PRIORITY
     mem_median = np.where(production, 0.06, 0.015)
     return _Jobs(
@@ -721,7 +720,7 @@ def _draw_tasks(rng: np.random.Generator, jobs: _Jobs) -> _Tasks:
     )
     production = jobs.priority[t_job] >= PRODUCTION_PRIORITY
     # 0 short, 1 hours, 2 long-running: production services run for days, other services for
-    # hours (seed 002 §4.1: production is 6% of tasks but > 80% of the CPU and memory used)
+    # hours (Zhu et al. §4.1: production is 6% of tasks but > 80% of the CPU and memory used)
     long_share = np.where(production, P_LONG_PRODUCTION_SERVICE, P_LONG_OTHER_SERVICE)
     u = rng.random(n_t)
     duration_class = np.where(
@@ -937,7 +936,7 @@ def _usage_windows(
 def _draw_shifts(
     rng: np.random.Generator, n_windows: IntArray, family: npt.NDArray[np.int8]
 ) -> tuple[BoolArray, IntArray]:
-    """Which long tasks change phase, and the first changed window (seed 000 §3.4: ~30% reject)."""
+    """Which long tasks change phase, and the first changed window (Janus & Rzadca §3.4: ~30% reject)."""
     eligible = (n_windows >= SHIFT_MIN_WINDOWS) & (family != uf.IDLE)
     shifts = eligible & (rng.random(n_windows.size) < SHIFT_PROBABILITY)
     lo = np.maximum(np.ceil(SHIFT_FROM * n_windows).astype(np.int64), SHIFT_MIN_AFTER)
@@ -1031,7 +1030,7 @@ def _run_lengths(
     """Run time (µs) of one incarnation: minutes (short), hours, or log-uniform up to 3 horizons.
 
     Short runs are log-uniform in [30 s, 2 h] and a crash-looping task runs log-uniform 1 to 40
-    minutes before it fails, so ~42-44% of either end within 5 minutes (seed 002 Fig. 8: ~40%
+    minutes before it fails, so ~42-44% of either end within 5 minutes (Zhu et al. Fig. 8: ~40%
     of all executions).
     """
     n = duration_class.size

@@ -1,16 +1,16 @@
 """Per-task distributions of ``sampled_cpu_usage`` (inst) and ``cpu_rate`` (avg) for the generator.
 
 Every task with usage draws its inst samples, one per 5-minute window, from one *family*
-(seed 000 §3.5 finds recurring histogram shapes; these are five of them, scaled to the real
+(Janus & Rzadca §3.5 finds recurring histogram shapes; these are five of them, scaled to the real
 trace's usage: mostly below 0.1 core, a heavy right tail). The per-task
 parameters are drawn from narrow ranges so that k-means on the 100-bin histograms
-(METHODS §1.9, §2.4) can recover the families. A shifting task switches, at a recorded window,
+(docs/methods.md §1.9, §2.4) can recover the families. A shifting task switches, at a recorded window,
 to a distribution whose support is disjoint from (or far from) the original, so a two-sample
 KS test on 12 + 12 windows either side rejects almost surely (§2.3).
 
 avg (the 5-minute mean) is ``(1 - a) * mu + a * y`` with ``y`` a second, independent draw from
 the same distribution and ``a`` in [0.5, 0.8] per task: its mean is the inst mean ``mu`` and its
-std is ``a`` times the inst std, so inst std > avg std (seed 000 §3.3) and over a task
+std is ``a`` times the inst std, so inst std > avg std (Janus & Rzadca §3.3) and over a task
 mean(avg) ~ mean(inst) (§3.2).
 """
 
@@ -27,21 +27,21 @@ IntArray = npt.NDArray[np.int64]
 #: family names in code order; the code is the index
 FAMILIES: tuple[str, ...] = ("mostly_zero", "exponential", "uniform", "bimodal", "gamma")
 #: share of usage-producing tasks per family, for production (priority >= 9) and other tasks (the
-#: rest of tasks, IDLE_SHARE, are "idle"). Seed 000 Fig. 4: three near-zero clusters hold 46.5% of
+#: rest of tasks, IDLE_SHARE, are "idle"). Janus & Rzadca Fig. 4: three near-zero clusters hold 46.5% of
 #: long tasks; mostly_zero and exponential (nearly all in the first 0.01-core bins) play that part.
-#: Production leans to the heavier families: seed 002 §4.1 finds it is 6% of tasks but uses > 80%
+#: Production leans to the heavier families: Zhu et al. §4.1 finds it is 6% of tasks but uses > 80%
 #: of the CPU
 FAMILY_SHARES: dict[str, tuple[float, ...]] = {
     "production": (0.15, 0.23, 0.20, 0.17, 0.25),
     "non_production": (0.38, 0.34, 0.12, 0.10, 0.06),
 }
-#: share of tasks whose inst is 0 in every window (the analysis drops them, METHODS §1.8)
+#: share of tasks whose inst is 0 in every window (the analysis drops them, docs/methods.md §1.8)
 IDLE_SHARE = 0.05
 IDLE = -1
 #: mean of the idle tasks' avg (Exponential): a busy-wait-free daemon still shows a trickle
 IDLE_AVG_MEAN = 0.0005
 
-#: avg = (1 - a) * mu + a * y; a ~ U(AVG_WEIGHT_RANGE) per task, so std(avg) = a std(inst). Seed 000
+#: avg = (1 - a) * mu + a * y; a ~ U(AVG_WEIGHT_RANGE) per task, so std(avg) = a std(inst). Janus & Rzadca
 #: §3.3: the avg slope and intercept (0.31, 0.010) are ~0.86 and ~0.67 of the inst ones (0.36,
 #: 0.015); a above 0.8 would let the sample std of avg exceed that of inst for many tasks with
 #: ~100 windows, against Fig. 2 (inst is the more variable), so the mean weight is 0.65
@@ -57,7 +57,7 @@ PARAM_RANGES: dict[int, tuple[tuple[float, float], ...]] = {
 }
 
 #: documented parameter ranges (TRUTH.json): pre-shift and post-shift distributions, in cores
-#: (1 = the largest machine). Seed 000 §3.5: mean usage per long task ~0.027 (Table 1, mu_j ~0.27 at
+#: (1 = the largest machine). Janus & Rzadca §3.5: mean usage per long task ~0.027 (Table 1, mu_j ~0.27 at
 #: N = 10) and "the great majority" of histograms are 0 beyond 0.30, so every family lives below
 #: ~0.3. A shift is a phase change (a burst, or a quiet spell) onto a support disjoint from (or,
 #: for a few percent of the mass, overlapping) the original, so KS on 12 + 12 windows rejects.
@@ -81,7 +81,7 @@ FAMILY_DOC: dict[str, dict[str, str]] = {
     },
     "gamma": {
         "inst": "Gamma(shape k, scale m / k) (mean m, std m / sqrt(k): the heavy right tail of "
-        "seed 000 Fig. 6); m ~ U(0.07, 0.10), k ~ U(5, 8)",
+        "Janus & Rzadca Fig. 6); m ~ U(0.07, 0.10), k ~ U(5, 8)",
         "after_shift": "0 (a quiet spell)",
     },
 }

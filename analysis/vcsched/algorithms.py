@@ -1,4 +1,4 @@
-"""VCSched allocation algorithms (seed 001 §2.5, §3): MCB1–8, greedy, rounding, MILP, LP bound.
+"""VCSched allocation algorithms (Virtual Clusters §2.5, §3): MCB1–8, greedy, rounding, MILP, LP bound.
 
 An instance is ``n_hosts`` identical hosts and jobs with a CPU need ``c_j`` (fraction of one host's
 CPU the job uses alone, (0, 1]) and a memory requirement ``m_j`` (fraction of one host's memory,

@@ -1,4 +1,4 @@
-"""VCSched instances: the paper's generator (seed 001 §4.1) and jobs drawn from the Google trace."""
+"""VCSched instances: the paper's generator (Virtual Clusters §4.1) and jobs drawn from the Google trace."""
 
 from __future__ import annotations
 

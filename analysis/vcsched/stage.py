@@ -1,4 +1,4 @@
-"""The ``yield`` stage: VCSched (seed 001 §2–4) on the paper's instances and on the trace's tasks.
+"""The ``yield`` stage: VCSched (Virtual Clusters §2–4) on the paper's instances and on the trace's tasks.
 
 Builds the instance grid (the §4.1 generator and, from the google-2011 lake, tasks drawn with
 their CPU and memory requests), runs every algorithm on every instance through ``map_fn``, and
@@ -110,7 +110,7 @@ class YieldParams:
     seed: int = option(0, "seed of the instance grid and of the rounding", minimum=0)
 
 
-#: seed 001 §4.1's full grid: 1,440 small and 10,800 large instances, all algorithms
+#: Virtual Clusters §4.1's full grid: 1,440 small and 10,800 large instances, all algorithms
 PAPER_YIELD_PARAMS = YieldParams(
     sources=("paper",),
     small_instances=10,

@@ -1,4 +1,4 @@
--- per-task inst/avg sample sequences for the analysis stages (METHODS §2.1, §2.3, §2.5).
+-- per-task inst/avg sample sequences for the analysis stages (docs/methods.md §2.1, §2.3, §2.5).
 -- not materialised: the analyze flow streams it in record batches, tasks contiguous and each task's
 -- windows in start_time order (DuckDB sorts out of core, so memory stays bounded).
 with
@@ -9,7 +9,7 @@ usage as (
         task_index,
         start_time,
         sampled_cpu_usage as inst,
-        -- METHODS §1.8: avg above 1 (the largest machine) is a measurement error; use inst instead
+        -- docs/methods.md §1.8: avg above 1 (the largest machine) is a measurement error; use inst instead
         case when cpu_rate > 1 then sampled_cpu_usage else cpu_rate end as avg,
     from read_parquet($lake_glob)
     where sampled_cpu_usage is not null

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.reports.model import PageSpec
 from tracelab.reports.pages import admission as adm
 from tracelab.reports.pages import analysis as a
@@ -175,7 +176,7 @@ EXPORT_PAGES: tuple[PageSpec, ...] = (
         "Exported parameters",
         "all",
         "export",
-        ("exports/params.json",),
+        (PARAMS_EXPORT.relative(),),
         "tracelab export",
         pp.params_sections,
     ),

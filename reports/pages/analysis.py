@@ -33,7 +33,7 @@ def _cite(where: str, paper: str = "janus2017") -> str:
 
 #: at most this many values of one sample are drawn in a figure
 _MAX_SAMPLE = 200_000
-#: Janus & Rzadca 2017, Table 1 (METHODS §2.5): AD rejection rate at 5% per number of tasks N
+#: Janus & Rzadca 2017, Table 1 (docs/methods.md §2.5): AD rejection rate at 5% per number of tasks N
 PAPER_AD_REJECTION = {
     10: 0.991,
     20: 0.965,
@@ -731,7 +731,7 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
     return figs
 
 
-# --- gamma fits (METHODS §2.7) --------------------------------------------------------------
+# --- gamma fits (docs/methods.md §2.7) --------------------------------------------------------------
 
 _FITS = (
     "name",
@@ -793,7 +793,7 @@ def gamma_fits_numbers(fits: pl.DataFrame) -> GammaFitsNumbers:
 
 
 def gamma_fits_sections(ctx: PageContext) -> Sequence[Section]:
-    """METHODS §2.7: Gamma fits of per-task inst mean/std and execution times, over their data."""
+    """docs/methods.md §2.7: Gamma fits of per-task inst mean/std and execution times, over their data."""
     nums = gamma_fits_numbers(collect(scan(ctx.results("gamma_fits") / "fits.parquet", _FITS)))
     samples = _gamma_samples(ctx)
     figs: list[Figure] = []
@@ -819,7 +819,7 @@ def gamma_fits_sections(ctx: PageContext) -> Sequence[Section]:
     )
     return (
         Section(
-            title="Gamma fits for the packing stages (METHODS §2.7)",
+            title="Gamma fits for the packing stages (docs/methods.md §2.7)",
             this_run=frags or ("No fits in this run.",),
             paper=f"The paper ({PAPERS['janus2017']}) models per-task usage by its mean and std; the Gamma fits give the packing stages a population of them.",
             figures=tuple(figs),

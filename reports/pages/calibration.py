@@ -60,17 +60,17 @@ def calibration_sections(ctx: PageContext) -> Sequence[Section]:
                 "(task_events parts 2-3 of clusterdata-2011-2), never the generator's output.",
             ),
             paper=_named(
-                "Seed 000 (usage, §3), seed 002 (life cycles, §2, §4.1, Fig. 8), seed 004 "
-                "(Azure deployments, App. B)."
+                "Janus & Rzadca (usage, §3), Zhu et al. (life cycles, §2, §4.1, Fig. 8), "
+                "Cluster Admission (Azure deployments, App. B)."
             ),
             tables=(_table("Calibration", main),),
         ),
         Section(
-            title=_named("Seed 000 Table 1 at the paper's scale"),
+            title=_named("Janus & Rzadca Table 1 at the paper's scale"),
             this_run=_ad_parameters(inputs.gaussian_sums),
             paper="R = S = 10,000 realizations and sets per N, from a pool of 100,000 long tasks; "
             "rejection rates 0.991 0.965 0.923 0.784 0.493 0.183 0.087 for N = 10 ... 500.",
-            tables=(_table(_named("A-D rejection rate per N against seed 000 Table 1"), ad),),
+            tables=(_table(_named("A-D rejection rate per N against Janus & Rzadca Table 1"), ad),),
         ),
     )
 
@@ -113,17 +113,17 @@ def _table(caption: str, rows: list[CalibrationRow]) -> HtmlTable:
     )
 
 
-#: the seed papers by name (analysis/statistics/calibration.py cites them by seed number, as METHODS does)
+#: the papers as the pages cite them (analysis/statistics/calibration.py uses docs/methods.md's short names)
 _PAPERS = {
-    "000": "Janus & Rzadca 2017",
-    "002": "Zhu, Wang & Wang 2015",
-    "004": "“On the cluster admission problem”",
+    "Janus & Rzadca": "Janus & Rzadca 2017",
+    "Zhu et al.": "Zhu, Wang & Wang 2015",
+    "Cluster Admission": "“On the cluster admission problem”",
 }
 
 
 def _named(text: str) -> str:
-    """``text`` with "seed 000"-style citations replaced by the paper's name."""
-    return re.sub(r"[Ss]eed (00[024])", lambda m: _PAPERS[m.group(1)], text)
+    """``text`` with docs/methods.md's short names replaced by the pages' citations."""
+    return re.sub("|".join(map(re.escape, _PAPERS)), lambda m: _PAPERS[m.group(0)], text)
 
 
 def _data_source(data_dir: Path) -> str:

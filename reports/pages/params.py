@@ -64,7 +64,7 @@ def params_sections(ctx: PageContext) -> Sequence[Section]:
                 "only this document, through load_params, which refuses another major version "
                 "or an edited document.",
             ),
-            paper="METHODS §4: one versioned document with every fitted parameter, its method, "
+            paper="docs/methods.md §4: one versioned document with every fitted parameter, its method, "
             "sample size, goodness of fit, source files and the code version.",
             tables=(table,),
         ),

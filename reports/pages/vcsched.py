@@ -43,7 +43,6 @@ PAPER_MCB_DEGRADATION = {
 PAPER_MILP_OVER_MCB8_PCT = 2.0
 PAPER_LP_OVER_MILP_PCT = 4.0
 PAPER_MILP_OVER_GREEDY_PCT = (11.0, 13.0)
-PAPER_MCB8_MS_500 = 500.0
 GREEDY = ("GR", "SG", "GB", "SGB")
 COMPARED = ("MCB8", *GREEDY, "RRND", "RRNZ", "MILP", "LP")
 _TABLES = ("instances", "by_slack", "degradation", "gaps", "runtime_by_size")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.flows.cli import main
 from tracelab.flows.registry import STAGES
 
@@ -45,7 +46,7 @@ def test_an_empty_data_directory(
 def test_a_missing_input_names_the_command_that_makes_it(
     stage: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tracelab.flows.registry import Stage
+    from tracelab.flows.registry import Stage, making_command
 
     assert isinstance(stage, Stage)
     trace = stage.traces[0]
@@ -53,7 +54,7 @@ def test_a_missing_input_names_the_command_that_makes_it(
     if trace != "all":
         argv += ["--trace", trace]
     line = _one_line_failure(argv, capsys)
-    assert stage.requirements(trace)[0].command in line
+    assert making_command(stage.inputs[0], trace) in line
 
 
 def test_an_unexpected_error_is_one_line_and_the_traceback_is_logged(
@@ -62,7 +63,7 @@ def test_an_unexpected_error_is_one_line_and_the_traceback_is_logged(
     # a params document that is not JSON reaches a consuming stage
     (tmp_path / "exports").mkdir()
     (tmp_path / "exports" / "params.json").write_text("{not json", encoding="utf-8")
-    stage = next(s for s in STAGES if s.inputs and s.inputs[0].path == "exports/params.json")
+    stage = next(s for s in STAGES if s.inputs == (PARAMS_EXPORT,))
     line = _one_line_failure([stage.command, "--data", str(tmp_path)], capsys)
     assert "params.json" in line
     assert "details: " in line

@@ -11,7 +11,17 @@ from repo_paths import REPO
 from tracelab.analysis.common.fingerprints import combined_fingerprint
 from tracelab.analysis.common.stage_api import option_spec, out_of_range
 from tracelab.flows.cli import build_parser, main
-from tracelab.flows.registry import ALL, STAGES, Stage, params_json, stage_named, stages_markdown
+from tracelab.flows.registry import (
+    ALL,
+    BEFORE_REGISTRY,
+    STAGES,
+    Stage,
+    making_command,
+    params_json,
+    run_order,
+    stage_named,
+    stages_markdown,
+)
 from tracelab.flows.stage_cli import params_from_args
 from tracelab.reports.pages import ALL_PAGES, PAGE_SPECS
 
@@ -38,7 +48,7 @@ def test_every_stage_is_complete(stage: Stage, tmp_path: Path) -> None:
     trace = stage.traces[0]
     missing = stage.missing_input(tmp_path, trace)
     assert missing is not None
-    assert stage.requirements(trace)[0].command in missing
+    assert making_command(stage.inputs[0], trace) in missing
     # fingerprint: the parameters are part of it
     default = stage.params_type()()
     changed = _one_field_changed(default)
@@ -108,3 +118,53 @@ def test_out_of_range_reads_the_declared_bounds() -> None:
     params = dataclasses.replace(stage_named("analyze").params_type()(), alpha=0.9)
     assert out_of_range(params) == "--alpha 0.9: must be at most 0.5"
     assert out_of_range(dataclasses.replace(params, alpha=0.05)) is None
+
+
+def test_run_order_is_built_from_the_declared_dependencies() -> None:
+    order = [s.name for s in run_order()]
+    assert sorted(order) == sorted(s.name for s in STAGES)
+    for stage in STAGES:
+        for up in stage.upstream:
+            if up not in BEFORE_REGISTRY:
+                assert order.index(up) < order.index(stage.name), (up, stage.name)
+    # the order follows the dependencies, not the declaration: reversed, the constraints still hold
+    backwards = [s.name for s in run_order(tuple(reversed(STAGES)))]
+    for stage in STAGES:
+        for up in set(stage.upstream) - set(BEFORE_REGISTRY):
+            assert backwards.index(up) < backwards.index(stage.name), (up, stage.name)
+
+
+def _stage(name: str, upstream: tuple[str, ...]) -> Stage:
+    return dataclasses.replace(STAGES[0], name=name, command=name, upstream=upstream)
+
+
+def test_run_order_sorts_a_hand_made_graph_and_refuses_cycles_and_unknown_names() -> None:
+    import graphlib
+
+    a, b, c = _stage("a", ("c",)), _stage("b", ()), _stage("c", ("b", "ingest"))
+    assert [s.name for s in run_order((a, b, c))] == ["b", "c", "a"]
+    with pytest.raises(graphlib.CycleError):
+        run_order((_stage("x", ("y",)), _stage("y", ("x",))))
+    with pytest.raises(ValueError, match="unknown upstream nowhere"):
+        run_order((_stage("x", ("nowhere",)),))
+
+
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+def test_every_declared_input_is_produced_by_a_declared_upstream_stage(stage: Stage) -> None:
+    for entry in stage.inputs:
+        assert set(entry.producers) & set(stage.upstream), (
+            f"{stage.name} reads {entry.name} (made by {', '.join(entry.producers)}) "
+            f"but its upstream is {stage.upstream}"
+        )
+
+
+def test_the_registry_names_its_code_by_reference_not_by_string() -> None:
+    import re
+
+    text = (REPO / "flows" / "registry.py").read_text(encoding="utf-8")
+    assert not re.search(r"[\"']tracelab\.[\w.]+:\w+[\"']", text)
+    assert "importlib" not in text
+    for stage in STAGES:
+        code = stage.code()
+        assert dataclasses.is_dataclass(code.options)
+        assert callable(code.run)

@@ -327,3 +327,57 @@ def test_a_failing_stage_stops_its_trace_but_the_site_shows_it(
     assert {"derive", "analyze", "export", "packing"} <= later
     assert not (data / "derived").exists()
     assert (data / "site" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_a_config_file_sets_a_stage_option_for_the_run_and_the_run_records_it(
+    tiny_run: TinyRuns, tmp_path: Path
+) -> None:
+    import contextlib
+    import io
+    import shutil
+
+    data = tmp_path / "data"
+    shutil.copytree(tiny_run.data, data)
+    config = tmp_path / "nightly.toml"
+    config.write_text("[pack]\ntasks = 37\ninstances = 2\n", encoding="utf-8")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        rc = main(["run", "--data", str(data), "--seed", "3", "--config", str(config)])
+    assert rc == 0, out.getvalue()
+    summary = json.loads((data / "results/google-2011/packing/summary.json").read_text())
+    assert summary["parameters"]["tasks"] == 37
+    assert summary["parameters"]["instances"] == 2
+    assert summary["tasks"] == 37
+    newest = _runs(data)[-1]
+    doc = json.loads((newest / "run.json").read_text(encoding="utf-8"))
+    status = {(t["stage"], t["trace"]): t["status"] for t in doc["timings"]}
+    assert status[("packing", "google-2011")] == "ok"  # rerun: its options changed
+    assert status[("derive", "google-2011")] == "unchanged"
+    recorded = {(p["source"], p["name"]): p["value"] for p in doc["parameters"]}
+    assert recorded[("tracelab run --config [packing]", "tasks")] == "37"
+    assert recorded[("tracelab run", "config")] == str(config)
+    page = (data / "site" / "runs" / doc["pages_from"] / "google-packing.html").read_text()
+    assert " 37 tasks" in page or ">37<" in page or "37 tasks" in page
+
+
+def test_a_bad_config_file_is_one_line_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cases = {
+        "[packing]\nnope = 1\n": "[packing] has no option 'nope'",
+        "[nowhere]\nx = 1\n": "no stage [nowhere]",
+        "[packing]\ntasks = 'many'\n": "tasks = 'many' must be int",
+        "[packing]\ntasks = 1\n": "--tasks 1: must be at least 2",
+        "[packing\n": "not valid TOML",
+        "[packing]\ntasks = 3\n[pack]\nseed = 1\n": "[packing] and [pack] both set packing",
+    }
+    for text, message in cases.items():
+        config = tmp_path / "c.toml"
+        config.write_text(text, encoding="utf-8")
+        data = tmp_path / "d"
+        assert main(["run", "--data", str(data), "--config", str(config)]) == 1
+        err = capsys.readouterr().err
+        assert message in err, (text, err)
+        assert len(err.strip().splitlines()) == 1, err
+        assert not (data / "raw").exists()  # nothing ran

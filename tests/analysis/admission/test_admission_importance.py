@@ -1,4 +1,4 @@
-"""Importance sampling (seed 004 App. D): the badness measure, Prop. D.2's weights, unbiasedness."""
+"""Importance sampling (Cluster Admission App. D): the badness measure, Prop. D.2's weights, unbiasedness."""
 
 from __future__ import annotations
 

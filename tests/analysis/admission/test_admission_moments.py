@@ -1,4 +1,4 @@
-"""Closed-form size moments (seed 004 App. C) against a Monte Carlo, and the incremental sums."""
+"""Closed-form size moments (Cluster Admission App. C) against a Monte Carlo, and the incremental sums."""
 
 from __future__ import annotations
 

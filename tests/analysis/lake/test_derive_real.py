@@ -1,4 +1,4 @@
-"""Derived tables on the real excerpts (``../shared/data/real``; seed 002 §2.2).
+"""Derived tables on the real excerpts (``../shared/data/real``; Zhu et al. §2.2).
 
 task_events parts 0, 2 and 3, the task_usage sample, job_events and machine_events go through the
 ingest flow and the derive flow, as a user's would. The paper's two findings must show, and the
@@ -95,7 +95,7 @@ def _counts(derived: tuple[Path, DeriveRun]) -> pl.DataFrame:
 
 def test_part_0_is_the_published_file(real_dir: Path) -> None:
     events = real_task_events(real_dir, PARTS[:1])
-    # METHODS §0.3: facts checked on part 0
+    # docs/methods.md §0.3: facts checked on part 0
     assert events.height == 450_146
     counts = dict(events.group_by("event_type").len().iter_rows())
     assert counts == {0: 201_491, 1: 189_994, 2: 4_338, 3: 581, 4: 43_237, 5: 10_505}
@@ -108,7 +108,7 @@ def test_paper_findings_are_visible(derived: tuple[Path, DeriveRun]) -> None:
         hit = counts.filter((pl.col("prev_event_type") == prev) & (pl.col("event_type") == event))
         return int(hit["n"].sum())
 
-    # seed 002 §2.2: a submitted task can be evicted straight from pending ...
+    # Zhu et al. §2.2: a submitted task can be evicted straight from pending ...
     assert n(0, 2) > 0
     # ... and a SUBMIT never directly follows a SUBMIT
     assert n(0, 0) == 0

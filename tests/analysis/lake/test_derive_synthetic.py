@@ -2,7 +2,7 @@
 
 generate (seeded, tiny) -> ingest flow -> derive flow. The queue and running series must equal an
 event-by-event Python replay of the raw rows; the per-task usage statistics must equal numpy on the
-raw rows (and keep exactly the tasks the generator's truth says METHODS §1.8 keeps).
+raw rows (and keep exactly the tasks the generator's truth says docs/methods.md §1.8 keeps).
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def test_usage_stats_match_numpy_on_the_raw_rows(generated: Generated) -> None:
         want = _numpy_stats(np.array(inst)) + _numpy_stats(np.array(avg))
         np.testing.assert_allclose(values, want, rtol=1e-9, atol=1e-12, err_msg=str(key))
 
-    # the generator's truth says which tasks METHODS §1.8 keeps
+    # the generator's truth says which tasks docs/methods.md §1.8 keeps
     truth = pl.read_parquet(generated.raw / "TRUTH_tasks.parquet")
     kept = truth.filter(pl.col("has_usage") & ~pl.col("failed") & ~pl.col("all_zero_inst"))
     assert set(kept.select("job_id", "task_index").iter_rows()) == set(got)

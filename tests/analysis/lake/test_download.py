@@ -30,6 +30,7 @@ from tracelab.analysis.lake.download import (
     parse_checksum_list,
 )
 from tracelab.flows import download as flows_download
+from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings
 
 FAST = FetchPolicy(attempts=4, timeout_s=5.0, backoff_s=0.01, max_wait_s=0.05)
@@ -231,8 +232,10 @@ def _args(published: Published, tmp_path: Path, *extra: str) -> argparse.Namespa
 
 
 def test_the_command_fetches_what_the_options_name(published: Published, tmp_path: Path) -> None:
-    args = _args(published, tmp_path, "--tables", "task_events", "--parts", "0-1")
-    assert flows_download.run_command(args, Settings(data_dir=tmp_path)) == 0
+    # through the real entry point, as a user types it (`tracelab download` is wired in the CLI)
+    argv = ["download", "--data", str(tmp_path), "--tables", "task_events", "--parts", "0-1"]
+    argv += ["--base-url", published.base_url, "--raw", str(tmp_path / "raw"), "--no-progress"]
+    assert main(argv) == 0
     got = sorted(
         p.relative_to(tmp_path / "raw").as_posix() for p in (tmp_path / "raw").rglob("*.gz")
     )

@@ -1,6 +1,6 @@
 """Ingest of the real trace excerpts in ../shared (copied into a tmp raw layout at test time).
 
-Expected counts are the facts checked independently on these files (PROVENANCE.md, METHODS §0.3).
+Expected counts are the facts checked independently on these files (PROVENANCE.md, docs/methods.md §0.3).
 """
 
 from __future__ import annotations

@@ -69,7 +69,7 @@ def test_deployment_posteriors_match_a_brute_force_loop() -> None:
 
 
 def test_buckets_and_classes_follow_the_paper() -> None:
-    # seed 003 §4.2: ΔT = 70 min has temporal cost 2; 0 is cost 0; beyond 168 h the last index
+    # LAVA paper §4.2: ΔT = 70 min has temporal cost 2; 0 is cost 0; beyond 168 h the last index
     hours = np.array([0.0, 0.2, 70 / 60, 2.0, 5.0, 200.0, -1.0])
     assert las_temporal_cost(hours).tolist() == [0, 0, 2, 4, 6, 10, 0]
     life = np.array([0.5, 1.0, 9.9, 10.0, 99.0, 500.0, 5000.0])

@@ -210,4 +210,4 @@ def test_page_states_this_runs_numbers(data_dir: Path, tmp_path: Path) -> None:
 def test_default_and_paper_options_are_in_range() -> None:
     assert out_of_range(PlacementParams()) is None
     assert out_of_range(PAPER_PLACEMENT_PARAMS) is None
-    assert len(PAPER_PLACEMENT_PARAMS.pool_hosts) == 24  # seed 003 Fig. 6 has 24 pools
+    assert len(PAPER_PLACEMENT_PARAMS.pool_hosts) == 24  # LAVA paper Fig. 6 has 24 pools

@@ -1,4 +1,4 @@
-"""Seed 004 App. B as the paper wrote it: exclusions, the CvM calibration, alpha, shutdown cores."""
+"""Cluster Admission App. B as the paper wrote it: exclusions, the CvM calibration, alpha, shutdown cores."""
 
 from __future__ import annotations
 

@@ -115,11 +115,11 @@ def test_two_stage_fit_is_biased_by_small_deployments(
     """The seed's two-stage fit (Gamma on per-deployment MLEs) over-disperses; documented."""
     deployments, truth = small_trace
     m = deployment_mles(deployments)
-    # seed 004 App. B.1: only deployments with a core death have a lifetime MLE
+    # Cluster Admission App. B.1: only deployments with a core death have a lifetime MLE
     fit = gamma_fit(m.lifetime_rate_per_hour[m.lifetime_has_death])
     prior = truth["priors"]["lifetime_rate"]
     # small deployments give MLEs like 1/t with an infinite mean: the fitted shape falls. With the
-    # calibrated ~145-core deployments (seed 004) few are that small, so the bias is milder than
+    # calibrated ~145-core deployments (Cluster Admission) few are that small, so the bias is milder than
     # with the old ~35-core ones (shape 0.63x, was < 0.5x)
     assert fit.shape < 0.75 * prior["shape"]
     assert fit.mean > 1.1 * prior["shape"] / prior["rate"]

@@ -1,4 +1,4 @@
-"""The lake reader: whole tasks per batch, time order, METHODS §1.8 filters, real DuckDB/Parquet."""
+"""The lake reader: whole tasks per batch, time order, docs/methods.md §1.8 filters, real DuckDB/Parquet."""
 
 from __future__ import annotations
 
@@ -58,7 +58,7 @@ def test_lake_read_orders_filters_and_replaces(tmp_path: Path) -> None:
     _usage(
         [
             (3 * w, 1, 0, 0.30, 0.33),
-            (1 * w, 1, 0, 1.70, 0.11),  # avg > 1 -> inst (METHODS §1.8)
+            (1 * w, 1, 0, 1.70, 0.11),  # avg > 1 -> inst (docs/methods.md §1.8)
             (1 * w, 1, 1, 0.05, 0.05),
             (1 * w, 2, 0, 0.50, 0.50),
         ]

@@ -95,7 +95,7 @@ def test_variability_summary_carries_both_regressions_and_figure_3_lines() -> No
         "intercept_stderr": 0.02,
     }
     assert summary["share_inst_std_above_avg_std"] == 0.75
-    # seed 000 §3.3: "steeper slope (0.36 vs. 0.31) and higher intercept (0.015 vs. 0.010)"
+    # Janus & Rzadca §3.3: "steeper slope (0.36 vs. 0.31) and higher intercept (0.015 vs. 0.010)"
     assert summary["paper"] == {
         "inst": {"slope": 0.36, "intercept": 0.015},
         "avg": {"slope": 0.31, "intercept": 0.010},
@@ -212,7 +212,7 @@ def test_clustering_summary_and_tables_from_hand_made_fit() -> None:
     assert summary["inertia"] == 1.5
     assert summary["largest_cluster_share"] == 0.75
     assert summary["smallest_cluster_share"] == 0.25
-    # seed 000 Figure 4: clusters (c) 17.62% and (a) 1.42%
+    # Janus & Rzadca Figure 4: clusters (c) 17.62% and (a) 1.42%
     assert summary["paper"] == {"largest_cluster_share": 0.1762, "smallest_cluster_share": 0.0142}
 
     tasks = pl.DataFrame({"job_id": [7, 7, 8, 9], "task_index": [0, 1, 0, 0], "h": [0, 0, 0, 0]})
@@ -254,7 +254,7 @@ def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
     assert summary["inputs"] == {"long_tasks": 120, "pool_tasks": 90}
     assert summary["skipped_sizes"] == [500]
     assert summary["rejection_rate_by_n"] == {"10": 0.8, "50": 0.25}
-    # seed 000 Table 1
+    # Janus & Rzadca Table 1
     assert summary["paper"]["n"] == [10, 20, 30, 50, 100, 250, 500]
     assert summary["paper"]["rejection_rate"][0] == 0.991
     assert summary["paper"]["rejection_rate"][-1] == 0.087

@@ -24,14 +24,14 @@ from tracelab.analysis.lake.schemas import (
 from tracelab.analysis.synthetic import generate_trace
 
 SEED = 11
-# event codes (METHODS §0.1)
+# event codes (docs/methods.md §0.1)
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPD_P, UPD_R = range(9)
 PENDING = {SUBMIT, UPD_P}
 RUNNING = {SCHEDULE, UPD_R}
 DEAD = {EVICT, FAIL, FINISH, KILL, LOST}
 #: published text of a field per kind: integers without decimals, plain decimals, 0/1
 FORMATS = {"int": r"^-?[0-9]+$", "float": r"^[0-9]+(\.[0-9]+)?$", "bool": r"^[01]$"}
-#: the documented graph (METHODS §1.1), state of the previous event -> allowed next events
+#: the documented graph (docs/methods.md §1.1), state of the previous event -> allowed next events
 ALLOWED = {
     "start": {SUBMIT},
     "pending": {SCHEDULE, FAIL, KILL, LOST, UPD_P},
@@ -460,13 +460,13 @@ def test_shifting_tasks_are_detected_by_ks_at_their_window(
     assert stable_rejected <= 0.15 * n_stable
 
 
-PRODUCTION = 9  # lowest production priority (seed 002 §4.1)
+PRODUCTION = 9  # lowest production priority (Zhu et al. §4.1)
 
 
 def test_cpu_requests_follow_usage_and_production_uses_a_fraction_of_them(
     trace: tuple[Path, dict[str, Any]],
 ) -> None:
-    """Seed 002 §4.1 / Figure 9: requested CPU exceeds used CPU for production tasks.
+    """Zhu et al. §4.1 / Figure 9: requested CPU exceeds used CPU for production tasks.
 
     The share used is time-weighted over the usage windows: each window covers 300 s, so the
     sum of ``cpu_rate`` over a class's windows against the sum of the request in force at each

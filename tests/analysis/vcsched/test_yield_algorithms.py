@@ -1,4 +1,4 @@
-"""VCSched algorithms (seed 001 §2–3) against brute force, closed forms and hand-made instances."""
+"""VCSched algorithms (Virtual Clusters §2–3) against brute force, closed forms and hand-made instances."""
 
 from __future__ import annotations
 
