@@ -6,8 +6,8 @@ what the numbers were computed from, and a lake never mixes the two kinds.
 
 * **synthetic**: the generator names its gzip members :data:`SYNTHETIC_MARK` (the optional
   file-name field of the gzip header, RFC 1952 FNAME), which the published files never carry; a
-  raw root holding the generator's ``TRUTH.json`` counts as generated too, so samples written
-  before the mark existed are still recognised.
+  raw root holding the generator's ``TRUTH.json`` and no marked file counts as generated too, so
+  samples written before the mark existed are still recognised.
 * **real**: every other file ingest accepts, i.e. one named as the published parts are
   (``<table>/part-NNNNN-of-NNNNN.csv[.gz]``, Azure's ``vmtable.csv[.gz]``) whose lines parse in the
   published format.
@@ -64,21 +64,31 @@ def gzip_member_name(head: bytes) -> str | None:
     return head[start:end].decode("latin-1") if end > start else None
 
 
-def file_kind(path: Path, raw_root: Path) -> Kind:
-    """``synthetic`` when the generator wrote ``path`` (its mark, or its TRUTH.json at the root)."""
-    if (raw_root / TRUTH_FILE).is_file():
-        return "synthetic"
+def _has_mark(path: Path) -> bool:
     try:
         with path.open("rb") as fh:
             head = fh.read(_HEADER_BYTES)
     except OSError:
-        return "real"  # unreadable: ingest reports it; the kind decides nothing then
-    return "synthetic" if gzip_member_name(head) == SYNTHETIC_MARK else "real"
+        return False  # unreadable: ingest reports it; the kind decides nothing then
+    return gzip_member_name(head) == SYNTHETIC_MARK
 
 
 def file_kinds(paths: Mapping[str, Path], raw_root: Path) -> dict[str, Kind]:
-    """The kind of each file, keyed as given (the path relative to the raw root)."""
-    return {rel: file_kind(path, raw_root) for rel, path in paths.items()}
+    """The kind of each file, keyed as given (the path relative to the raw root).
+
+    A file carrying the generator's mark is synthetic. So is every file of a raw root that holds
+    the generator's TRUTH.json but no marked file: a sample written before files were marked.
+    Next to marked files, an unmarked file is real (say, published parts downloaded into the
+    generated folder), and ingest then refuses the mix.
+    """
+    marked = {rel: _has_mark(path) for rel, path in paths.items()}
+    legacy = (raw_root / TRUTH_FILE).is_file() and not any(marked.values())
+    return {rel: "synthetic" if mark or legacy else "real" for rel, mark in marked.items()}
+
+
+def file_kind(path: Path, raw_root: Path) -> Kind:
+    """The kind of one file of ``raw_root`` judged alone (see :func:`file_kinds`)."""
+    return file_kinds({path.name: path}, raw_root)[path.name]
 
 
 def sha256_of(path: Path) -> str:

@@ -34,6 +34,7 @@ from tracelab.analysis.lake.provenance import (
     data_source,
     drop_trace_data,
     file_kind,
+    file_kinds,
     gzip_member_name,
     mixing_error,
     write_ingest_note,
@@ -77,6 +78,14 @@ def test_a_gzip_name_after_an_extra_field_and_plain_files(tmp_path: Path) -> Non
     # a sample generated before parts were marked: its TRUTH.json marks the whole root
     (tmp_path / "TRUTH.json").write_text("{}")
     assert file_kind(plain, tmp_path) == "synthetic"
+    # beside marked parts, an unmarked one is real (published parts downloaded into the
+    # generated folder): the kinds differ and ingest refuses the mix
+    write_gzip_part(tmp_path / "t" / "part-00001-of-00500.csv.gz", pl.DataFrame({"a": [1]}))
+    paths = {p.name: p for p in (tmp_path / "t").iterdir()}
+    assert file_kinds(paths, tmp_path) == {
+        "part-00000-of-00500.csv": "real",
+        "part-00001-of-00500.csv.gz": "synthetic",
+    }
 
 
 def test_mixing_is_refused_with_the_fix_named(tmp_path: Path) -> None:
