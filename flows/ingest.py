@@ -334,6 +334,8 @@ def prepare_source(settings: Settings, trace: str, raw_dir: Path, *, replace: bo
         removed = drop_trace_data(settings.data_dir, trace, raw_dir)
         shown = ", ".join(str(p.relative_to(settings.data_dir)) for p in removed) or "nothing"
         print(f"--replace: removed {shown}", flush=True)
+    if not raw_dir.is_dir():
+        return  # nothing to ingest: the run generates the default sample, or says so
     found = discover_raw_files(trace, raw_dir)
     kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
     lake = settings.lake_dir / trace

@@ -30,7 +30,7 @@ from tracelab.analysis.common.fingerprints import (
     stage_output_digests,
     write_stage_state,
 )
-from tracelab.analysis.common.shortfall import Shortfall
+from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
@@ -108,7 +108,9 @@ def incremental_timing(
         note = f"inputs unchanged since the successful run of {state.finished_at} (same checksums)"
         print(f"[{stage.name}] {trace} unchanged: {note}", flush=True)
         publish_summary(stage.name, trace, (("status", "unchanged"), ("since", state.finished_at)))
-        return StageTiming(stage.name, trace, "unchanged", 0.0, note)
+        # what it lacked then, it lacks now: the run's summary still lists it
+        short = recorded_shortfalls(stage.output_paths(settings.data_dir, trace))
+        return StageTiming(stage.name, trace, "unchanged", 0.0, note, short)
     timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
     if timing.status == "ok":
         outputs = stage_output_digests(

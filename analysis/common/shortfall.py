@@ -9,7 +9,7 @@ stages that can run. A stage that could do part of its work lists what it left o
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +72,14 @@ def read_shortfalls(stage_dir: Path) -> tuple[str, ...]:
     """The parts a stage left out for lack of data (``shortfalls`` in its summary)."""
     parts = _summary(stage_dir).get(SHORTFALLS)
     return tuple(str(p) for p in parts) if isinstance(parts, list) else ()
+
+
+def recorded_shortfalls(stage_dirs: Iterable[Path]) -> tuple[str, ...]:
+    """Every shortfall the folders record: whole stages first, then the parts left out."""
+    dirs = tuple(stage_dirs)
+    whole = [s.text for d in dirs if (s := read_shortfall(d)) is not None]
+    parts = [p for d in dirs if read_shortfall(d) is None for p in read_shortfalls(d)]
+    return (*whole, *parts)
 
 
 def _summary(stage_dir: Path) -> dict[str, Any]:

@@ -180,6 +180,8 @@ def test_a_later_run_without_raw_keeps_the_real_lake_and_generates_nothing(
     ingest = next(t for t in doc["timings"] if t["stage"] == "ingest")
     assert ingest["status"] == "unchanged"
     assert doc["source"]["kind"] == "real"
+    # the stages skipped as unchanged still say what they lacked
+    assert "variability: needs ≥ 3 long tasks" in again.out
 
 
 def _synthetic_data_dir(tmp_path: Path) -> Path:
