@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.lake.availability import trace_requests_shortfall
@@ -399,6 +400,8 @@ def yield_results(
     )
     if short is not None:
         params = replace(params, sources=tuple(s for s in params.sources if s != "trace"))
+        if not params.sources:
+            raise TracelabError(f"not enough data: {short.text}")
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
     summary = yield_summary(tables, params.sources)
