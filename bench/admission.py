@@ -6,13 +6,17 @@ Run by hand (never in tests)::
     .venv/bin/python bench/admission.py                    # + Table 2 at the reduced configuration
     .venv/bin/python bench/admission.py --workers 2        # Table 2 runs on a local Dask cluster
     .venv/bin/python bench/admission.py --dask-address tcp://host:8786
-    .venv/bin/python bench/admission.py --params DATA/exports/params.json
+    .venv/bin/python bench/admission.py --params /elsewhere/exports/params.json
+
+The priors are always those of a params export (default ``DATA/exports/params.json``, DATA from
+``$TRACELAB_DATA`` or ``./data``: what ``tracelab run`` wrote), never numbers written here.
 
 Part 1 simulates the second-moment policy (Cluster Admission §5.2 sub-policies, ``--steps`` per horizon,
 600 in the paper) twice on the same seeds: with the moment sums kept incrementally and with every
 deployment's moments recomputed at each arrival. Both must make the same decisions; the CPU-time
 ratio is ``naive_ratio``. Part 2 (not with ``--quick``) runs ``admission_results`` at the issue's
-reduced configuration (Table 2, 100 runs of one year per threshold, tuning included).
+reduced configuration (``PAPER_ADMISSION_PARAMS``: Table 2 at the default regime, 30 runs of
+30 days per threshold, tuning included; Fig. 1 is not re-run here).
 The last line is ``RESULT cluster_years_per_cpu_s=... naive_ratio=...``.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 import tempfile
@@ -29,36 +34,29 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "tests"))
 
-from admission_helpers import write_params  # noqa: E402
-
-from tracelab.analysis.admission.model import admission_priors  # noqa: E402
-from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster  # noqa: E402
-from tracelab.analysis.admission.stage import (  # noqa: E402
+from tracelab.analysis.admission.model import admission_priors
+from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster
+from tracelab.analysis.admission.stage import (
     PAPER_ADMISSION_PARAMS,
     AdmissionParams,
     admission_results,
 )
-from tracelab.analysis.export.document import load_params  # noqa: E402
+from tracelab.analysis.export.document import load_params
 
 HOURS_PER_YEAR = 8760.0
 
 
-def _params_path(arg: str | None, tmp: Path) -> Path:
-    if arg:
-        return Path(arg)
-    # the priors of the default synthetic sample's export (tracelab run), rounded
-    return write_params(
-        tmp,
-        lifetime=(2.0, 38.6),
-        scaleout=(2.5, 4.11),
-        size=(1.51, 1.0),
-        alpha=0.6,
-        shutdown=0.025,
-        arrival=4.17,
+def _params_path(arg: str | None) -> Path:
+    """The export the stage itself would read; a clear message when there is none."""
+    path = (
+        Path(arg)
+        if arg
+        else Path(os.environ.get("TRACELAB_DATA", "data")) / "exports" / "params.json"
     )
+    if not path.is_file():
+        sys.exit(f"{path}: no params export; run `tracelab run` (or pass --params FILE) first")
+    return path
 
 
 def moment_speed(
@@ -132,6 +130,9 @@ def table2(
         print(
             f"  {r.policy:16s} T={r.threshold:.4g} util={r.utilization:.4f} "
             f"[{r.utilization_ci_low:.4f}, {r.utilization_ci_high:.4f}] fail={r.failure_rate:.2e}"
+            f" [{r.failure_rate_ci_low:.2e}, {r.failure_rate_ci_high:.2e}] T<{r.threshold_high}"
+            f" steps={r.tuning_steps} settled={r.tuning_settled}"
+            f" deployments={r.mean_deployments:.1f} accepted={r.accepted_share:.3f}"
         )
     return wall, cpu
 
@@ -139,37 +140,39 @@ def table2(
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="part 1 small, part 2 tiny")
-    ap.add_argument("--params", help="a params.json (default: synthetic priors of the sample)")
+    ap.add_argument("--params", help="a params.json (default: $TRACELAB_DATA or ./data exports)")
     ap.add_argument("--cores", type=int, default=200)
     ap.add_argument("--steps", type=int, default=600, help="steps per look-ahead horizon")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--dask-address")
+    ap.add_argument("--table2-only", action="store_true", help="skip part 1 (moment speed)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        path = _params_path(args.params, Path(tmp) / "data")
-        # the naive variant costs deployments x grid per arrival: a quarter-year is enough
-        hours = 720.0 if args.quick else HOURS_PER_YEAR / 4
-        runs = 1
+    path = _params_path(args.params)
+    # the naive variant costs deployments x grid per arrival: a quarter-year is enough
+    hours = 720.0 if args.quick else HOURS_PER_YEAR / 4
+    runs = 1
+    rate, naive_s, inc_s = math.nan, math.nan, 1.0
+    if not args.table2_only:
         print(f"part 1: second moment, C={args.cores}, {runs} x {hours:g} h, {args.steps} steps")
         rate, naive_s, inc_s = moment_speed(path, args.cores, hours, runs, args.steps)
-        extra = ""
-        if args.quick:
-            params = dataclasses.replace(
-                PAPER_ADMISSION_PARAMS,
-                runs=4,
-                horizon_hours=720.0,
-                observations=(),
-                tuning_iterations=3,
-                lookahead_steps=12,
-            )
-        else:
-            params = dataclasses.replace(PAPER_ADMISSION_PARAMS, observations=())
-        print(f"part 2: Table 2 with tuning: {params}")
-        wall, cpu = table2(path, params, args)
-        extra = (
-            f" table2_wall_s={wall:.0f} table2_cpu_s={cpu:.0f} table2_runs={params.runs}"
-            f" table2_hours={params.horizon_hours:g} table2_steps={params.lookahead_steps}"
+    extra = ""
+    if args.quick:
+        params = dataclasses.replace(
+            PAPER_ADMISSION_PARAMS,
+            runs=4,
+            horizon_hours=720.0,
+            observations=(),
+            tuning_iterations=3,
+            lookahead_steps=12,
         )
+    else:
+        params = dataclasses.replace(PAPER_ADMISSION_PARAMS, observations=())
+    print(f"part 2: Table 2 with tuning: {params}")
+    wall, cpu = table2(path, params, args)
+    extra = (
+        f" table2_wall_s={wall:.0f} table2_cpu_s={cpu:.0f} table2_runs={params.runs}"
+        f" table2_hours={params.horizon_hours:g} table2_steps={params.lookahead_steps}"
+    )
     print(
         f"RESULT cluster_years_per_cpu_s={rate:.4g} naive_ratio={naive_s / inc_s:.3g}"
         f" steps={args.steps} cores={args.cores}{extra}"

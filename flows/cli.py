@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.registry import STAGES, Stage
 
 
@@ -98,7 +99,12 @@ _AFTER: tuple[tuple[str, _Loader, str], ...] = (
 
 #: sub-commands that only read the data directory, so they take no write lock
 READ_ONLY = frozenset({"serve", "schedule", "sql"})
+#: sub-commands that may start from a data directory that does not exist yet; every other one
+#: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
+CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
+#: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
+WAIT_MAX_S = 86_400.0
 
 
 def commands() -> tuple[tuple[str, _Loader | Stage, str], ...]:
@@ -141,7 +147,7 @@ def _common_options(p: argparse.ArgumentParser, name: str) -> None:
     if name not in READ_ONLY:
         p.add_argument(
             "--wait",
-            type=float,
+            type=number_arg(float, 0, WAIT_MAX_S),
             default=0.0,
             metavar="SECONDS",
             help="if another run holds the data directory, wait this long before giving up",
@@ -202,10 +208,25 @@ def _run(args: argparse.Namespace) -> int:
         return module.run_command(args, settings)
 
 
+def _data_dir(args: argparse.Namespace) -> Path:
+    """The data directory the command was given (the settings read the same default)."""
+    data: Path = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    return data
+
+
+def missing_data_dir(command: str, data: Path) -> str | None:
+    """Why ``command`` cannot run on ``data`` because it does not exist, or None."""
+    if command in CREATES_DATA or data.is_dir():
+        return None
+    return (
+        f"data directory {data} does not exist; check --data (or $TRACELAB_DATA), "
+        "or create it with `tracelab run` or `tracelab generate`"
+    )
+
+
 def _log_failure(args: argparse.Namespace) -> Path | None:
     """Append the current traceback to ``DATA/logs/tracelab.log``; its path, or None."""
-    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
-    path = data / LOG_FILE
+    path = _data_dir(args) / LOG_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
@@ -218,7 +239,7 @@ def _log_failure(args: argparse.Namespace) -> Path | None:
 
 def _attach_log_file(args: argparse.Namespace) -> None:
     """Prefect's and tracelab's log records (with tracebacks) also go to the log file."""
-    data = args.data or Path(os.environ.get("TRACELAB_DATA", "data"))
+    data = _data_dir(args)
     try:
         (data / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
         handler = logging.FileHandler(data / LOG_FILE, encoding="utf-8", delay=True)
@@ -245,12 +266,23 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from tracelab.flows.orphans import exit_on_sigterm, mark_owner, stop_orphans
+    from tracelab.flows.orphans import (
+        exit_on_sigterm,
+        mark_owner,
+        start_watchdog,
+        stop_orphans,
+    )
 
     # a Prefect server left by a SIGKILLed earlier command goes now; ours stops on SIGTERM too
     stop_orphans()
     mark_owner()
     exit_on_sigterm()
+    missing = missing_data_dir(args.command, _data_dir(args))
+    if missing is not None:  # no log file either: it would create the directory
+        print(f"tracelab {args.command}: error: {missing}", file=sys.stderr)
+        return 1
+    if args.command not in READ_ONLY:
+        start_watchdog()
     if args.command not in READ_ONLY:
         _attach_log_file(args)
     try:

@@ -100,6 +100,7 @@ def consuming_stage(
             summary = compute(
                 params, settings.data_dir, out_dir, progress=PrintedProgress(name), map_fn=map_fn
             )
+        # the page's "Parameters of this run" reads this record, never the results
         record_parameters(out_dir, params)
         doc = summary.to_dict()
         headline = headline_of(doc)

@@ -1,8 +1,9 @@
 """`tracelab export`: every stage's fitted parameters -> one versioned params document (issue #5).
 
 Gathers ``DATA/results/<trace>/<stage>/params.json``, validates the document against
-``analysis/export/params_schema.json`` and writes ``DATA/exports/params.json`` (or ``--format csv``:
-one row per record and parameter) atomically. Later stages read it with
+``analysis/export/params_schema.json`` and writes ``DATA/exports/params.json`` with the schema beside it
+(or ``--format csv``: ``params.csv``, one row per fitted parameter, and ``params_values.csv``, the
+records' values and arrays) atomically. Later stages read it with
 :func:`analysis.export.load_params`.
 """
 
@@ -15,9 +16,16 @@ from typing import Any
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
-from tracelab.analysis.common.datapaths import params_export_path
+from tracelab.analysis.common.datapaths import params_export_path, user_output_problem
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_params import ExportOptions
-from tracelab.analysis.export.document import params_document, write_params_csv, write_params_json
+from tracelab.analysis.export.document import (
+    SCHEMA_COPY_NAME,
+    params_document,
+    values_csv_path,
+    write_params_csv,
+    write_params_json,
+)
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
@@ -68,9 +76,17 @@ def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageRes
     """The registry's entry point: write the params document."""
     started = time.perf_counter()
     out = Path(params.out) if params.out else None
+    problem = None if out is None else user_output_problem(out, settings.data_dir)
+    if problem is not None:
+        raise TracelabError(problem)
     path = export_flow(data_dir=settings.data_dir, out=out, fmt=params.format)
+    beside = values_csv_path(path) if params.format == "csv" else path.with_name(SCHEMA_COPY_NAME)
+    shown = tuple(_shown(p, settings.data_dir) for p in (path, beside))
+    return StageResult("export", trace, shown, seconds=time.perf_counter() - started)
+
+
+def _shown(path: Path, data_dir: Path) -> str:
     try:
-        shown = str(path.relative_to(settings.data_dir))
+        return str(path.relative_to(data_dir))
     except ValueError:
-        shown = str(path)
-    return StageResult("export", trace, (shown,), seconds=time.perf_counter() - started)
+        return str(path)

@@ -7,12 +7,21 @@ streams job batches to part files, so the flow only wires parameters and reports
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from pathlib import Path
 
 from prefect import flow, task
 
-from tracelab.analysis.synthetic import GENERATED_TRACES, SCALES, check_request, generate_trace
+from tracelab.analysis.common.stage_api import number_arg
+from tracelab.analysis.synthetic import (
+    GENERATED_TRACES,
+    MAX_MB,
+    SCALES,
+    check_request,
+    generate_trace,
+)
+from tracelab.flows.lock import LOCK_NAME, data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
 
@@ -71,7 +80,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="output root (default: DATA/raw/<trace>); earlier part files and TRUTH there are replaced",
     )
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default: 0)")
+    parser.add_argument(
+        "--seed", type=number_arg(int, 0), default=0, help="random seed (default: 0)"
+    )
     parser.add_argument(
         "--scale",
         choices=SCALES,
@@ -80,13 +91,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--target-mb",
-        type=float,
+        type=number_arg(float, 0, MAX_MB),
         default=None,
         help="keep generating job batches until the uncompressed CSV reaches about N MB (10^6 B)",
     )
     parser.add_argument(
         "--part-mb",
-        type=float,
+        type=number_arg(float, 0, MAX_MB),
         default=None,
         help="google-2011: close each part file once its task_usage part holds about N raw MB "
         "(the published parts hold ~350); default: one part per job batch",
@@ -98,18 +109,37 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     # fail on a bad argument before a Prefect flow run is started
     check_request(args.trace, args.scale, args.target_mb, args.part_mb)
     out: Path = args.out if args.out is not None else settings.raw_dir / args.trace
-    truth = generate_flow(
-        trace=args.trace,
-        out=str(out),
-        seed=args.seed,
-        scale=args.scale,
-        target_mb=args.target_mb,
-        part_mb=args.part_mb,
-        progress=not args.quiet,
-    )
+    owner = owning_data_dir(out)
+    with contextlib.ExitStack() as stack:
+        if owner is not None and owner.resolve() != settings.data_dir.resolve():
+            # --out inside another data directory: a run there must not ingest a half-written
+            # sample, so that directory's lock is held too (ours is held by the CLI)
+            wait = getattr(args, "wait", 0.0)
+            stack.enter_context(data_dir_lock(owner, "tracelab generate --out", wait_seconds=wait))
+        truth = generate_flow(
+            trace=args.trace,
+            out=str(out),
+            seed=args.seed,
+            scale=args.scale,
+            target_mb=args.target_mb,
+            part_mb=args.part_mb,
+            progress=not args.quiet,
+        )
     print(f"wrote {args.trace} (seed {args.seed}, scale {args.scale}) to {out}: {_rows(truth)}")
     print(f"truth: {truth}")
     return 0
+
+
+def owning_data_dir(out: Path) -> Path | None:
+    """The data directory ``out`` lies in, or None: the nearest folder holding a data
+    directory's lock file, or the parent of a ``raw`` folder on the way up."""
+    path = out.absolute()
+    for folder in (path, *path.parents):
+        if (folder / LOCK_NAME).exists():
+            return folder
+        if folder.name == "raw" and folder != path:
+            return folder.parent
+    return None
 
 
 def _rows(truth: str) -> str:

@@ -38,6 +38,7 @@ from rich.progress import (
 from rich.table import Table as RichTable
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.lake.ingest import (
     RawDiscovery,
     RawFile,
@@ -299,13 +300,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--chunk-mb",
-        type=int,
+        type=number_arg(int, 1, 4096),
         default=32,
         help="decompressed MB per batch when a file needs line-by-line validation (memory bound)",
     )
     parser.add_argument(
         "--batch-mb",
-        type=int,
+        type=number_arg(int, 0, 1_000_000),
         default=32,
         help="files smaller than this many stored MB share a conversion task, since each Prefect "
         "task costs bookkeeping CPU (default 32; 0: one task per file)",

@@ -31,9 +31,11 @@ from tracelab.analysis.common.fingerprints import (
     write_stage_state,
 )
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
+from tracelab.analysis.synthetic import partial_sample
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -169,7 +171,7 @@ def _raw_timings(
     raw = raw_dir or settings.raw_dir / trace
     timings: list[StageTiming] = []
     manifest = read_manifest(settings.lake_dir / trace)
-    if raw_dir is None and not raw_files_present(raw) and manifest.height:
+    if raw_dir is None and not raw_files_present(raw) and not partial_sample(raw) and manifest.height:
         # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
         # generated sample is put beside real rows
         note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"
@@ -186,10 +188,11 @@ def _raw_timings(
         )
         if timings[-1].status == "failed":
             return timings
-    if not raw_files_present(raw):
+    if not raw_files_present(raw) and not partial_sample(raw):
         note = f"no raw files in {raw}"
         print(f"[ingest] {trace} skipped: {note}", flush=True)
         return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
+    # a partial sample under --raw goes to ingest, which refuses it with the reason
     timings.append(stage_timing("ingest", trace, lambda: ingest_trace(settings, trace, raw)))
     return timings
 
@@ -326,7 +329,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="size of the generated default sample when no raw data is present (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=int, default=0, help="seed of the generated sample (default 0)"
+        "--seed",
+        type=number_arg(int, 0),
+        default=0,
+        help="seed of the generated sample (default 0)",
     )
     parser.add_argument(
         "--rebuild-report",

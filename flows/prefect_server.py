@@ -10,7 +10,6 @@ stops it when the command ends, also on SIGTERM.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import socket
@@ -23,10 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.flows.orphans import death_signal
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
-_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def free_port() -> int:
@@ -52,14 +51,6 @@ def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None)
     if scheduler_loop_s is not None:
         env["PREFECT_SERVER_SERVICES_SCHEDULER_LOOP_SECONDS"] = str(scheduler_loop_s)
     return env
-
-
-def _die_with_parent() -> None:
-    """In the server's process before exec: Linux sends it SIGTERM when `tracelab schedule` dies,
-    however it dies (a SIGKILL, or Prefect's runner exiting without our ``finally``)."""
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def wait_until_healthy(api_url: str, timeout_s: float, process: subprocess.Popen[bytes]) -> None:
@@ -92,13 +83,15 @@ def local_server(
     env = server_env(data_dir, port, scheduler_loop_s)
     log = (data_dir / "prefect" / "server.log").open("ab")
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK]
-    command += ["--port", str(port), "--no-ui", "--analytics-off"]
+    command += ["--port", str(port), "--analytics-off"]
     process = subprocess.Popen(
         command,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        # Linux sends it SIGTERM when `tracelab schedule` dies, however it dies (a SIGKILL, or
+        # Prefect's runner exiting without our ``finally``)
+        preexec_fn=death_signal(),
     )
     api_url = f"http://{LOOPBACK}:{port}/api"
     previous = signal.getsignal(signal.SIGTERM)

@@ -15,6 +15,7 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 
 from tracelab.analysis.common.safety import checked_run_id
+from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.model import Page
@@ -56,7 +57,7 @@ def site_task(
     return build
 
 
-@flow(name="report")
+@flow(name="tracelab-report", flow_run_name=flow_run_name("report"))
 def report_flow(
     data_dir: Path,
     run_id: str | None = None,

@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 
 
@@ -20,7 +21,7 @@ def add_scaleout_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("scale-out (Dask)")
     group.add_argument(
         "--workers",
-        type=int,
+        type=number_arg(int, 0, 1024),
         default=None,
         metavar="N",
         help="run the per-file / per-partition tasks on a local Dask cluster of N processes",

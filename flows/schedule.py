@@ -20,6 +20,7 @@ from typing import Any
 from prefect import flow
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.lock import data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow
@@ -111,6 +112,21 @@ def nightly_deployment(
     )
 
 
+def _valid_cron(text: str) -> str:
+    """``text`` when Prefect accepts it as a cron expression, else a one-line usage error."""
+    from prefect.client.schemas.schedules import CronSchedule
+
+    try:
+        CronSchedule(cron=text)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        raise argparse.ArgumentTypeError(
+            f"not a cron expression: {text!r} (five fields: minute hour day-of-month month "
+            f'day-of-week, e.g. "{DEFAULT_CRON}" for 02:00 every night or "30 6 * * 1-5" '
+            "for 06:30 on weekdays)"
+        ) from None
+    return text
+
+
 def _valid_timezone(name: str) -> str:
     try:
         zoneinfo.ZoneInfo(name)
@@ -124,6 +140,7 @@ def _valid_timezone(name: str) -> str:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cron",
+        type=_valid_cron,
         default=DEFAULT_CRON,
         help=f'schedule as a cron expression (default "{DEFAULT_CRON}": 02:00 every night)',
     )
@@ -135,7 +152,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=float,
+        type=number_arg(float, 0, 366 * 86_400),
         default=None,
         metavar="SECONDS",
         help="run every SECONDS instead of on the cron",
@@ -154,7 +171,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--port",
-        type=int,
+        type=number_arg(int, 1, 65535),
         default=DEFAULT_PORT,
         help="port of the local Prefect server when PREFECT_API_URL is not set (default: %(default)s)",
     )

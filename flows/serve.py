@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 from tracelab.reports.server import site_server
 
@@ -12,7 +13,7 @@ from tracelab.reports.server import site_server
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--port",
-        type=int,
+        type=number_arg(int, 0, 65535),
         default=8000,
         help="TCP port on 127.0.0.1 (default 8000; 0 = any free port)",
     )

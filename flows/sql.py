@@ -12,7 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from tracelab.analysis.lake.catalog import catalog_path, write_catalog
+from tracelab.analysis.common.stage_api import number_arg
+from tracelab.analysis.lake.catalog import (
+    catalog_path,
+    read_only_connection,
+    refused_statement,
+    write_catalog,
+)
 from tracelab.flows.settings import Settings
 
 
@@ -24,7 +30,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="a SQL query to run and print (default: rebuild the catalog and say how to open it)",
     )
     parser.add_argument(
-        "--max-rows", type=int, default=40, help="rows printed for a query (default: %(default)s)"
+        "--max-rows",
+        type=number_arg(int, 0, 1_000_000),
+        default=40,
+        help="rows printed for a query (default: %(default)s)",
     )
 
 
@@ -40,8 +49,11 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             f'open it with: duckdb {path}   (or: tracelab sql "select * from task_events limit 5")'
         )
         return 0
-    con = duckdb.connect(str(path), read_only=True)
+    con = read_only_connection(settings.data_dir)
     try:
+        refused = refused_statement(con, args.query)
+        if refused is not None:
+            raise TracelabError(refused)
         rel = con.sql(args.query)
         if rel is None:
             return 0

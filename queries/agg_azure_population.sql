@@ -20,6 +20,10 @@ final as (
         sum(n_scaleouts) filter (where arrived_in_window)::bigint as scaleouts_in_window,
         -- cores that died of their own (the lifetime fit's events; shutdown ends are censored)
         sum(core_deaths) filter (where arrived_in_window)::bigint as core_deaths_in_window,
+        -- every VM, survivors' included, as the V1 totals count them (104.4 M VM-hours, 237.8 M
+        -- core-hours): lifetimes floored at one slot and cut at the window's end
+        sum(vm_exposure_hours) as vm_hours,
+        sum(core_exposure_hours) as core_hours,
     from deployments
 )
 

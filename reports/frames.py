@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.reports import numfmt
 from tracelab.reports.figures import FloatArray
 from tracelab.reports.model import InputsMissing
 
@@ -89,5 +90,9 @@ def fmt_int(value: float | int | None) -> str:
     return "–" if value is None else f"{int(value):,}"
 
 
-def fmt_num(value: float | int | None, spec: str = ".4g") -> str:
-    return "–" if value is None else format(float(value), spec)
+def fmt_num(value: float | int | None, spec: str = "") -> str:
+    """The site's one format (3 significant digits, :func:`numfmt.fmt`) unless ``spec`` is given
+    (a column that needs more, such as a log-likelihood)."""
+    if value is None:
+        return "–"
+    return format(float(value), spec) if spec else numfmt.fmt(value)

@@ -158,10 +158,10 @@ def trace_inputs(manifest: Path) -> TraceInputs:
 
 
 def stage_parameters(results_dir: Path) -> tuple[Parameter, ...]:
-    """Scalar parameters from every ``results/<trace>/<stage>/summary.json``.
+    """Parameters from every ``results/<trace>/<stage>/summary.json``'s ``parameters`` record.
 
-    A summary's ``parameters`` (or ``params``) object is used when present; otherwise its
-    top-level scalars.
+    Only that record: a summary without one contributes nothing (its top-level scalars are
+    results, and a result listed as a parameter would mislead).
     """
     out: list[Parameter] = []
     for summary in sorted(results_dir.glob("*/*/summary.json")):
@@ -173,24 +173,15 @@ def stage_parameters(results_dir: Path) -> tuple[Parameter, ...]:
             continue
         if not isinstance(doc, dict):
             continue
-        block = doc.get("parameters", doc.get("params", doc))
+        block = doc.get("parameters")
         if isinstance(block, dict):
             out.extend(
+                # every entry of the record (long ones shortened): a parameter left out of the
+                # list would read as not set
                 Parameter(source, str(k), _short(v))
                 for k, v in sorted(block.items())
-                if _is_scalarish(v)
             )
     return tuple(out)
-
-
-def _is_scalarish(value: Any) -> bool:
-    if isinstance(value, str | int | float | bool) or value is None:
-        return True
-    return (
-        isinstance(value, list)
-        and len(value) <= 12
-        and all(isinstance(v, int | float | str) for v in value)
-    )
 
 
 def _short(value: Any) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT, derived_table, stage_results
+from tracelab.reports import numfmt
 
 
 class InputsMissing(Exception):
@@ -26,16 +27,22 @@ class NotEnoughData(Exception):
 
 @dataclass(frozen=True)
 class Number:
-    """A computed number inside a paragraph."""
+    """A computed number inside a paragraph: 3 significant digits (:func:`numfmt.fmt`), a share
+    as a percentage with ``fmt="%"``, or ``fmt`` as a format spec (``",.0f"`` for counts)."""
 
     key: str
     value: float
-    fmt: str = ".4g"
+    fmt: str = ""
     unit: str = ""
 
     @property
     def text(self) -> str:
-        body = format(self.value, self.fmt)
+        if self.fmt in ("", "%"):
+            body = numfmt.fmt_pct(self.value) if self.fmt else numfmt.fmt(self.value)
+        else:
+            body = format(self.value, self.fmt)
+        if self.unit == "%":
+            return body + "%"
         return f"{body} {self.unit}".rstrip() if self.unit else body
 
 

@@ -8,8 +8,10 @@ refused, and the resolved real path must lie inside the resolved site root.
 
 from __future__ import annotations
 
+import contextlib
 import mimetypes
 import posixpath
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -71,17 +73,44 @@ class SiteHandler(BaseHTTPRequestHandler):
         root: Path,
         quiet: bool = False,
         timeout_s: float = 10.0,
+        header_timeout_s: float = 10.0,
         **kwargs: object,
     ) -> None:
         self.root = root
         self.quiet = quiet
         self.timeout_s = timeout_s
+        self.header_timeout_s = header_timeout_s
+        self._header_timer: threading.Timer | None = None
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def setup(self) -> None:
         super().setup()
         # every read, of the request and of the wait for it alike, gives up after this long
         self.connection.settimeout(self.timeout_s)
+
+    def handle_one_request(self) -> None:
+        # the socket timeout bounds each silence, not the whole: a client sending one header
+        # line every few seconds (slowloris) would hold its slot for ever. The request line and
+        # headers must all arrive within header_timeout_s, or the connection is cut.
+        timer = threading.Timer(self.header_timeout_s, self._cut)
+        timer.daemon = True
+        self._header_timer = timer
+        timer.start()
+        try:
+            super().handle_one_request()
+        finally:
+            timer.cancel()
+
+    def parse_request(self) -> bool:
+        ok = super().parse_request()
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        return ok
+
+    def _cut(self) -> None:
+        """Close the connection under a client too slow to send its headers."""
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def do_GET(self) -> None:
         self._send(body=True)
@@ -90,10 +119,17 @@ class SiteHandler(BaseHTTPRequestHandler):
         self._send(body=False)
 
     def _send(self, *, body: bool) -> None:
-        if not is_loopback_host(self.headers.get("Host")):
+        hosts = self.headers.get_all("Host") or []
+        # an absolute-form request (GET http://name/ HTTP/1.1) names its host in the URL, which
+        # takes precedence over the Host header (RFC 9112 3.2.2): both must be loopback
+        named = [*hosts, urlsplit(self.path).netloc] if "://" in self.path else hosts
+        if len(hosts) != 1 or not all(is_loopback_host(h) for h in named):
             # a page of another site whose name resolves to 127.0.0.1 (DNS rebinding) sends its
-            # own name: refusing any non-loopback Host keeps the site out of its reach
-            self.send_error(HTTPStatus.BAD_REQUEST, "Host must be 127.0.0.1, localhost or [::1]")
+            # own name: refusing any non-loopback Host keeps the site out of its reach; two Host
+            # headers are ambiguous (a proxy may read the other one)
+            self.send_error(
+                HTTPStatus.BAD_REQUEST, "one Host header, 127.0.0.1, localhost or [::1]"
+            )
             return
         try:
             target = resolve_site_path(self.root, self.path)
@@ -171,6 +207,13 @@ class SiteServer(ThreadingHTTPServer):
         finally:
             self._slots.release()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # a client that closed or stalled mid-request is routine on a web server, not a bug to
+        # print a traceback for; anything else still goes to the default report
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
 
 def site_server(
     root: Path,
@@ -178,12 +221,20 @@ def site_server(
     *,
     quiet: bool = False,
     timeout_s: float = 10.0,
+    header_timeout_s: float = 10.0,
     max_connections: int = 32,
 ) -> SiteServer:
     """A server for ``root`` bound to 127.0.0.1 only (``port`` 0 picks a free port).
 
     ``timeout_s`` bounds how long a connection may stay silent, while sending its request or
-    idle; ``max_connections`` bounds the connections served at once.
+    idle; ``header_timeout_s`` how long its request line and headers may take in all;
+    ``max_connections`` bounds the connections served at once.
     """
-    handler = partial(SiteHandler, root=root.resolve(), quiet=quiet, timeout_s=timeout_s)
+    handler = partial(
+        SiteHandler,
+        root=root.resolve(),
+        quiet=quiet,
+        timeout_s=timeout_s,
+        header_timeout_s=header_timeout_s,
+    )
     return SiteServer((LOOPBACK, port), handler, max_connections=max_connections)

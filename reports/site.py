@@ -44,8 +44,10 @@ from tracelab.analysis.lake.availability import derived_shortfall
 from tracelab.analysis.lake.provenance import data_source
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
+    InputFile,
     Parameter,
     StageTiming,
+    TableRows,
     TraceInputs,
     data_sources,
     recorded_timings,
@@ -311,7 +313,11 @@ def build_site(
     run_id = checked_run_id(run_id) if run_id is not None else new_run_id(site_dir, now)
     final_dir = runs_dir / run_id
     if final_dir.exists():
-        raise TracelabError(f"report run {final_dir} exists already: pick another --run-id")
+        # a build killed between the rename of its folder and the index refresh left the index
+        # stale: it is refreshed from the runs on disk even though this build is refused
+        repaired = refresh_index_from_runs(site_dir)
+        note = " (the site index now shows the newest run)" if repaired else ""
+        raise TracelabError(f"report run {final_dir} exists already{note}: pick another --run-id")
     code = reports_code_fingerprint()
     package_versions = versions()
     prior = (
@@ -477,6 +483,56 @@ def _page_shortfall(spec: PageSpec, data_dir: Path) -> tuple[str, tuple[str, ...
             if empty is not None:
                 return empty.text, (rel, f"lake/{spec.trace}/_manifest.parquet")
     return None
+
+
+def refresh_index_from_runs(site_dir: Path) -> bool:
+    """Rewrite ``site/index.html`` for the newest finished run on disk; False when there is none
+    (or its ``run.json`` cannot be read)."""
+    runs_dir = site_dir / "runs"
+    docs = []
+    for path in runs_dir.glob(f"*/{RUN_FILE}"):
+        if path.parent.name.startswith("."):
+            continue
+        try:
+            docs.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue
+    docs = [d for d in docs if isinstance(d, dict) and isinstance(d.get("run_id"), str)]
+    if not docs:
+        return False
+    newest = max(docs, key=lambda d: (str(d.get("created_at", "")), d["run_id"]))
+    try:
+        run = _run_info_from_json(newest)
+    except (KeyError, TypeError, ValueError):
+        return False
+    _refresh_site_index(site_dir, run, _history(runs_dir, extra=run))
+    return True
+
+
+def _run_info_from_json(doc: dict[str, Any]) -> RunInfo:
+    """The :class:`RunInfo` a ``run.json`` was written from (``asdict`` inverted)."""
+    inputs = {
+        trace: TraceInputs(
+            tables=tuple(TableRows(**t) for t in v["tables"]),
+            files=tuple(InputFile(**f) for f in v["files"]),
+        )
+        for trace, v in doc.get("inputs", {}).items()
+    }
+    return RunInfo(
+        run_id=doc["run_id"],
+        created_at=doc["created_at"],
+        traces=tuple(doc["traces"]),
+        pages=tuple(PageLink(**p) for p in doc["pages"]),
+        timings=tuple(StageTiming(**t) for t in doc["timings"]),
+        parameters=tuple(Parameter(**x) for x in doc["parameters"]),
+        versions=dict(doc["versions"]),
+        inputs=inputs,
+        params_file=doc.get("params_file", ""),
+        pages_from=doc.get("pages_from", ""),
+        pages_fingerprint=doc.get("pages_fingerprint", ""),
+        page_inputs=tuple(doc.get("page_inputs", ())),
+        sources=dict(doc.get("sources", {})),
+    )
 
 
 def _history(runs_dir: Path, extra: RunInfo) -> list[dict[str, Any]]:

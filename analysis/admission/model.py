@@ -70,22 +70,11 @@ class AdmissionPriors:
 
 
 def _gamma(doc: ParamsDocument, name: str) -> tuple[float, float]:
-    rec = doc.record(TRACE, STAGE, name)
-    try:
-        return rec.parameters["shape"].value, rec.parameters["rate"].value
-    except KeyError:
-        raise TracelabError(
-            f"params record {name} lacks shape/rate; re-run `tracelab fit` and `tracelab export`"
-        ) from None
+    return doc.number(TRACE, STAGE, name, "shape"), doc.number(TRACE, STAGE, name, "rate")
 
 
-def _scalar(doc: ParamsDocument, name: str, parameter: str) -> float:
-    rec = doc.record(TRACE, STAGE, name)
-    if parameter not in rec.parameters:
-        raise TracelabError(
-            f"params record {name} lacks {parameter}; re-run `tracelab fit` and `tracelab export`"
-        )
-    return rec.parameters[parameter].value
+def _scalar(doc: ParamsDocument, name: str, parameter: str, need: str) -> float:
+    return doc.number(TRACE, STAGE, name, parameter, need)
 
 
 def admission_priors(
@@ -100,16 +89,16 @@ def admission_priors(
     a_s, b_s = _gamma(doc, size)
     rate = arrival_rate_per_hour
     if rate is None or rate <= 0:
-        rate = _scalar(doc, ARRIVAL_RECORD, "rate")
+        rate = _scalar(doc, ARRIVAL_RECORD, "rate", "positive")
     return AdmissionPriors(
         lifetime_shape=a_l,
         lifetime_rate=b_l,
         scaleout_shape=a_r,
         scaleout_rate=b_r,
-        alpha=_scalar(doc, alpha, "alpha"),
+        alpha=_scalar(doc, alpha, "alpha", "finite"),
         size_shape=a_s,
         size_rate=b_s,
-        shutdown_per_lifetime=_scalar(doc, shutdown, "rate"),
+        shutdown_per_lifetime=_scalar(doc, shutdown, "rate", "non-negative"),
         arrival_rate_per_hour=rate,
         records=(life, scale, size, alpha, shutdown, ARRIVAL_RECORD),
     )

@@ -69,6 +69,8 @@ class RunResult:
     core_deaths: int
     shutdowns: int
     zero_core_deaths: int
+    #: time-mean number of live deployments (the pooling the moment policies exploit)
+    mean_deployments: float = 0.0
     #: importance weight P(B)/Q(B) of the run's badness bucket (App. D); 1 without it
     weight: float = 1.0
     bucket: int = 0
@@ -230,6 +232,7 @@ class _Cluster:
         self.deps: dict[int, _Deployment] = {}
         self.active = 0
         self.area = 0.0
+        self.deployment_area = 0.0
         self.t = 0.0
         self.counts = dict.fromkeys(
             ("scaleouts", "failures", "accepted", "core_deaths", "shutdowns", "zero"), 0
@@ -249,6 +252,7 @@ class _Cluster:
 
     def advance_to(self, t: float) -> None:
         self.area += self.active * (t - self.t)
+        self.deployment_area += len(self.deps) * (t - self.t)
         self.t = t
 
     def schedule(self, i: int, d: _Deployment) -> None:
@@ -386,6 +390,7 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         core_deaths=k["core_deaths"],
         shutdowns=k["shutdowns"],
         zero_core_deaths=k["zero"],
+        mean_deployments=c.deployment_area / horizon,
         weight=weight,
         bucket=bucket,
         badness=bm,

@@ -25,16 +25,19 @@ from tracelab.analysis.admission.sim import (
     pilot_badness,
     simulate_cluster,
 )
-from tracelab.analysis.admission.stats import (
-    PolicyResult,
-    policy_result,
-    threshold_bounds,
-    threshold_midpoint,
-    threshold_value,
-)
+from tracelab.analysis.admission.stats import PolicyResult, policy_result
+from tracelab.analysis.admission.tuning import Bracket, bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_api import (
+    MAX_HOURS,
+    MapFn,
+    Progress,
+    memory_problem,
+    no_progress,
+    option,
+    serial_map,
+)
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.export.document import load_params
 
@@ -46,25 +49,42 @@ TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-margina
 FIGURE1_POLICIES = ("first-marginal", "second-marginal")
 #: seed streams: tuning runs, verification runs and the App. D pilot never share a seed
 _TUNE, _VERIFY, _PILOT = 0, 1, 2
+#: one run's result object and table row (measured order of magnitude, with Python overhead)
+_RUN_ROW_BYTES = 2_000
+#: one live deployment of a simulated cluster with its belief and heap entry
+_DEPLOYMENT_BYTES = 2_000
+#: one arriving deployment's drawn values (a dozen float64 arrays and their temporaries)
+_ARRIVAL_BYTES = 200
 #: pilot runs per map task (one BM takes ~10 ms: tasks of one run would be all overhead)
 _PILOT_CHUNK = 100
 
 
 @dataclass(frozen=True)
 class AdmissionParams:
-    """Options of ``tracelab admit``. Defaults: the small configuration ``tracelab run`` uses
-    (C = 100 cores, 3 runs of 7 days, 3 bisection steps, 8 steps per look-ahead horizon,
-    Fig. 1 with 1 prior observation only; ~2 CPU s); :data:`PAPER_ADMISSION_PARAMS` is the issue's reduced benchmark
-    configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per horizon."""
+    """Options of ``tracelab admit``. Defaults: the configuration ``tracelab run`` uses, in the
+    paper's regime of a cluster pooling hundreds of deployments (C = 3,000 cores, 8 arrivals per
+    hour: the tuned policies hold ~110–130 deployments at a time), 3 runs of 7 days, bisection
+    until the bracket settles (at most 12 steps), 8 steps per look-ahead horizon, Fig. 1 with 1
+    prior observation only; ~25 CPU s. :data:`PAPER_ADMISSION_PARAMS` is the reduced benchmark
+    configuration. The Cluster Admission paper ran 500 runs of 3 years with 600 steps per
+    horizon."""
 
-    cores: int = option(100, "cluster capacity C (cores)", minimum=1)
+    cores: int = option(3000, "cluster capacity C (cores)", minimum=1, maximum=10_000_000)
     arrival_rate: float = option(
-        0.0, "deployment arrivals per hour; 0 = the exported deployment_arrival_rate", minimum=0
+        8.0,
+        "deployment arrivals per hour; 0 = the exported deployment_arrival_rate",
+        minimum=0,
+        maximum=1e6,
     )
     horizon_hours: float = option(
-        168.0, "simulated hours per run (the Cluster Admission paper: 26280)", minimum=1
+        168.0,
+        "simulated hours per run (the Cluster Admission paper: 26280)",
+        minimum=1,
+        maximum=MAX_HOURS,
     )
-    runs: int = option(3, "runs per threshold (tuning) and for verification", minimum=2)
+    runs: int = option(
+        3, "runs per threshold (tuning) and for verification", minimum=2, maximum=1_000_000
+    )
     sla: float = option(
         1e-3, "SLA: largest allowed share of failed scale-outs", minimum=0, maximum=1
     )
@@ -72,11 +92,35 @@ class AdmissionParams:
         ("zeroth", "first", "second"), "policies of Table 2", choices=TUNED_POLICIES
     )
     observations: tuple[int, ...] = option(
-        (1,), "Fig. 1: prior observations per deployment (first/second moment, marginal)", minimum=0
+        (1,),
+        "Fig. 1: prior observations per deployment (first/second moment, marginal)",
+        minimum=0,
+        maximum=1_000_000,
     )
-    tuning_iterations: int = option(3, "bisection steps per policy", minimum=1, maximum=40)
+    tuning_iterations: int = option(
+        12,
+        "most bisection steps per policy (the first evaluates the top of the range)",
+        minimum=1,
+        maximum=60,
+    )
+    tuning_tolerance: float = option(
+        0.002,
+        "bisection stops when the utilization at the bracket's ends differs by at most this",
+        minimum=0.0,
+        maximum=1.0,
+    )
+    tuning_resolution: float = option(
+        1 / 64,
+        "bisection also stops when the bracket is this share of the search range (log10 T for "
+        "the second moment) or narrower",
+        minimum=0.0,
+        maximum=1.0,
+    )
     lookahead_hours: tuple[float, ...] = option(
-        (26280.0, 8760.0, 730.0, 168.0, 24.0), "look-ahead horizon of each sub-policy", minimum=1
+        (26280.0, 8760.0, 730.0, 168.0, 24.0),
+        "look-ahead horizon of each sub-policy",
+        minimum=1,
+        maximum=MAX_HOURS,
     )
     lookahead_steps: int = option(
         8,
@@ -88,7 +132,9 @@ class AdmissionParams:
         1.0, "§6: a deployment expected below this many cores at a step is marginal", minimum=0
     )
     upper_bound: bool = option(True, "also run the no-SLA upper bound (accept while it fits)")
-    bootstrap: int = option(2000, "BCa bootstrap resamples of the utilization CI", minimum=100)
+    bootstrap: int = option(
+        2000, "BCa bootstrap resamples of the utilization CI", minimum=100, maximum=1_000_000
+    )
     prior: str = option(
         "marginal",
         "params records: joint marginal fit or two-stage",
@@ -111,16 +157,33 @@ class AdmissionParams:
         maximum=0.99,
     )
     is_pilot_runs: int = option(
-        1000, "App. D: pilot runs (badness measure only) estimating P(bucket)", minimum=10
+        1000,
+        "App. D: pilot runs (badness measure only) estimating P(bucket)",
+        minimum=10,
+        maximum=100_000_000,
     )
 
+    def memory_estimate(self) -> tuple[int, str]:
+        """Peak bytes: every verified run's row of every policy, scipy's vectorised bootstrap
+        (runs x resamples values and indices), the pilot's badness values, one run's arrivals
+        drawn up front (rate x horizon; 0 = the exported rate, checked once it is read) and the
+        deployments alive in it (at most one per core)."""
+        configs = len(self.policies) + 2 * len(self.observations) + 1
+        rows = self.runs * configs * _RUN_ROW_BYTES
+        bootstrap = self.runs * self.bootstrap * 16
+        pilot = self.is_pilot_runs * 8 if self.importance_sampling else 0
+        arrivals = self.arrival_rate * self.horizon_hours * _ARRIVAL_BYTES
+        alive = self.cores * _DEPLOYMENT_BYTES
+        flags = "--runs, --bootstrap, --arrival-rate or --horizon-hours"
+        return int(rows + bootstrap + pilot + arrivals + alive), flags
 
-#: the issue's reduced benchmark: Table 2 with tuning, 100 runs of one year per policy
+
+#: the reduced benchmark (``bench/admission.py``): the default regime, 30 runs of 30 days per
+#: threshold, 60 steps per look-ahead horizon, Fig. 1 at 0, 1, 5, 50 prior observations
 PAPER_ADMISSION_PARAMS = AdmissionParams(
-    horizon_hours=8760.0,
-    runs=100,
+    horizon_hours=720.0,
+    runs=30,
     observations=(0, 1, 5, 50),
-    tuning_iterations=8,
     lookahead_steps=60,
 )
 
@@ -157,7 +220,9 @@ class AdmissionSummary:
             "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
             "importance_sampling": self.importance_sampling,
             "importance": None if self.importance is None else self.importance.to_dict(),
-            "params": asdict(self.params),
+            # the options, and what the stage derived from them and the params document
+            "parameters": asdict(self.params)
+            | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},
         }
 
 
@@ -220,32 +285,34 @@ def _utilization(results: list[RunResult]) -> float:
 
 def _tune(
     base: ClusterConfig, params: AdmissionParams, runner: _Runner, rows: list[dict[str, Any]]
-) -> float:
-    """Largest threshold whose failure rate on the tuning seeds meets the SLA (bisection).
+) -> Bracket:
+    """The policy's tuning bracket on the tuning seeds (``tuning.py``); one row per step."""
 
-    Utilization and failure rate grow with the threshold, so the feasible thresholds form an
-    interval from the bottom of the range; the same seeds at every step keep the comparison paired.
-    """
-    lo, hi = threshold_bounds(base.policy)
-    for step in range(params.tuning_iterations):
-        mid = threshold_midpoint(base.policy, lo, hi)
-        threshold = threshold_value(base.policy, mid)
+    def evaluate(threshold: float) -> tuple[float, float]:
         res = runner.runs(replace(base, threshold=threshold), _TUNE, params.runs)
-        rate = _failure_rate(res)
-        feasible = rate <= params.sla
-        rows.append(
-            {
-                "policy": base.policy,
-                "observations": base.observations,
-                "iteration": step,
-                "threshold": threshold,
-                "failure_rate": rate,
-                "utilization": _utilization(res),
-                "feasible": feasible,
-            }
-        )
-        lo, hi = (mid, hi) if feasible else (lo, mid)
-    return lo
+        return _failure_rate(res), _utilization(res)
+
+    bracket, steps = bisect_threshold(
+        base.policy,
+        evaluate,
+        sla=params.sla,
+        max_steps=params.tuning_iterations,
+        tolerance=params.tuning_tolerance,
+        resolution=params.tuning_resolution,
+    )
+    rows += [
+        {
+            "policy": base.policy,
+            "observations": base.observations,
+            "iteration": st.step,
+            "threshold": st.threshold,
+            "failure_rate": st.failure_rate,
+            "utilization": st.utilization,
+            "feasible": st.feasible,
+        }
+        for st in steps
+    ]
+    return bracket
 
 
 def _run_rows(
@@ -299,6 +366,10 @@ def admission_results(
     """Tune and verify every policy, run the upper bound, write the tables and summary.json."""
     doc = load_params(PARAMS_EXPORT.path(data_dir))
     priors = admission_priors(doc, params.prior, params.arrival_rate or None)
+    # the exported arrival rate is known only now: the memory check again, with it
+    problem = memory_problem(replace(params, arrival_rate=priors.arrival_rate_per_hour))
+    if problem is not None:
+        raise TracelabError(problem)
     configs = _configs(params, priors)
     importance = _importance(configs[0], params, map_fn)
     configs = [replace(c, importance=importance) for c in configs]
@@ -308,13 +379,16 @@ def admission_results(
     run_rows: list[dict[str, Any]] = []
     results: list[PolicyResult] = []
     for cfg in configs:
-        point = _tune(cfg, params, runner, tuning)
-        threshold = threshold_value(cfg.policy, point)
+        bracket = _tune(cfg, params, runner, tuning)
+        # the total assumed every bisection step: a bracket that settled early needs fewer
+        runner.total -= params.runs * (params.tuning_iterations - bracket.steps)
+        threshold = bracket.threshold_low
         verified = runner.runs(replace(cfg, threshold=threshold), _VERIFY, params.runs)
         run_rows += _run_rows(cfg.policy, cfg.observations, threshold, verified)
-        results.append(
-            policy_result(cfg.policy, cfg.observations, point, verified, params.sla, params)
+        result = policy_result(
+            cfg.policy, cfg.observations, bracket.low, verified, params.sla, params
         )
+        results.append(_with_bracket(result, bracket))
     upper = None
     if params.upper_bound:
         cfg = replace(configs[0], policy="accept-all", observations=0, threshold=1.0)
@@ -338,6 +412,17 @@ def admission_results(
     )
     write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
     return summary
+
+
+def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
+    return replace(
+        result,
+        threshold_high=bracket.threshold_high,
+        bracket_utilization_low=bracket.utilization_low,
+        bracket_utilization_high=bracket.utilization_high,
+        tuning_steps=bracket.steps,
+        tuning_settled=bracket.settled,
+    )
 
 
 def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:

@@ -70,7 +70,19 @@ class PolicyResult:
     runs: int
     #: None for the no-SLA upper bound
     sla_met: bool | None
+    #: the regime (issue 24): time-mean live deployments over runs, accepted / arriving
+    mean_deployments: float
+    accepted: int
+    arrivals: int
+    accepted_share: float
     gain_vs_zeroth: float | None = None
+    #: the tuning bracket (None for the upper bound): T of the infeasible end, the tuning seeds'
+    #: utilization at both ends, bisection steps, and whether the bracket was narrow enough
+    threshold_high: float | None = None
+    bracket_utilization_low: float | None = None
+    bracket_utilization_high: float | None = None
+    tuning_steps: int | None = None
+    tuning_settled: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -140,6 +152,9 @@ def policy_result(
         util, options.bootstrap, options.seed, weights if weighted else None
     )
     f_low, f_high = _percentile_ci(w_fails, w_scaleouts, options.bootstrap, options.seed)
+    deployments = np.array([r.mean_deployments for r in runs], dtype=np.float64)
+    accepted = sum(r.accepted for r in runs)
+    arrivals = sum(r.arrivals for r in runs)
     return PolicyResult(
         policy=policy,
         observations=observations,
@@ -155,4 +170,8 @@ def policy_result(
         failures=int(fails.sum()),
         runs=len(runs),
         sla_met=None if sla is None else rate <= sla,
+        mean_deployments=float(_weighted_mean(deployments, weights)),
+        accepted=accepted,
+        arrivals=arrivals,
+        accepted_share=accepted / arrivals if arrivals else 0.0,
     )

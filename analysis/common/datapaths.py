@@ -79,3 +79,45 @@ STAGE_PARAMS = DataEntry("results.params", "results/*/*/params.json", ("analyze"
 def params_export_path(data_dir: Path, fmt: str = "json") -> Path:
     """``DATA/exports/params.json`` (or ``params.csv``)."""
     return PARAMS_EXPORT.path(data_dir).with_suffix(f".{fmt}")
+
+
+#: what the data directory manages (a user's ``--out`` never writes there): the raw input, every
+#: folder a command writes, the catalog and the lock; ``exports/`` and other names are the user's
+MANAGED = (
+    "raw",
+    "lake",
+    "derived",
+    "results",
+    "state",
+    "logs",
+    "prefect",
+    "site",
+    "tracelab.duckdb",
+    ".tracelab.lock",
+)
+
+
+def user_output_problem(path: Path, data_dir: Path, flag: str = "--out") -> str | None:
+    """Why ``path`` may not be written as a user's output file, or None when it may.
+
+    An output replaces what is at its path (an atomic rename), so it is written only to a
+    regular file or a new name, never through a symlink, and never into what the data directory
+    manages (:data:`MANAGED`): a stage input overwritten there would be read as the stage's own.
+    """
+    if path.is_symlink():
+        return f"{flag} {path} is a symlink; give the file's own path"
+    if path.exists() and not path.is_file():
+        return (
+            f"{flag} {path} exists and is not a regular file (a folder, device, FIFO or "
+            "socket); give the path of a file to write"
+        )
+    data = data_dir.resolve()
+    target = path.parent.resolve() / path.name
+    if target.is_relative_to(data) and target != data:
+        managed = target.relative_to(data).parts[0]
+        if managed in MANAGED:
+            return (
+                f"{flag} {path} is in {managed}/, which the data directory manages (stage "
+                f"inputs and outputs); write to {data / 'exports'} or outside {data}"
+            )
+    return None

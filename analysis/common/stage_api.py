@@ -11,6 +11,8 @@ a cluster), so the same function gives the same tables on one machine and on man
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -19,6 +21,10 @@ from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: the longest simulated or look-ahead horizon an option takes: a century, far past any trace,
+#: short of where float hours lose their precision
+MAX_HOURS = 876_000.0
 
 #: ``map_fn(function, items) -> results`` in the order of ``items``
 MapFn = Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]
@@ -77,8 +83,24 @@ def option_spec(f: dataclasses.Field[Any]) -> OptionSpec | None:
     return spec if isinstance(spec, OptionSpec) else None
 
 
+def option_values(params: object) -> dict[str, Any]:
+    """Every option of ``params`` (a stage's parameter dataclass) with the value it ran with,
+    defaults included, in declaration order: what the stage's summary records."""
+    return {
+        f.name: getattr(params, f.name)
+        for f in dataclasses.fields(params)  # type: ignore[arg-type]
+        if option_spec(f) is not None
+    }
+
+
 def out_of_range(params: object) -> str | None:
-    """The first option of ``params`` outside its declared range or choices, as a sentence."""
+    """The first option of ``params`` that cannot run, as a sentence; None when all can.
+
+    One check for every stage: a choice outside its list, a number that is not finite (nan and
+    inf pass every comparison, so they are refused before the bounds), a number outside its
+    declared range, and then options whose combined memory estimate exceeds the machine's
+    (:func:`memory_problem`).
+    """
     for f in dataclasses.fields(params):  # type: ignore[arg-type]
         spec = option_spec(f)
         if spec is None:
@@ -87,15 +109,88 @@ def out_of_range(params: object) -> str | None:
         values = value if isinstance(value, tuple) else (value,)
         flag = spec.flag or "--" + f.name.replace("_", "-")
         for v in values:
-            if spec.choices is not None and str(v) not in spec.choices:
-                return f"{flag} {v}: must be one of {', '.join(spec.choices)}"
-            if isinstance(v, bool) or not isinstance(v, int | float):
-                continue
-            if spec.minimum is not None and v < spec.minimum:
-                return f"{flag} {v}: must be at least {spec.minimum:g}"
-            if spec.maximum is not None and v > spec.maximum:
-                return f"{flag} {v}: must be at most {spec.maximum:g}"
+            problem = _value_problem(flag, v, spec)
+            if problem is not None:
+                return problem
+    return memory_problem(params)
+
+
+def _value_problem(flag: str, v: object, spec: OptionSpec) -> str | None:
+    if spec.choices is not None and str(v) not in spec.choices:
+        return f"{flag} {v}: must be one of {', '.join(spec.choices)}"
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    if isinstance(v, float) and not math.isfinite(v):
+        return f"{flag} {v}: must be a finite number"
+    if spec.minimum is not None and v < spec.minimum:
+        return f"{flag} {v}: must be at least {_bound(spec.minimum)}"
+    if spec.maximum is not None and v > spec.maximum:
+        return f"{flag} {v}: must be at most {_bound(spec.maximum)}"
     return None
+
+
+def _bound(x: float) -> str:
+    """A bound as people write it: 1000000 rather than 1e+06, 0.01 as it is."""
+    return f"{int(x)}" if float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+
+
+def number_arg(
+    kind: type[int] | type[float], minimum: float | None = None, maximum: float | None = None
+) -> Callable[[str], Any]:
+    """An argparse ``type`` for the numeric flags outside stage parameters (``--wait``,
+    ``--chunk-mb``, ``--max-rows`` …): the same finite-and-in-range rule as :func:`out_of_range`,
+    reported by the parser in one line."""
+    import argparse
+
+    spec = OptionSpec("", minimum, maximum)
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            what = "an integer" if kind is int else "a number"
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        problem = _value_problem("", value, spec)
+        if problem is not None:
+            # the value as typed (-3, not -3.0), then why
+            raise argparse.ArgumentTypeError(f"{text}: {problem.split(': ', 1)[1]}")
+        return value
+
+    return parse
+
+
+class MemoryEstimate(Protocol):
+    """Parameters whose memory grows with their values say how much they will need."""
+
+    def memory_estimate(self) -> tuple[int, str]:
+        """(bytes at the peak, the flags that drive it)."""
+        ...
+
+
+#: share of the machine's physical memory a stage may plan to use
+MEMORY_SHARE = 0.75
+
+
+def memory_budget() -> int:
+    """Bytes a stage may plan for: :data:`MEMORY_SHARE` of this machine's physical memory."""
+    return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") * MEMORY_SHARE)
+
+
+def memory_problem(params: object) -> str | None:
+    """A sentence when the options' memory estimate exceeds :func:`memory_budget`, else None.
+
+    Refused before any work starts, instead of growing until the kernel kills the process.
+    """
+    if not hasattr(params, "memory_estimate"):
+        return None
+    need, flags = typing.cast(MemoryEstimate, params).memory_estimate()
+    budget = memory_budget()
+    if need <= budget:
+        return None
+    return (
+        f"these options need about {need / 1e9:,.1f} GB of memory, more than the "
+        f"{budget / 1e9:,.1f} GB allowed ({MEMORY_SHARE:.0%} of this machine's); lower {flags}"
+    )
 
 
 def element_type(annotation: Any) -> tuple[type, bool]:

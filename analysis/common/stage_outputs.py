@@ -60,12 +60,19 @@ def read_json_object(path: Path) -> dict[str, Any]:
 
 def record_parameters(stage_dir: Path, params: object) -> Path | None:
     """Add the options a stage ran with (every field, defaults included) to its ``summary.json``
-    as ``parameters``: pages list the parameters from this record, never from the results."""
+    as ``parameters``: pages list the parameters from this record, never from the results.
+
+    What the stage derived from its options (a grid's sizes, a rate read from the params
+    document) it writes into ``parameters`` itself; those entries stay beside the options. An
+    entry named like an option takes the option's value: the record is what ran.
+    """
     path = stage_dir / SUMMARY_FILE
     if not path.is_file():
         return None
     doc = read_summary(stage_dir)
-    doc["parameters"] = json_ready(dataclasses.asdict(params))  # type: ignore[call-overload]
+    options = dataclasses.asdict(params)  # type: ignore[call-overload]
+    derived = {k: v for k, v in (doc.get("parameters") or {}).items() if k not in options}
+    doc["parameters"] = json_ready({**options, **derived})
     return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))
 
 

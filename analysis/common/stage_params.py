@@ -33,7 +33,10 @@ class DeriveOptions:
     )
     checks: bool = option(True, "run the invariant checks in queries/checks/")
     long_task_windows: int = option(
-        _SQL.long_task_windows, "usage windows that make a task long (24 = 2 hours)", minimum=1
+        _SQL.long_task_windows,
+        "usage windows that make a task long (24 = 2 hours)",
+        minimum=1,
+        maximum=1_000_000,
     )
     production_priority: int = option(
         _SQL.production_priority, "lowest priority of a production task", minimum=0, maximum=11
@@ -47,6 +50,7 @@ class DeriveOptions:
         0,
         "compute the per-task tables in N job_id-hash partitions (0 = 1, or 4 per Dask worker)",
         minimum=0,
+        maximum=100_000,
     )
 
     def sql_params(self) -> DeriveParams:
@@ -64,47 +68,81 @@ class AnalyzeOptions:
     seed: int = option(0, "seed of every random choice", minimum=0)
     stages: tuple[str, ...] = option(ANALYSES, "analyses to run", choices=ANALYSES)
     ks: tuple[int, ...] = option(
-        inst_vs_avg.DEFAULT_KS, "sample sizes k of the inst-vs-avg convergence", minimum=1
+        inst_vs_avg.DEFAULT_KS,
+        "sample sizes k of the inst-vs-avg convergence",
+        minimum=1,
+        maximum=1_000_000,
     )
     deltas: tuple[int, ...] = option(
-        time_invariance.DEFAULT_DELTAS, "KS window lengths Δ in records", minimum=1
+        time_invariance.DEFAULT_DELTAS,
+        "KS window lengths Δ in records",
+        minimum=1,
+        maximum=1_000_000,
     )
     alpha: float = option(
         time_invariance.DEFAULT_ALPHA, "KS significance level", minimum=1e-9, maximum=0.5
     )
-    k: int = option(clustering.DEFAULT_K, "k-means clusters", minimum=1)
+    k: int = option(clustering.DEFAULT_K, "k-means clusters", minimum=1, maximum=10_000)
     k_range: tuple[int, ...] = option(
-        clustering.DEFAULT_K_RANGE, "k values for the inertia/silhouette scan", minimum=2
+        clustering.DEFAULT_K_RANGE,
+        "k values for the inertia/silhouette scan",
+        minimum=2,
+        maximum=10_000,
     )
-    n_init: int = option(clustering.DEFAULT_N_INIT, "k-means restarts", minimum=1)
+    n_init: int = option(clustering.DEFAULT_N_INIT, "k-means restarts", minimum=1, maximum=10_000)
     minibatch_threshold: int = option(
         clustering.DEFAULT_MINIBATCH_THRESHOLD,
         "use MiniBatchKMeans above this many tasks",
         minimum=1,
     )
     kmeans_threads: int = option(
-        clustering.DEFAULT_THREADS, "threads for k-means (0 = library default)", minimum=0
+        clustering.DEFAULT_THREADS,
+        "threads for k-means (0 = library default)",
+        minimum=0,
+        maximum=1024,
     )
     ad_sizes: tuple[int, ...] = option(
-        gaussian_sums.DEFAULT_SIZES, "tasks per set N of the Anderson–Darling table", minimum=2
+        gaussian_sums.DEFAULT_SIZES,
+        "tasks per set N of the Anderson–Darling table",
+        minimum=2,
+        maximum=1_000_000,
     )
     ad_realizations: int = option(
-        gaussian_sums.DEFAULT_REALIZATIONS, "realizations R per task (paper 10000)", minimum=8
+        gaussian_sums.DEFAULT_REALIZATIONS,
+        "realizations R per task (paper 10000)",
+        minimum=8,
+        maximum=1_000_000,
     )
     ad_sets: int = option(
-        gaussian_sums.DEFAULT_SETS, "random sets S per N (paper 10000)", minimum=1
+        gaussian_sums.DEFAULT_SETS,
+        "random sets S per N (paper 10000)",
+        minimum=1,
+        maximum=10_000_000,
     )
     ad_pool: int = option(
         gaussian_sums.DEFAULT_POOL_SIZE,
         "tasks in the realization pool (memory: pool x R x 4 bytes; paper 100000)",
         minimum=1,
+        maximum=10_000_000,
     )
     bootstrap: int = option(
-        gamma_fits.DEFAULT_BOOTSTRAP, "bootstrap resamples per Gamma fit", minimum=1
+        gamma_fits.DEFAULT_BOOTSTRAP,
+        "bootstrap resamples per Gamma fit",
+        minimum=1,
+        maximum=1_000_000,
     )
     batch_rows: int = option(
-        DEFAULT_BATCH_ROWS, "usage rows per streamed batch (bounds memory)", minimum=1000
+        DEFAULT_BATCH_ROWS,
+        "usage rows per streamed batch (bounds memory)",
+        minimum=1000,
+        maximum=100_000_000,
     )
+
+    def memory_estimate(self) -> tuple[int, str]:
+        """Peak bytes: the Anderson–Darling realization pool (float32 pool x R, plus one set's
+        sums per size) and one streamed batch of usage rows (~200 B a row across its columns)."""
+        pool = self.ad_pool * self.ad_realizations * 4 * 2
+        return pool + self.batch_rows * 200, "--ad-pool, --ad-realizations or --batch-rows"
 
 
 @dataclass(frozen=True)
@@ -112,7 +150,7 @@ class FitOptions:
     """``tracelab fit``: the Azure priors of Cluster Admission §5.1 and Appendix B."""
 
     seed: int = option(0, "bootstrap seed", minimum=0)
-    n_boot: int = option(200, "bootstrap replicates", minimum=1)
+    n_boot: int = option(200, "bootstrap replicates", minimum=1, maximum=1_000_000)
     zero_event_probability: float | None = option(
         None,
         "fix p: a zero-event MLE becomes the value at which no event has this probability "
@@ -146,4 +184,8 @@ class ExportOptions:
     """``tracelab export``: the one versioned params document."""
 
     format: str = option("json", "document format", choices=("json", "csv"))
-    out: str = option("", "where to write (default DATA/exports/params.json or params.csv)")
+    out: str = option(
+        "",
+        "where to write (default DATA/exports/params.json or params.csv): a regular file or a "
+        "new name, not in a folder the data directory manages (raw, lake, results, ...)",
+    )

@@ -2,8 +2,10 @@
 
 ``params_document`` gathers every ``DATA/results/<trace>/<stage>/params.json`` written with
 :func:`analysis.params.write_stage_params` into one document; ``write_params_json`` validates it
-against ``analysis/export/params_schema.json`` and writes it atomically; ``write_params_csv`` writes one
-row per (record, parameter). Later stages get parameters only through :func:`load_params`, which
+against ``analysis/export/params_schema.json`` (which the document names in ``$schema`` by its ``$id``)
+and writes it atomically, with a copy of the schema beside it; ``write_params_csv`` writes a tidy
+table, one row per fitted parameter, and each record's ``values`` (arrays such as k-means
+centroids) to a second long file. Later stages get parameters only through :func:`load_params`, which
 refuses another major version, a schema-invalid document, or any edit after the export
 (``records_sha256`` covers the records, ``document_sha256`` every other field too).
 """
@@ -14,6 +16,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,11 +37,24 @@ SCHEMA_VERSION = "1.2.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
 MANIFEST_NAME = "_manifest.parquet"
+#: the copy of the schema written beside every JSON export
+SCHEMA_COPY_NAME = "params.schema.json"
 
-#: the long CSV form: one row per scalar of the document (``index`` locates array elements)
-CSV_COLUMNS: tuple[str, ...] = ("record", "trace", "stage", "field", "index", "value")
-#: the ``record`` of the document's own fields (versions, sources, checksums)
-DOCUMENT_ROW = "(document)"
+#: the tidy CSV form: one row per fitted parameter of a record
+CSV_COLUMNS: tuple[str, ...] = (
+    "trace",
+    "stage",
+    "record",
+    "parameter",
+    "value",
+    "unit",
+    "ci_low",
+    "ci_high",
+    "n",
+    "method",
+)
+#: the second CSV: every entry of each record's ``values`` (``index`` locates array elements)
+VALUES_COLUMNS: tuple[str, ...] = ("trace", "stage", "record", "field", "index", "value")
 
 
 @dataclass(frozen=True)
@@ -71,11 +87,45 @@ class ParamsDocument:
             f"the params document has no record {trace}/{stage}/{name}; it has: {known or 'none'}"
         )
 
+    def number(
+        self, trace: str, stage: str, name: str, parameter: str, need: str = "positive"
+    ) -> float:
+        """One parameter's value when a model can draw from it, else a one-line error.
+
+        ``need`` is ``positive`` (a Gamma's shape and rate, a rate), ``non-negative`` or
+        ``finite``. A stage writes a failed fit's NaN as null and the document can be edited
+        by hand, so a value is checked where it is used rather than trusted.
+        """
+        rec = self.record(trace, stage, name)
+        if parameter not in rec.parameters:
+            raise TracelabError(
+                f"params record {name} lacks {parameter}; re-run the stage that fits it "
+                "and `tracelab export`"
+            )
+        value: object = rec.parameters[parameter].value
+        if isinstance(value, int | float) and _meets(float(value), need):
+            return float(value)
+        raise TracelabError(
+            f"params record {name}: {parameter} is {value!r}, not a {need} number, so no model "
+            "can draw from it; re-run the stage that fits it (on more data) and `tracelab export`"
+        )
+
+
+def _meets(value: float, need: str) -> bool:
+    """``value`` is finite and ``need`` (positive, non-negative or finite) holds."""
+    if not math.isfinite(value):
+        return False
+    return need == "finite" or value > 0 or (need == "non-negative" and value == 0)
+
 
 def params_schema() -> dict[str, Any]:
     """The JSON Schema of the document."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
+
+
+#: the schema's ``$id``: what a document's ``$schema`` names
+SCHEMA_ID: str = str(params_schema()["$id"])
 
 
 def code_version() -> str:
@@ -173,6 +223,7 @@ def params_document(
     traces = sorted({str(r["trace"]) for r in records})
     when = created_at or datetime.now(UTC)
     document: dict[str, Any] = {
+        "$schema": SCHEMA_ID,
         "schema_version": SCHEMA_VERSION,
         "code_version": version or code_version(),
         "created_at": when.astimezone(UTC).isoformat(timespec="seconds").replace("+00:00", "Z"),
@@ -204,6 +255,12 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
             f"{where}: schema_version {version!r} is not supported (this code reads "
             f"{SUPPORTED_MAJOR}.x); re-export it with `tracelab export` from this version"
         )
+    named = doc.get("$schema", SCHEMA_ID)
+    if named != SCHEMA_ID:
+        raise TracelabError(
+            f"{where}: $schema {named!r} is not the params schema this code ships ({SCHEMA_ID}); "
+            "re-run `tracelab export`"
+        )
     validator = jsonschema.Draft202012Validator(params_schema())
     errors = sorted(validator.iter_errors(doc), key=lambda e: list(e.absolute_path))
     if errors:
@@ -226,8 +283,9 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
 
 
 def write_params_json(doc: dict[str, Any], path: Path) -> Path:
-    """Validate, then write the document atomically."""
+    """Validate, then write the document and a copy of its schema beside it, atomically."""
     validate_params_document(doc, where=str(path))
+    atomic_write_text(path.with_name(SCHEMA_COPY_NAME), SCHEMA_PATH.read_text(encoding="utf-8"))
     return atomic_write_text(
         path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
@@ -251,32 +309,40 @@ def _leaves(value: Any, field: str, index: tuple[int, ...]) -> Iterator[tuple[st
 
 
 def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """Every value of the document in long form, arrays and provenance included.
-
-    Rows: ``record, trace, stage, field, index, value``; the document's own fields (schema and
-    code versions, source files and checksums) come first with ``record = (document)``.
-    """
+    """The tidy table: one row per fitted parameter (``records[].parameters``) with its unit,
+    interval (empty when the record has none), sample size and method."""
     rows: list[dict[str, Any]] = []
-    head = {k: v for k, v in doc.items() if k != "records"}
-    for field, index, value in _leaves(head, "", ()):
-        rows.append(
-            {
-                "record": DOCUMENT_ROW,
-                "trace": "",
-                "stage": "",
-                "field": field,
-                "index": index,
-                "value": value,
-            }
-        )
     for r in doc["records"]:
-        body = {k: v for k, v in r.items() if k not in ("name", "trace", "stage")}
-        for field, index, value in _leaves(body, "", ()):
+        for name, quantity in r["parameters"].items():
+            ci = r["ci"].get(name, {})
             rows.append(
                 {
-                    "record": r["name"],
                     "trace": r["trace"],
                     "stage": r["stage"],
+                    "record": r["name"],
+                    "parameter": name,
+                    "value": quantity["value"],
+                    "unit": quantity["unit"],
+                    "ci_low": ci.get("low"),
+                    "ci_high": ci.get("high"),
+                    "n": r["n"],
+                    "method": r["method"],
+                }
+            )
+    return rows
+
+
+def params_values_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Each record's ``values`` (means, counts, centroids, tables) in long form, one row per
+    scalar; ``index`` locates an array element (``"2,5"``: row 2, column 5)."""
+    rows: list[dict[str, Any]] = []
+    for r in doc["records"]:
+        for field, index, value in _leaves(r["values"], "", ()):
+            rows.append(
+                {
+                    "trace": r["trace"],
+                    "stage": r["stage"],
+                    "record": r["name"],
                     "field": field,
                     "index": index,
                     "value": value,
@@ -285,15 +351,26 @@ def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def write_params_csv(doc: dict[str, Any], path: Path) -> Path:
-    """Validate, then write the CSV form atomically (empty cell = no value)."""
-    validate_params_document(doc, where=str(path))
+def values_csv_path(path: Path) -> Path:
+    """Where :func:`write_params_csv` puts the values of ``path``: ``<stem>_values.csv``."""
+    return path.with_name(f"{path.stem}_values.csv")
+
+
+def _csv_text(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(CSV_COLUMNS), lineterminator="\n")
+    writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
     writer.writeheader()
-    for row in params_csv_rows(doc):
-        writer.writerow({k: "" if row[k] is None else row[k] for k in CSV_COLUMNS})
-    return atomic_write_text(path, buf.getvalue())
+    for row in rows:
+        writer.writerow({k: "" if row[k] is None else row[k] for k in columns})
+    return buf.getvalue()
+
+
+def write_params_csv(doc: dict[str, Any], path: Path) -> Path:
+    """Validate, then write the tidy parameter table to ``path`` and the records' values
+    (arrays included) to :func:`values_csv_path`, atomically (empty cell = no value)."""
+    validate_params_document(doc, where=str(path))
+    atomic_write_text(values_csv_path(path), _csv_text(VALUES_COLUMNS, params_values_rows(doc)))
+    return atomic_write_text(path, _csv_text(CSV_COLUMNS, params_csv_rows(doc)))
 
 
 def load_params(path: Path) -> ParamsDocument:

@@ -20,9 +20,11 @@ STAGE_PARAMS_FILE = "params.json"
 
 @dataclass(frozen=True)
 class Quantity:
-    """A number with its unit (``"1/hour"``, ``"cores"``, ``"fraction of machine"``, ``""``)."""
+    """A number with its unit (``"1/hour"``, ``"cores"``, ``"fraction of machine"``, ``""``).
 
-    value: float
+    A count (k clusters, R realizations) is an ``int`` and stays one in the export."""
+
+    value: float | int
     unit: str = ""
 
 

@@ -117,3 +117,43 @@ def write_catalog(data_dir: Path) -> Path:
         finally:
             con.close()
     return path
+
+
+#: statements `tracelab sql` runs: queries only (DESCRIBE, SHOW and SUMMARIZE are SELECTs too)
+READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
+
+
+def read_only_connection(data_dir: Path) -> duckdb.DuckDBPyConnection:
+    """The catalog opened so that a query can read the data directory and nothing else.
+
+    Read-only database; file access only under ``data_dir`` (the views' Parquet files), so no
+    other file and no URL is read; extensions are neither installed nor loaded (no network);
+    the configuration is locked, so a query cannot lift any of this.
+    """
+    con = duckdb.connect(
+        str(catalog_path(data_dir)),
+        read_only=True,
+        config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
+    )
+    try:
+        # in this order: the allowed folders can only be set while external access is on
+        con.execute("SET allowed_directories = $dirs", {"dirs": [f"{data_dir.resolve()}/"]})
+        con.execute("SET enable_external_access = false")
+        con.execute("SET lock_configuration = true")
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def refused_statement(con: duckdb.DuckDBPyConnection, query: str) -> str | None:
+    """Why ``query`` may not run on a read-only catalog (COPY TO writes files even on a
+    read-only database, INSTALL reaches the network), or None when every statement is a query."""
+    for statement in con.extract_statements(query):
+        if statement.type not in READ_ONLY_STATEMENTS:
+            kind = statement.type.name
+            return (
+                f"`tracelab sql` runs queries only (SELECT, DESCRIBE, SHOW, SUMMARIZE), not {kind}: "
+                "it never writes the data directory; open a copy with `duckdb` to change data"
+            )
+    return None

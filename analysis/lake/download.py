@@ -17,18 +17,21 @@ library is used (``urllib``), so nothing beyond Python is needed to fetch the da
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import http.client
 import re
 import time
 import urllib.error
 import urllib.request
+import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.schemas import trace_tables
 
 GOOGLE_2011_BASE = "https://commondatastorage.googleapis.com/clusterdata-2011-2/"
 AZURE_2017_BASE = "https://azurepublicdatasettraces.blob.core.windows.net/azurepublicdataset/"
@@ -85,10 +88,17 @@ def google_files(
 ) -> list[RemoteFile]:
     """The listed part files of ``tables`` (all when None) whose part number is in ``parts``."""
     chosen: list[RemoteFile] = []
+    known = trace_tables("google-2011")
     for path, digest in sorted(checksums.items()):
+        unsafe = _unsafe_path(path)
+        if unsafe:
+            raise DownloadError(
+                f"{CHECKSUM_LIST} names {path!r}, {unsafe}: it would be written outside the raw "
+                "root; that list is not the publisher's (check --base-url)"
+            )
         folder, _, name = path.rpartition("/")
         match = _PART.fullmatch(name)
-        if not folder or "/" in folder or match is None:
+        if folder not in known or match is None:
             continue
         if tables is not None and folder not in tables:
             continue
@@ -132,26 +142,34 @@ def fetch_file(
     short bodies; a checksum mismatch deletes the partial file and starts over. After
     ``policy.attempts`` failures: a one-line :class:`DownloadError`, nothing under the final name.
     """
+    unsafe = _unsafe_path(remote.rel)
+    if unsafe:
+        raise DownloadError(f"{remote.rel!r} is {unsafe}; refusing to write outside {dest_root}")
     final = dest_root / remote.rel
-    # only verified files get their final name, so one there is complete (Azure lists no sums)
-    if final.is_file() and (remote.sha256 is None or _sha256(final) == remote.sha256):
+    # only verified files get their final name (a file without a published sum is checked again:
+    # one left by an earlier version may be truncated)
+    if final.is_file() and not _problem(final, remote):
         return final
     partial = final.with_name(f".{final.name}.part")
     final.parent.mkdir(parents=True, exist_ok=True)
     problem = ""
+    retry_after: str | None = None
     for attempt in range(policy.attempts):
+        if attempt:
+            # every retry waits, doubling: a struggling server is not hammered
+            _wait(policy, attempt - 1, retry_after)
+            retry_after = None
         try:
             complete = _fetch_into(remote.url, partial, policy, on_bytes)
         except _Retry as exc:
-            problem = str(exc)
-            _wait(policy, attempt, exc.retry_after)
+            problem, retry_after = str(exc), exc.retry_after
             continue
         if not complete:
             problem = "the connection ended before the whole file arrived"
             continue
-        if remote.sha256 is not None and _sha256(partial) != remote.sha256:
+        problem = _problem(partial, remote)
+        if problem:
             partial.unlink()
-            problem = f"its sha256 does not match {CHECKSUM_LIST}"
             continue
         partial.replace(final)
         return final
@@ -192,7 +210,7 @@ def _fetch_into(
         if resumed and not response.headers.get("Content-Range", "").startswith(f"bytes {offset}-"):
             partial.unlink()
             raise _Retry("the server answered another range than asked for")
-        expected = response.headers.get("Content-Length")
+        expected = _content_length(response.headers.get("Content-Length"))
         received = 0
         # a server that ignores the range sends the whole file: write it from the start
         with partial.open("ab" if resumed else "wb") as out:
@@ -203,7 +221,48 @@ def _fetch_into(
                     on_bytes(len(block))
             except (OSError, http.client.HTTPException) as exc:
                 raise _Retry(f"connection lost: {exc}") from None
-    return expected is None or received == int(expected)
+    return expected is None or received == expected
+
+
+def _content_length(header: str | None) -> int | None:
+    """The declared body length; a header that is not a number is a retry, not a crash."""
+    if header is None:
+        return None
+    if not header.strip().isdigit():
+        raise _Retry(f"the server sent an invalid Content-Length {header!r}")
+    return int(header)
+
+
+def _unsafe_path(rel: str) -> str:
+    """Why ``rel`` is not a plain relative path inside the raw root ("" when it is)."""
+    parts = rel.replace("\\", "/").split("/")
+    if rel.startswith("/") or "\\" in rel:
+        return "an absolute path or one with a backslash"
+    if any(part in ("", ".", "..") for part in parts):
+        return "a path with an empty, '.' or '..' component"
+    return ""
+
+
+def _problem(path: Path, remote: RemoteFile) -> str:
+    """Why the downloaded bytes at ``path`` are not the published file ("" when they are).
+
+    The publisher's sha256 when there is one; otherwise (Azure) a gzip file must decompress to
+    its end and match its trailer's CRC and length, which a body cut short never does, with or
+    without a Content-Length.
+    """
+    if remote.sha256 is not None:
+        return (
+            "" if _sha256(path) == remote.sha256 else f"its sha256 does not match {CHECKSUM_LIST}"
+        )
+    if not path.name.endswith(".gz") and not remote.rel.endswith(".gz"):
+        return ""
+    try:
+        with gzip.open(path, "rb") as fh:
+            while fh.read(_CHUNK):
+                pass
+    except (OSError, EOFError, zlib.error) as exc:
+        return f"it is not a whole gzip file ({exc}): the body was cut short"
+    return ""
 
 
 def _wait(policy: FetchPolicy, attempt: int, retry_after: str | None) -> None:

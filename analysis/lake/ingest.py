@@ -40,6 +40,7 @@ Choices (documented in the README):
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import gzip
 import os
@@ -60,6 +61,7 @@ import xxhash
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
+from tracelab.analysis.synthetic import GENERATING_MARKER, partial_sample
 
 Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]
 Method = Literal["native", "validated", "none"]
@@ -185,6 +187,8 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
         raise FileNotFoundError(
             f"raw folder {raw_root} does not exist; pass --raw DIR or put the files there"
         )
+    if partial_sample(raw_root):
+        return RawDiscovery((), (_error(GENERATING_MARKER, _PARTIAL_SAMPLE),))
     root_entries = _listing(raw_root)
     tables = trace_tables(trace)
     files: list[RawFile] = []
@@ -217,6 +221,8 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
         elif child.is_dir():
             glob = tables[child.name].raw_glob
             problems += _folder_problems(child, raw_root, glob, seen, depth=1)
+        elif child.name in tables:
+            problems.append(_error(child.name, _not_a_folder(child)))
         elif child not in seen and (child.name.startswith("part-") or _is_leftover(child)):
             problems += _entry_problems(child, raw_root, "", seen, depth=0)
     if not files and not any(p.is_error for p in problems):
@@ -228,14 +234,43 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
 
 
 def raw_files_present(raw_dir: Path) -> bool:
-    """True when ``raw_dir`` holds a file that is not a leftover of an interrupted generation.
+    """True when ``raw_dir`` holds a raw file (``.csv``/``.csv.gz``) and no partial sample.
 
     ``tracelab run`` generates the default sample when this is False, so a generation killed
-    half-way is redone instead of leaving ingest with nothing but pending parts.
+    at any point is redone instead of leaving ingest with part of the sample: its folder keeps
+    the generation marker, and a truth file or a leftover is not raw data.
     """
-    if not raw_dir.is_dir():
+    if not raw_dir.is_dir() or partial_sample(raw_dir):
         return False
-    return any(p.is_file() and not _is_leftover(p) for p in raw_dir.rglob("*"))
+    return any(
+        p.name.endswith(RAW_SUFFIXES) and not _is_leftover(p) and p.is_file()
+        for p in raw_dir.rglob("*")
+    )
+
+
+_PARTIAL_SAMPLE = (
+    "partial sample left by an interrupted or failed `tracelab generate`: generate again into "
+    "this folder (`tracelab run` does it by itself) or delete the folder"
+)
+
+
+def _not_a_folder(path: Path) -> str:
+    """Why a table's name at the raw root is not its folder of part files."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            kind = "a symlink loop"
+        elif path.is_symlink():
+            kind = f"a dangling symlink (to {path.readlink()})"
+        else:
+            kind = f"unreadable ({exc.strerror or exc})"
+    else:
+        kind = "a plain file" if stat.S_ISREG(mode) else "a FIFO, socket or device"
+    return (
+        f"table folder {path.name!r} is {kind}, not a folder of part files; "
+        "replace it by the folder"
+    )
 
 
 def _is_leftover(path: Path) -> bool:

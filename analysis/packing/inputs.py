@@ -251,5 +251,4 @@ def _clusters(doc: ParamsDocument) -> tuple[FloatArray, FloatArray, float]:
 
 
 def _gamma(doc: ParamsDocument, which: tuple[str, str]) -> tuple[float, float]:
-    rec = doc.record(TRACE, *which)
-    return rec.parameters["shape"].value, rec.parameters["rate"].value
+    return doc.number(TRACE, *which, "shape"), doc.number(TRACE, *which, "rate")

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.packing.core import (
@@ -96,7 +97,7 @@ class PackingParams:
     )
     seed: int = option(0, "seed of the task draws and realizations", minimum=0)
     instances: int = option(4, "instances (paper: 50)", minimum=1, maximum=10_000)
-    tasks: int = option(250, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
+    tasks: int = option(1000, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
     realizations: int = option(
         1000, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
     )
@@ -119,13 +120,21 @@ class PackingParams:
         maximum=1.0,
     )
     max_failures: int = option(
-        PAPER_MAX_FAILURES, "rebalancing stops after this many failures in a row", minimum=1
+        PAPER_MAX_FAILURES,
+        "rebalancing stops after this many failures in a row",
+        minimum=1,
+        maximum=1_000_000_000,
     )
     statistics_experiment: bool = option(
         True, "run the inst-vs-avg statistics experiment (Fig. 10)"
     )
     capacity_experiment: bool = option(True, "run the capacity experiment (Fig. 11)")
     clairvoyance_experiment: bool = option(True, "run the clairvoyance experiment (Fig. 12)")
+
+    def memory_estimate(self) -> tuple[int, str]:
+        """Peak bytes of one instance: its tasks x R draws, window indices, inst and avg values
+        and the sorted copies the percentiles take (about six float64 matrices)."""
+        return self.tasks * self.realizations * 8 * 6, "--tasks or --realizations"
 
 
 #: Janus & Rzadca §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)
@@ -240,61 +249,83 @@ def cell_runs(cell: Cell) -> pl.DataFrame:
     p = cell.params
     rng = np.random.default_rng([p.seed, 3, cell.instance])
     inst, avg = realizations(cell.tasks, p.realizations, rng)
+    return evaluated_runs(cell.instance, cell.experiment, p, inst, avg)
+
+
+def evaluated_runs(
+    instance: int, experiment: str, p: PackingParams, inst: FloatArray, avg: FloatArray
+) -> pl.DataFrame:
+    """The experiment's packings of one instance's (inst, avg) realizations (n_tasks × R).
+
+    Deterministic given the realizations, so tests can hand it tiny hand-made instances.
+    """
+    r = int(inst.shape[1])
     # x̄_i of §5.1 from all R realizations, so m_norm is the same at every clairvoyance level
     total_mean = float(inst.mean(axis=1).sum())
     rows: list[dict[str, Any]] = []
-    for setting in experiment_settings(cell.experiment, p):
-        n_obs = observation_count(setting.clairvoyance, p.realizations)
+    for setting in experiment_settings(experiment, p):
+        n_obs = observation_count(setting.clairvoyance, r)
         source = inst if setting.statistics == "inst" else avg
         wanted = sorted({m.parameter for m in setting.methods if m.family == "perc"})
         stats = observed_statistics(source[:, :n_obs], wanted)
-        evaluation = inst if n_obs == p.realizations else inst[:, n_obs:]
+        # Fig. 10 estimates from avg, but a machine overflows on its inst usage either way
+        evaluation = inst if n_obs == r else inst[:, n_obs:]
         m_norm = max(1, int(np.ceil(total_mean / setting.capacity)))
+        context = {
+            "instance": instance,
+            "experiment": experiment,
+            "statistics": setting.statistics,
+            "clairvoyance": setting.clairvoyance,
+            "observations": n_obs,
+            "capacity": setting.capacity,
+            "m_norm": m_norm,
+        }
         for method in setting.methods:
-            mu, var, z = item_moments(method, stats)
             for fit in setting.fits:
-                machine = packed_machines(
-                    mu, var, capacity=setting.capacity, z=z, best_fit=fit == "best"
-                )
-                n_machines = int(machine.max()) + 1
-                loads = machine_loads(evaluation, machine, n_machines)
-                moved = rebalanced_machines(
-                    machine, mu, var, capacity=setting.capacity, z=z, max_failures=p.max_failures
-                )
-                after = rebalanced_loads(loads, evaluation, moved, n_machines)
-                base = {
-                    "instance": cell.instance,
-                    "experiment": cell.experiment,
-                    "statistics": setting.statistics,
-                    "clairvoyance": setting.clairvoyance,
-                    "observations": n_obs,
-                    "capacity": setting.capacity,
-                    "family": method.family,
-                    "parameter": method.parameter,
-                    "method": method.label,
-                    "fit": fit,
-                    "n_tasks": int(mu.shape[0]),
-                    "m_norm": m_norm,
-                }
-                for rebalance, assignment, load in (
-                    (False, machine, loads),
-                    (True, moved.machine, after),
-                ):
-                    result = overflow(load, assignment, setting.capacity)
-                    rows.append(
-                        base
-                        | {
-                            "rebalance": rebalance,
-                            "moves": int(moved.moved_tasks.size) if rebalance else 0,
-                            "m_abs": result.machines_used,
-                            "m": result.machines_used / m_norm,
-                            "overflows": result.overflows,
-                            "evaluations": result.evaluations,
-                            "q": result.q,
-                            "q_stderr": result.q_stderr,
-                        }
-                    )
+                rows += _packing_rows(context, method, fit, stats, evaluation, p.max_failures)
     return pl.DataFrame(rows, schema=_RUN_SCHEMA)
+
+
+def _packing_rows(
+    context: dict[str, Any],
+    method: Method,
+    fit: str,
+    stats: TaskStatistics,
+    evaluation: FloatArray,
+    max_failures: int,
+) -> list[dict[str, Any]]:
+    """One packing, evaluated as packed and after rebalancing (two rows)."""
+    capacity = float(context["capacity"])
+    mu, var, z = item_moments(method, stats)
+    machine = packed_machines(mu, var, capacity=capacity, z=z, best_fit=fit == "best")
+    n_machines = int(machine.max()) + 1
+    loads = machine_loads(evaluation, machine, n_machines)
+    moved = rebalanced_machines(machine, mu, var, capacity=capacity, z=z, max_failures=max_failures)
+    after = rebalanced_loads(loads, evaluation, moved, n_machines)
+    base = context | {
+        "family": method.family,
+        "parameter": method.parameter,
+        "method": method.label,
+        "fit": fit,
+        "n_tasks": int(mu.shape[0]),
+    }
+    rows = []
+    for rebalance, assignment, load in ((False, machine, loads), (True, moved.machine, after)):
+        result = overflow(load, assignment, capacity)
+        rows.append(
+            base
+            | {
+                "rebalance": rebalance,
+                "moves": int(moved.moved_tasks.size) if rebalance else 0,
+                "m_abs": result.machines_used,
+                "m": result.machines_used / int(context["m_norm"]),
+                "overflows": result.overflows,
+                "evaluations": result.evaluations,
+                "q": result.q,
+                "q_stderr": result.q_stderr,
+            }
+        )
+    return rows
 
 
 _RUN_SCHEMA: dict[str, Any] = {
@@ -440,6 +471,8 @@ class PackingSummary:
     #: GPA 0.001 q̄ per capacity, with rebalancing (Fig. 11a)
     capacity_gpa_q: dict[str, float]
     parameters: dict[str, Any] = field(default_factory=dict)
+    #: options where this run's grid differs from the SLO-aware Colocation paper's §5 (run and paper values)
+    reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """``summary.json``: these fields, the grid it ran and the paper's headline numbers."""
@@ -525,6 +558,7 @@ def packing_summary(
             zip(map(_key, cap["capacity"]), cap["q_mean"].cast(pl.Float64), strict=True)
         ),
         parameters=dataclasses.asdict(params),
+        reduced=reduced_options(params, PAPER_PACKING_PARAMS),
     )
 
 

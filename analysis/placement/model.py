@@ -73,11 +73,9 @@ def lifetime_prior_from_params(doc: ParamsDocument, record: str) -> LifetimePrio
             f"params record {TRACE}/{PRIORS_STAGE}/{record} is not a Gamma prior "
             f"({r.distribution}); re-run `tracelab fit` and `tracelab export`"
         )
-    shape = r.parameters["shape"].value
-    rate = r.parameters["rate"].value
-    if not (shape > 0 and rate > 0):
-        raise TracelabError(f"params record {record}: shape {shape} and rate {rate} must be > 0")
-    return LifetimePrior(shape=float(shape), rate_hours=float(rate), record=record)
+    shape = doc.number(TRACE, PRIORS_STAGE, record, "shape")
+    rate = doc.number(TRACE, PRIORS_STAGE, record, "rate")
+    return LifetimePrior(shape=shape, rate_hours=rate, record=record)
 
 
 def expected_remaining_hours(
@@ -113,33 +111,30 @@ def lomax_sample_hours(
     return lam, rng.exponential(1.0, n) / lam
 
 
-def deployment_posteriors(
-    prior: LifetimePrior,
-    deployment: IntArray,
-    created_s: IntArray,
-    deleted_s: IntArray,
+def history(
+    key: IntArray, created_s: IntArray, deleted_s: IntArray
 ) -> tuple[FloatArray, FloatArray]:
-    """Per VM, the Gamma(shape, rate hours) of its deployment's rate given what the deployment
-    showed before the VM was created: VMs created strictly earlier, deaths at or before it.
+    """Per VM, (deaths, exposure hours) of the VMs with its ``key`` created strictly before it:
+    deaths at or before its creation, exposure up to it.
 
     Exposure of the earlier VMs at time t is sum(t - created_j) - sum over dead j of
-    (t - deleted_j), so two sorted prefix sums per deployment give every VM's history at once.
+    (t - deleted_j), so two sorted prefix sums per key give every VM's history at once.
     """
     n = len(created_s)
     if n == 0:
         empty = np.zeros(0, dtype=np.float64)
         return empty, empty
-    dep = np.asarray(deployment, dtype=np.int64)
+    k = np.asarray(key, dtype=np.int64)
     t = np.asarray(created_s, dtype=np.int64)
-    # one sorted key per (deployment, time): deployments never mix in a search
+    # one sorted key per (key, time): keys never mix in a search
     key_shift = np.int64(1) << np.int64(34)
-    query = dep * key_shift + t
+    query = k * key_shift + t
     born_key = np.sort(query)
     born_time = born_key - (born_key // key_shift) * key_shift
-    died_order = np.argsort(dep * key_shift + deleted_s, kind="stable")
-    died_key = (dep * key_shift + deleted_s)[died_order]
+    died_order = np.argsort(k * key_shift + deleted_s, kind="stable")
+    died_key = (k * key_shift + deleted_s)[died_order]
     died_time = np.asarray(deleted_s, dtype=np.int64)[died_order]
-    start = dep * key_shift
+    start = k * key_shift
 
     def counts_and_sums(keys: IntArray, times: IntArray, side: str) -> tuple[IntArray, FloatArray]:
         csum = np.concatenate([[0.0], np.cumsum(times, dtype=np.float64)])
@@ -151,9 +146,97 @@ def deployment_posteriors(
     n_died, sum_died = counts_and_sums(died_key, died_time, "right")
     tf = t.astype(np.float64)
     exposure_h = ((n_born * tf - sum_born) - (n_died * tf - sum_died)) / HOUR_S
-    shape = prior.shape + n_died.astype(np.float64)
-    rate = prior.rate_hours + np.maximum(exposure_h, 0.0)
-    return shape, rate
+    return n_died.astype(np.float64), np.maximum(exposure_h, 0.0)
+
+
+def deployment_posteriors(
+    prior: LifetimePrior,
+    deployment: IntArray,
+    created_s: IntArray,
+    deleted_s: IntArray,
+) -> tuple[FloatArray, FloatArray]:
+    """Per VM, the Gamma(shape, rate hours) of its deployment's rate given what the deployment
+    showed before the VM was created (conjugate update of the prior with :func:`history`)."""
+    deaths, exposure_h = history(deployment, created_s, deleted_s)
+    return prior.shape + deaths, prior.rate_hours + exposure_h
+
+
+def _shrunk_rate(
+    deaths: FloatArray, exposure_h: FloatArray, parent: FloatArray, pseudo: float
+) -> FloatArray:
+    """A pooled death rate shrunk to ``parent`` by ``pseudo`` deaths observed at that rate."""
+    return np.asarray((deaths + pseudo) / (exposure_h + pseudo / parent), dtype=np.float64)
+
+
+def feature_posteriors(
+    prior: LifetimePrior,
+    deployment: IntArray,
+    subscription: IntArray,
+    group: IntArray,
+    created_s: IntArray,
+    deleted_s: IntArray,
+    pseudo_deaths: float = 2.0,
+) -> tuple[FloatArray, FloatArray]:
+    """Per VM, Gamma(shape, rate hours) of its deployment's lifetime rate from its features.
+
+    Hierarchy (every level reads only VMs created before the VM, so nothing is learned from the
+    future): the pooled death rate of the VM's group (category x shape) relative to the pooled
+    rate of all VMs scales the prior; the pooled rate of the subscription's *other* deployments
+    relative to the group scales it again; the deployment's own history is then the conjugate
+    update. A pooled rate d / E is exposure-weighted, so each level enters as a ratio of pooled
+    rates, shrunk to its parent by ``pseudo_deaths``. The prior's shape is kept: features move
+    the scale of the lifetime, not how dispersed deployments are.
+    """
+    n = len(created_s)
+    zeros = np.zeros(n, np.int64)
+    d_all, e_all = history(zeros, created_s, deleted_s)
+    d_grp, e_grp = history(group, created_s, deleted_s)
+    d_sub, e_sub = history(subscription, created_s, deleted_s)
+    d_dep, e_dep = history(deployment, created_s, deleted_s)
+    prior_rate = np.full(n, prior.shape / prior.rate_hours)
+    r_all = _shrunk_rate(d_all, e_all, prior_rate, pseudo_deaths)
+    r_grp = _shrunk_rate(d_grp, e_grp, r_all, pseudo_deaths)
+    # the subscription's other deployments: its history without the VM's own deployment's
+    r_sub = _shrunk_rate(d_sub - d_dep, np.maximum(e_sub - e_dep, 0.0), r_grp, pseudo_deaths)
+    # group over all, then subscription over group: the product is r_sub / r_all
+    return prior.shape + d_dep, prior.rate_hours * r_all / r_sub + e_dep
+
+
+def lomax_survival(shape: FloatArray, rate_hours: FloatArray, t_hours: float) -> FloatArray:
+    """P(T > t) of the Lomax(shape, scale) lifetime of a Gamma(shape, rate) exponential rate."""
+    b = np.asarray(rate_hours, dtype=np.float64)
+    return np.asarray((b / (b + t_hours)) ** np.asarray(shape, dtype=np.float64))
+
+
+def lomax_median(shape: FloatArray, rate_hours: FloatArray) -> FloatArray:
+    """Median lifetime, hours: S(m) = 1/2 gives m = scale * (2 ** (1 / shape) - 1)."""
+    k = np.asarray(shape, dtype=np.float64)
+    return np.asarray(np.asarray(rate_hours, dtype=np.float64) * np.expm1(np.log(2.0) / k))
+
+
+def predicted_classes(shape: FloatArray, rate_hours: FloatArray) -> npt.NDArray[np.int8]:
+    """LAVA class 1..4 of highest predictive probability (the classifier that maximises
+    expected accuracy; the mean of a heavy-tailed lifetime lands in a long class for almost
+    every VM, however likely a short life is)."""
+    edges = (0.0, *LAVA_CLASS_UPPER_HOURS[:-1])
+    surv = np.stack([lomax_survival(shape, rate_hours, e) for e in edges] + [np.zeros(len(shape))])
+    prob = surv[:-1] - surv[1:]
+    return np.asarray(np.argmax(prob, axis=0) + 1, dtype=np.int8)
+
+
+def predicted_long(shape: FloatArray, rate_hours: FloatArray) -> npt.NDArray[np.bool_]:
+    """LA-Binary's class: long when living past the 2 h cutoff is at least as likely as not."""
+    return np.asarray(lomax_survival(shape, rate_hours, LA_BINARY_CUTOFF_HOURS) >= 0.5)
+
+
+def true_classes(
+    lifetime_hours: FloatArray, censored: npt.NDArray[np.bool_]
+) -> npt.NDArray[np.int8]:
+    """LAVA class of each VM's true lifetime; 0 where censoring leaves it unknown (a VM still
+    alive at the end is known to be LC4 only once it has lived 100 h)."""
+    cls = lava_classes(np.asarray(lifetime_hours, dtype=np.float64))
+    known = ~censored | (cls == len(LAVA_CLASS_UPPER_HOURS))
+    return np.where(known, cls, 0).astype(np.int8)
 
 
 def lava_classes(lifetime_hours: FloatArray) -> npt.NDArray[np.int8]:

@@ -15,8 +15,10 @@ Policies (LAVA paper):
 * ``las`` (§4.2): temporal cost = bucket of ΔT = max(VM exit - host exit, 0), host exit = the
   latest repredicted exit of its VMs (now for an empty host), one level above Best Fit;
 * ``lava`` (§4.3): host states empty/open/recycling with a lifetime class and a deadline; levels
-  (recycling hosts of a higher class, closer first) < (open hosts of the VM's class) < (other
-  non-empty) < (empty), then LAS, then Best Fit. Open -> recycling above ``lava_fill`` of cores or
+  (recycling hosts of a higher class, closer first) < (open hosts of the VM's class) < (any
+  other non-empty host) < (empty), then LAS, then Best Fit; with ``lava_strict`` a recycling
+  host of the VM's class or lower ranks below the empty hosts instead ("only VMs at least one
+  class lower", taken only when nothing else fits). Open -> recycling above ``lava_fill`` of cores or
   memory (the VMs then present are residual); when every residual VM has left the class drops by
   one and the remaining VMs become residual; a host past its deadline (``deadline_factor`` times
   its class's upper bound after the last class change) rises one class, turns recycling and all
@@ -43,6 +45,9 @@ from tracelab.analysis.placement.model import (
     LAVA_CLASS_UPPER_HOURS,
     expected_remaining_hours,
     lava_classes,
+    lomax_median,
+    predicted_classes,
+    predicted_long,
 )
 from tracelab.analysis.placement.stream import VmStream
 
@@ -52,6 +57,9 @@ IntArray = npt.NDArray[np.int64]
 POLICIES: tuple[str, ...] = ("best-fit", "la-binary", "las", "lava")
 PREDICTORS: tuple[str, ...] = ("model", "oracle", "one-shot")
 EMPTY, OPEN, RECYCLING = 0, 1, 2
+#: LAVA levels (lower first): recycling hosts of a higher class take 0..2 (closest first)
+LAVA_OPEN_SAME, LAVA_OTHER_NON_EMPTY, LAVA_EMPTY, LAVA_LAST_RESORT = 3, 4, 5, 6
+STATE_NAMES = ("empty", "open", "recycling")
 # the first boundary as -inf: a negative ΔT is clipped to 0 by the search itself
 _LAS_BOUNDS_S = np.asarray((-np.inf, *LAS_BUCKETS_HOURS[1:])) * HOUR_S
 _CLASS_UPPER_S = np.asarray((0.0, *LAVA_CLASS_UPPER_HOURS)) * HOUR_S
@@ -79,6 +87,8 @@ class ReplayConfig:
     seed: int
     #: repredict every host's exit at most this often (300 s: at every tick of the trace grid)
     repredict_every_s: int = 300
+    #: LAVA: recycling hosts take a VM of their class or higher only when nothing else fits
+    lava_strict: bool = False
     record: bool = False
 
 
@@ -193,21 +203,11 @@ class _Replay:
         self.slot_of = np.full(n, -1, np.int64)
         self.host_exit = np.full(hosts, -np.inf)
         self.n_empty = hosts
-        at_creation_s = expected_remaining_hours(
-            item.shape, item.rate_hours, 0.0, cfg.horizon_hours
-        )
-        at_creation_s = at_creation_s * HOUR_S
-        oracle = cfg.predictor == "oracle"
-        first = (s.deleted_s - s.created_s).astype(np.float64) if oracle else at_creation_s
-        self.fixed_exit = s.deleted_s.astype(np.float64) if oracle else s.created_s + at_creation_s
-        self.repredict = cfg.predictor == "model" and cfg.policy in ("las", "lava")
-        self.uses_exit = cfg.policy != "best-fit"
-        self.vm_class = lava_classes(first / HOUR_S).astype(np.int64)
-        self.vm_long = first >= LA_BINARY_CUTOFF_HOURS * HOUR_S
+        self._set_predictions(item)
         self.state = np.zeros(hosts, np.int64)
         self.cls = np.zeros(hosts, np.int64)
         self.deadline = np.full(hosts, np.inf)
-        self.tiers = np.full((5, hosts), 5.0)
+        self.tiers = np.full((5, hosts), float(LAVA_EMPTY))
         self.next_refresh = -np.inf
         self.residual_left = np.zeros(hosts, np.int64)
         self.residual = np.zeros(n, np.bool_)
@@ -242,6 +242,31 @@ class _Replay:
             else np.zeros(0, np.int64)
         )
 
+    def _set_predictions(self, item: ReplayInput) -> None:
+        """Exit times (oracle: true; else the mean at creation) and each VM's classes."""
+        cfg, s = item.config, item.stream
+        at_creation_s = expected_remaining_hours(
+            item.shape, item.rate_hours, 0.0, cfg.horizon_hours
+        )
+        at_creation_s = at_creation_s * HOUR_S
+        oracle = cfg.predictor == "oracle"
+        self.fixed_exit = s.deleted_s.astype(np.float64) if oracle else s.created_s + at_creation_s
+        self.repredict = cfg.predictor == "model" and cfg.policy in ("las", "lava")
+        self.uses_exit = cfg.policy != "best-fit"
+        if oracle:
+            true_s = (s.deleted_s - s.created_s).astype(np.float64)
+            self.vm_class = lava_classes(true_s / HOUR_S).astype(np.int64)
+            self.vm_long = true_s >= LA_BINARY_CUTOFF_HOURS * HOUR_S
+        else:
+            # classes are the most probable ones under the prediction (exits stay its mean)
+            self.vm_class = predicted_classes(item.shape, item.rate_hours).astype(np.int64)
+            self.vm_long = predicted_long(item.shape, item.rate_hours)
+        if cfg.policy == "la-binary" and not oracle:
+            # LA's host class is its VMs' longest predicted remaining time; the median keeps a
+            # VM classed short (median < 2 h) from making its host long
+            median_h = np.minimum(lomax_median(item.shape, item.rate_hours), cfg.horizon_hours)
+            self.fixed_exit = s.created_s + median_h * HOUR_S
+
     # -- host bookkeeping ------------------------------------------------------------------
     def _set_state(self, h: int, state: int, cls: int, now: float, cause: str) -> None:
         if self.cfg.record:
@@ -256,16 +281,26 @@ class _Replay:
         )
 
     def _update_tiers(self, h: int, state: int, cls: int) -> None:
-        """LAVA's level of host ``h`` for a VM of each class (LAVA paper §4.3, lower first)."""
+        """LAVA's level of host ``h`` for a VM of each class (LAVA paper §4.3, lower first).
+
+        §4.3's scoring order: recycling hosts of a higher class (closer first), open hosts of the
+        VM's class, "any non-empty host", empty hosts. By default (``lava_strict`` off) a
+        recycling host of the VM's class or lower is one of "any non-empty host", as the scoring
+        order reads literally; with ``lava_strict`` it ranks below the empty hosts ("recycling
+        hosts only receive VMs that are at least one lifetime class lower"), so it takes such a
+        VM only when nothing else fits and the rule never rejects a VM Best Fit places.
+        """
+        below = LAVA_LAST_RESORT if self.cfg.lava_strict else LAVA_OTHER_NON_EMPTY
         for vc in range(1, 5):
             if state == EMPTY:
-                tier = 5
-            elif state == RECYCLING and cls > vc:
-                tier = cls - vc - 1  # the closer the class, the more preferred
-            elif state == OPEN and cls == vc:
-                tier = 3
+                tier = LAVA_EMPTY
+            elif state == RECYCLING:
+                # the closer the class, the more preferred
+                tier = cls - vc - 1 if cls > vc else below
+            elif cls == vc:
+                tier = LAVA_OPEN_SAME
             else:
-                tier = 4
+                tier = LAVA_OTHER_NON_EMPTY
             self.tiers[vc][h] = tier
 
     def _all_residual(self, h: int) -> None:

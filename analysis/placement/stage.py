@@ -10,7 +10,7 @@ is scored on defragmentation sets taken from the Best Fit replays. Outputs go to
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import polars as pl
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import (
+    MAX_HOURS,
     MapFn,
     Progress,
     no_progress,
@@ -31,10 +32,15 @@ from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.placement.model import (
     HOUR_S,
+    LA_BINARY_CUTOFF_HOURS,
     LifetimePrior,
     deployment_posteriors,
     expected_remaining_hours,
+    feature_posteriors,
     lifetime_prior_from_params,
+    predicted_classes,
+    predicted_long,
+    true_classes,
 )
 from tracelab.analysis.placement.replay import (
     POLICIES,
@@ -45,6 +51,8 @@ from tracelab.analysis.placement.replay import (
     replay,
 )
 from tracelab.analysis.placement.stream import (
+    GRID_S,
+    WINDOW_S,
     VmStream,
     deployment_model_from_params,
     generated_pools,
@@ -79,10 +87,15 @@ class PlacementParams:
         choices=("vmtable", "params"),
     )
     pool_hosts: tuple[int, ...] = option(
-        (16, 32, 64), "hosts of each pool (one replay per pool and policy)", minimum=1
+        (16, 32, 64),
+        "hosts of each pool (one replay per pool and policy)",
+        minimum=1,
+        maximum=100_000,
     )
-    host_cores: int = option(64, "cores of every host", minimum=1)
-    host_memory_gb: float = option(128.0, "memory of every host, GB", minimum=0.5)
+    host_cores: int = option(64, "cores of every host", minimum=1, maximum=100_000)
+    host_memory_gb: float = option(
+        128.0, "memory of every host, GB", minimum=0.5, maximum=1_000_000.0
+    )
     target_load: float = option(
         0.6, "mean demand of a pool's VMs as a share of its cores", minimum=0.05, maximum=0.95
     )
@@ -101,28 +114,61 @@ class PlacementParams:
     deployment_history: bool = option(
         True, "update each VM's prediction with what its deployment showed before it"
     )
-    horizon_hours: float = option(
-        720.0, "predicted remaining lifetimes are means restricted to this horizon", minimum=1.0
+    feature_history: bool = option(
+        True,
+        "scale each VM's prior by what its subscription's other deployments and the VMs of its "
+        "category and shape showed before it",
     )
-    warmup_hours: float = option(24.0, "hours before the metrics start", minimum=0.0)
+    horizon_hours: float = option(
+        720.0,
+        "predicted remaining lifetimes are means restricted to this horizon",
+        minimum=1.0,
+        maximum=MAX_HOURS,
+    )
+    warmup_hours: float = option(
+        24.0, "hours before the metrics start", minimum=0.0, maximum=MAX_HOURS
+    )
     repredict_minutes: float = option(
-        5.0, "LAS/LAVA repredict every host's exit at most this often", minimum=0.0
+        5.0,
+        "LAS/LAVA repredict every host's exit at most this often",
+        minimum=0.0,
+        maximum=MAX_HOURS * 60,
     )
     inflation_every_hours: float = option(
-        24.0, "hours between inflation simulations (stranding); 0 = none", minimum=0.0
+        24.0,
+        "hours between inflation simulations (stranding); 0 = none",
+        minimum=0.0,
+        maximum=MAX_HOURS,
     )
-    inflation_draws: int = option(128, "VMs drawn from the mix per host per inflation", minimum=0)
+    inflation_draws: int = option(
+        128, "VMs drawn from the mix per host per inflation", minimum=0, maximum=1_000_000
+    )
     defrag_every_hours: float = option(
-        24.0, "hours between LARS defragmentation sets; 0 = none", minimum=0.0
+        24.0,
+        "hours between LARS defragmentation sets; 0 = none",
+        minimum=0.0,
+        maximum=MAX_HOURS,
     )
-    defrag_hosts: int = option(4, "hosts drained per defragmentation set", minimum=1)
-    migration_slots: int = option(3, "live migrations in flight at once", minimum=1)
-    migration_minutes: float = option(20.0, "duration of one live migration", minimum=0.0)
+    defrag_hosts: int = option(
+        4, "hosts drained per defragmentation set", minimum=1, maximum=100_000
+    )
+    migration_slots: int = option(
+        3, "live migrations in flight at once", minimum=1, maximum=100_000
+    )
+    migration_minutes: float = option(
+        20.0, "duration of one live migration", minimum=0.0, maximum=MAX_HOURS * 60
+    )
     lava_fill: float = option(
         0.9, "LAVA: an open host turns recycling above this share", minimum=0.1, maximum=1.0
     )
     deadline_factor: float = option(
-        1.1, "LAVA: deadline = factor x the class's upper bound", minimum=1.0
+        1.1, "LAVA: deadline = factor x the class's upper bound", minimum=1.0, maximum=1000.0
+    )
+    lava_strict: bool = option(
+        False,
+        "LAVA: a recycling host takes a VM of its own class or higher only when nothing else "
+        "fits (LAVA paper §4.3's 'only ... one lifetime class lower'); off: such a host is one of "
+        "'any non-empty host' in §4.3's scoring order",
     )
     seed: int = option(0, "seed of pool assignment, generation and inflation mixes", minimum=0)
 
@@ -162,6 +208,8 @@ class PlacementSummary:
     seconds: float
     #: every option of the run, by field name
     parameters: dict[str, Any]
+    #: the model's classes at creation against the true ones (:func:`prediction_quality`)
+    prediction: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, with the paper's numbers beside this run's."""
@@ -229,9 +277,76 @@ def _config(params: PlacementParams, policy: str, predictor: str, hosts: int) ->
         migration_s=params.migration_minutes * 60.0,
         lava_fill=params.lava_fill,
         deadline_factor=params.deadline_factor,
+        lava_strict=params.lava_strict,
         seed=params.seed,
         repredict_every_s=int(params.repredict_minutes * 60.0),
     )
+
+
+def predictions(
+    params: PlacementParams, stream: VmStream, prior: LifetimePrior
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per VM, the Gamma(shape, rate hours) of its lifetime rate from the features the options
+    switch on (none: the exported prior itself)."""
+    n = len(stream)
+    # without deployment history every VM is its own deployment: it has no earlier sibling
+    dep = stream.deployment if params.deployment_history else np.arange(n, dtype=np.int64)
+    if params.feature_history:
+        return feature_posteriors(
+            prior, dep, stream.subscriptions, stream.groups, stream.created_s, stream.deleted_s
+        )
+    if params.deployment_history:
+        return deployment_posteriors(prior, dep, stream.created_s, stream.deleted_s)
+    return np.full(n, prior.shape), np.full(n, prior.rate_hours)
+
+
+def _wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a proportion k / n."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return float(mid - half), float(mid + half)
+
+
+def prediction_quality(
+    streams: list[VmStream], posteriors: list[tuple[np.ndarray, np.ndarray]]
+) -> dict[str, Any]:
+    """How the model's classes at creation match the VMs' true classes, over every pool.
+
+    A VM still alive at the end counts only where its class is known (LC4 once it lived 100 h;
+    long for LA-Binary once it lived 2 h). The majority share is what always guessing the
+    commonest true class would score.
+    """
+    pred, true, p_long, t_long, known_long = [], [], [], [], []
+    for s, (shape, rate) in zip(streams, posteriors, strict=True):
+        life_h = (s.deleted_s - s.created_s) / HOUR_S
+        censored = s.deleted_s >= WINDOW_S - GRID_S
+        pred.append(predicted_classes(shape, rate))
+        true.append(true_classes(life_h, censored))
+        p_long.append(predicted_long(shape, rate))
+        t_long.append(life_h >= LA_BINARY_CUTOFF_HOURS)
+        known_long.append(~censored | (life_h >= LA_BINARY_CUTOFF_HOURS))
+    pc, tc = np.concatenate(pred), np.concatenate(true)
+    known = tc > 0
+    n = int(known.sum())
+    hits = int((pc[known] == tc[known]).sum())
+    counts = np.bincount(tc[known], minlength=5)[1:]
+    pcounts = np.bincount(pc[known], minlength=5)[1:]
+    kl = np.concatenate(known_long)
+    b_hits = int((np.concatenate(p_long)[kl] == np.concatenate(t_long)[kl]).sum())
+    return {
+        "class_vms": n,
+        "class_accuracy": hits / n if n else float("nan"),
+        "class_accuracy_ci": list(_wilson(hits, n)),
+        "majority_class_share": float(counts.max() / n) if n else float("nan"),
+        "true_class_shares": [float(c / n) if n else float("nan") for c in counts],
+        "predicted_class_shares": [float(c / n) if n else float("nan") for c in pcounts],
+        "binary_vms": int(kl.sum()),
+        "binary_accuracy": b_hits / int(kl.sum()) if kl.any() else float("nan"),
+        "binary_accuracy_ci": list(_wilson(b_hits, int(kl.sum()))),
+    }
 
 
 def replay_inputs(
@@ -240,13 +355,7 @@ def replay_inputs(
     """Every (pool, policy, predictor) replay as a self-contained work item."""
     items: list[ReplayInput] = []
     for pool, (stream, hosts) in enumerate(zip(pools, params.pool_hosts, strict=True)):
-        if params.deployment_history:
-            shape, rate = deployment_posteriors(
-                prior, stream.deployment, stream.created_s, stream.deleted_s
-            )
-        else:
-            shape = np.full(len(stream), prior.shape)
-            rate = np.full(len(stream), prior.rate_hours)
+        shape, rate = predictions(params, stream, prior)
         for policy, predictor in _replay_pairs(params):
             cfg = _config(params, policy, predictor, hosts)
             items.append(ReplayInput(pool, cfg, stream, shape, rate))
@@ -269,6 +378,9 @@ def placement_results(
     pools = _pools(params, data_dir, doc)
     items = replay_inputs(params, pools, prior)
     per_pool = len(items) // max(len(pools), 1)
+    quality = prediction_quality(
+        pools, [(it.shape, it.rate_hours) for it in items[::per_pool]] if per_pool else []
+    )
     results: list[ReplayResult] = []
     progress(0, len(items), "replays")
     # one map per pool: progress moves while the replays of a big run go on
@@ -276,7 +388,7 @@ def placement_results(
         results.extend(map_fn(replay, items[start : start + per_pool]))
         progress(len(results), len(items), "replays")
     tables = placement_tables(results, pools, params, prior)
-    summary = placement_summary(results, params, time.perf_counter() - started)
+    summary = placement_summary(results, params, time.perf_counter() - started, quality)
     write_stage_outputs(out_dir, tables, summary.to_dict())
     return summary
 
@@ -407,7 +519,10 @@ def _mean_by_key(
 
 
 def placement_summary(
-    results: list[ReplayResult], params: PlacementParams, seconds: float
+    results: list[ReplayResult],
+    params: PlacementParams,
+    seconds: float,
+    quality: dict[str, Any] | None = None,
 ) -> PlacementSummary:
     """Headline numbers over every pool (means of per-pool values, as LAVA paper Fig. 6 averages)."""
     base = {r.pool: r.empty_host_pct for r in results if r.policy == BASELINE}
@@ -436,4 +551,5 @@ def placement_summary(
         lars_oracle_saved_pct=100.0 * (baseline_m - oracle_m) / baseline_m if baseline_m else 0.0,
         seconds=round(seconds, 3),
         parameters=asdict(params),
+        prediction=dict(quality or {}),
     )

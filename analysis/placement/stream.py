@@ -32,17 +32,26 @@ WINDOW_S = 2_592_000
 GENERATED_MAX_VM_CORES = 4
 GENERATED_MEMORY_GB_PER_CORE = 1.75
 _VMTABLE_COLUMNS = ("deploymentid", "vmcreated", "vmdeleted", "vmcorecount", "vmmemory")
+#: the predictor's features (LAVA paper §3: VM family and shape; issue 24: subscription, category)
+_FEATURE_COLUMNS = ("subscriptionid", "vmcategory")
 
 
 @dataclass(frozen=True)
 class VmStream:
-    """One pool's VMs, sorted by (created, deployment); times in seconds."""
+    """One pool's VMs, sorted by (created, deployment); times in seconds.
+
+    ``subscription`` and ``group`` (a code of the VM's category and shape) are the predictor's
+    features besides the deployment; ``None`` means "no such feature" (each VM's deployment
+    stands for its subscription, and every VM is in one group).
+    """
 
     created_s: IntArray
     deleted_s: IntArray
     cores: FloatArray
     memory_gb: FloatArray
     deployment: IntArray
+    subscription: IntArray | None = None
+    group: IntArray | None = None
 
     def __len__(self) -> int:
         return len(self.created_s)
@@ -54,21 +63,39 @@ class VmStream:
             self.cores[idx],
             self.memory_gb[idx],
             self.deployment[idx],
+            None if self.subscription is None else self.subscription[idx],
+            None if self.group is None else self.group[idx],
         )
+
+    @property
+    def subscriptions(self) -> IntArray:
+        return self.deployment if self.subscription is None else self.subscription
+
+    @property
+    def groups(self) -> IntArray:
+        return np.zeros(len(self), np.int64) if self.group is None else self.group
 
 
 def _sorted_stream(
-    created: IntArray, deleted: IntArray, cores: FloatArray, mem: FloatArray, dep: IntArray
+    created: IntArray,
+    deleted: IntArray,
+    cores: FloatArray,
+    mem: FloatArray,
+    dep: IntArray,
+    features: tuple[IntArray, IntArray] | None = None,
 ) -> VmStream:
     # a VM seen at all lived at least one slot (as fct_azure_vm_lifetimes floors it)
     deleted = np.maximum(deleted, created + GRID_S)
     order = np.lexsort((dep, created))
+    sub, group = (None, None) if features is None else (f[order].astype(np.int64) for f in features)
     return VmStream(
         created[order].astype(np.int64),
         deleted[order].astype(np.int64),
         cores[order].astype(np.float64),
         mem[order].astype(np.float64),
         dep[order].astype(np.int64),
+        sub,
+        group,
     )
 
 
@@ -81,22 +108,34 @@ def vmtable_stream(data_dir: Path) -> VmStream:
             f"{folder}: no vmtable Parquet files; run `tracelab ingest --trace {TRACE}`"
         )
     lf = pl.scan_parquet([str(f) for f in files])
-    missing = [c for c in _VMTABLE_COLUMNS if c not in lf.collect_schema().names()]
+    names = lf.collect_schema().names()
+    missing = [c for c in (*_VMTABLE_COLUMNS, *_FEATURE_COLUMNS) if c not in names]
     if missing:
         raise TracelabError(
             f"{folder}: lake vmtable lacks column(s) {', '.join(missing)}; "
             f"re-run `tracelab ingest --trace {TRACE}`"
         )
     # a VM without cores or a field cannot be placed (slots per host = host cores / VM cores)
-    df = lf.select(_VMTABLE_COLUMNS).drop_nulls().filter(pl.col("vmcorecount") > 0).collect()
-    # dense rank of the id: a code fixed by the data alone, whatever the file order
-    dep = df["deploymentid"].rank("dense").to_numpy().astype(np.int64) - 1
+    df = (
+        lf.select(*_VMTABLE_COLUMNS, *_FEATURE_COLUMNS)
+        .drop_nulls(_VMTABLE_COLUMNS)
+        .filter(pl.col("vmcorecount") > 0)
+        .with_columns(pl.col(c).fill_null("") for c in _FEATURE_COLUMNS)
+        .collect()
+    )
+
+    def code(*cols: str) -> IntArray:
+        # dense rank: a code fixed by the data alone, whatever the file order
+        key = df.select(pl.concat_str([pl.col(c).cast(pl.String) for c in cols], separator="|"))
+        return key.to_series().rank("dense").to_numpy().astype(np.int64) - 1
+
     return _sorted_stream(
         df["vmcreated"].to_numpy().astype(np.int64),
         df["vmdeleted"].to_numpy().astype(np.int64),
         df["vmcorecount"].to_numpy().astype(np.float64),
         df["vmmemory"].to_numpy().astype(np.float64),
-        dep.astype(np.int64),
+        code("deploymentid"),
+        (code("subscriptionid"), code("vmcategory", "vmcorecount", "vmmemory")),
     )
 
 
@@ -161,8 +200,10 @@ def deployment_model_from_params(doc: ParamsDocument, marginal: bool) -> Deploym
     sfx = "_marginal" if marginal else ""
 
     def value(name: str, parameter: str) -> float:
-        r = doc.record(TRACE, PRIORS_STAGE, name + sfx)
-        return float(r.parameters[parameter].value)
+        need = {"alpha": "finite"}.get(
+            parameter, "non-negative" if name.endswith("shutdown") else "positive"
+        )
+        return doc.number(TRACE, PRIORS_STAGE, name + sfx, parameter, need)
 
     return DeploymentModel(
         lifetime_shape=value("core_lifetime_rate_prior", "shape"),

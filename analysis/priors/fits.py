@@ -44,7 +44,7 @@ Population, two ways (records of stage ``priors``):
    the shutdown rate are fitted jointly because ``lambda`` appears in the scale-out term; the size
    prior alone. Wald CIs from the observed information (bootstrap for the size prior). On
    generated traces it recovers every prior within its standard errors
-   (``tests/test_priors_recovery.py``); consumers should prefer these records.
+   (``tests/analysis/priors/test_priors_recovery.py``); consumers should prefer these records.
 """
 
 from __future__ import annotations

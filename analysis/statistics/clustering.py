@@ -80,7 +80,7 @@ class HistogramClusters:
         return FittedParameter(
             name="task_inst_histogram_clusters",
             distribution="kmeans-centroids",
-            parameters={"k": Quantity(float(self.k), ""), "inertia": Quantity(self.inertia, "")},
+            parameters={"k": Quantity(int(self.k), ""), "inertia": Quantity(self.inertia, "")},
             method=f"{self.algorithm} (Euclidean, k-means++ init), seed {self.seed}",
             n=self.n_tasks,
             stage=stage,

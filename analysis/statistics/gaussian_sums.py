@@ -110,8 +110,8 @@ class GaussianSums:
             name="sum_inst_normality_table",
             distribution="anderson-darling-table",
             parameters={
-                "realizations": Quantity(float(self.realizations), ""),
-                "sets_per_size": Quantity(float(self.sets_per_size), ""),
+                "realizations": Quantity(int(self.realizations), ""),
+                "sets_per_size": Quantity(int(self.sets_per_size), ""),
                 "level": Quantity(self.level, ""),
             },
             method="Anderson-Darling normality (scipy 'norm' case, 5% critical value) of the "

@@ -56,6 +56,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+from scipy.special import gammaincinv, ndtr, ndtri
 
 from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.synthetic.csvparts import marked_gzip
@@ -67,10 +68,11 @@ _HOUR_S = 3600.0
 #: deployments arriving inside the window, per named scale
 SCALES: dict[str, int] = {"tiny": 300, "small": 3_000, "medium": 30_000, "large": 300_000}
 
-_CATEGORIES = ("Delay-insensitive", "Interactive", "Unknown")
-_MEMORY_GB_PER_CORE = 1.75
+#: the real excerpt (``../shared/data/real/azure-public-dataset-v1/filtered_vmtables_50.csv``):
+#: 27 of its 656 one-core VMs have 0.75 GB, the rest 1.75 GB (Azure's A0 and A1 sizes)
+SMALL_MEMORY_GB = 0.75
 _BATCH_DEPLOYMENTS = 500
-_TARGET_BATCH_DEPLOYMENTS = 50
+_TARGET_BATCH_DEPLOYMENTS = 15
 
 
 @dataclass(frozen=True)
@@ -89,19 +91,61 @@ class GammaPrior:
 
 @dataclass(frozen=True)
 class AzureModel:
-    """True parameters of the generator (defaults are of the order the seed reports)."""
+    """True parameters of the generator, calibrated to the published V1 figures (issue 24).
 
-    lifetime_rate: GammaPrior = GammaPrior(2.0, 40.0, "1/hour", "hour")
-    normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 4.0, "hour^(alpha-1)", "hour^(1-alpha)")
-    #: Cluster Admission App. B: ~145 cores per deployment (a ~21-core start plus ~14 scale-outs of ~9 cores)
+    Targets (``analysis/statistics/calibration.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
+    (AzurePublicDatasetV1.md: 2,013,767 VMs, 104.4 M VM-hours, 237.8 M core-hours), ~56 VMs per
+    deployment (2,013,767 VMs / 35,941 deployments in the V1 notebook), ~145 cores per arriving
+    deployment and 27% of ended deployments shut down (Cluster Admission App. B), 97.5% of the arriving
+    deployments' cores inactive by the end of the month (Cluster Admission App. B: 4,211,926 of
+    4,317,961). These leave short VMs common: the lifetime-rate prior has shape < 1, so about
+    30% of VMs live under an hour while VMs of an hour or more hold > 99% of the core-hours
+    (the pattern of LAVA paper §2.1, whose 88% under an hour is Google's, not a target here).
+    """
+
+    #: per-deployment core lifetime rate, 1/hour: mean 0.625/h but shape 0.5 spreads it from
+    #: minutes to months
+    lifetime_rate: GammaPrior = GammaPrior(0.5, 0.8, "1/hour", "hour")
+    normalised_scaleout_rate: GammaPrior = GammaPrior(2.5, 3.0, "hour^(alpha-1)", "hour^(1-alpha)")
+    #: Cluster Admission App. B: ~145 cores per deployment (a ~41-core start plus scale-outs of ~9 cores)
     scaleout_size: GammaPrior = GammaPrior(1.5, 0.19, "cores", "1/cores")
-    alpha: float = 0.6
+    alpha: float = 0.85
     #: the arrival adds 1 + Poisson(initial_size_mean) cores (the deployment's initial size)
-    initial_size_mean: float = 20.0
-    #: rate of the exponential maximal age, per mean core lifetime (mean 25 core lifetimes)
-    shutdown_rate: float = 0.04
-    #: survivors: the process also runs this many seconds before the window
-    pre_window_s: int = WINDOW_S
+    initial_size_mean: float = 40.0
+    #: rate of the exponential maximal age, per mean core lifetime (mean ~29 core lifetimes)
+    shutdown_rate: float = 0.035
+    #: survivors: the process also runs this many seconds before the window (240 days: V1's
+    #: long-lived deployments predate the month by far; the ones that cannot reach the window
+    #: are dropped before they are simulated)
+    pre_window_s: int = 240 * 86_400
+    #: (cores per VM, share of deployments): a deployment's VM size; a scale-out of c cores is
+    #: c // size VMs of that size plus the remainder in powers of two. Chosen (V1 publishes no
+    #: size shares, and the real excerpt holds one-core VMs only) so that core-hours per VM-hour
+    #: come out at the published 2.28
+    vm_size_mix: tuple[tuple[int, float], ...] = (
+        (1, 0.34),
+        (2, 0.30),
+        (4, 0.21),
+        (8, 0.12),
+        (16, 0.03),
+    )
+    #: (GB of memory per core, share of deployments): Azure's 2017 families (A: 1.75 GB/core,
+    #: D: 3.5 GB/core, memory-optimised: 7 GB/core, e.g. the V1 notebook's 8-core 56 GB VM)
+    memory_mix: tuple[tuple[float, float], ...] = ((1.75, 0.6), (3.5, 0.3), (7.0, 0.1))
+    #: share of 0.75 GB VMs among one-core 1.75 GB/core VMs (real excerpt: 27 of 656)
+    small_memory_share: float = 27 / 656
+    #: (category, share of deployments), from the longest-lived to the shortest-lived deployments
+    category_mix: tuple[tuple[str, float], ...] = (
+        ("Interactive", 0.35),
+        ("Unknown", 0.25),
+        ("Delay-insensitive", 0.40),
+    )
+    #: correlation of two deployments' latent lifetime scores when they share a subscription
+    subscription_correlation: float = 0.6
+    #: correlation of a deployment's category score and its lifetime score
+    category_correlation: float = 0.7
+    #: correlation of a deployment's VM-size score and its (long) lifetime score
+    size_correlation: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -117,6 +161,75 @@ class _Deployment:
     shut_down: bool
     n_vms: int
     n_cores: int
+    subscription: int
+    category: str
+    vm_size_cores: int
+    memory_gb_per_core: float
+
+
+@dataclass(frozen=True)
+class _Traits:
+    """What a deployment draws before it runs: its rate and the features a predictor may see."""
+
+    lifetime_rate_per_hour: float
+    max_age_core_lifetimes: float
+    subscription: int
+    category: str
+    vm_size_cores: int
+    memory_gb_per_core: float
+
+
+def _mix_index(score: npt.NDArray[np.float64], shares: list[float]) -> npt.NDArray[np.int64]:
+    """Index into a mix of ``shares`` by a standard-normal score (higher score, later entry)."""
+    cuts = ndtri(np.cumsum(shares)[:-1] / float(np.sum(shares)))
+    return np.searchsorted(cuts, score).astype(np.int64)
+
+
+def _traits(
+    rng: np.random.Generator,
+    model: AzureModel,
+    sub_scores: npt.NDArray[np.float64],
+    arrivals: npt.NDArray[np.float64],
+) -> list[tuple[float, _Traits]]:
+    """Correlated deployment traits through a Gaussian copula, for deployments that can be seen.
+
+    Each deployment has a standard-normal lifetime score ``z`` (correlation
+    ``subscription_correlation`` within a subscription); its lifetime rate is the Gamma prior's
+    quantile at ``Phi(z)``, so the population prior stays exactly Gamma(shape, rate). Category and
+    VM size are read off scores correlated with ``z``: short-lived deployments (high ``z``) are
+    mostly Delay-insensitive and use small VMs, so both are informative features. A deployment
+    that arrived before the window and reached its maximal age before it is dropped here (it
+    cannot leave a VM in the window), so a long pre-window period costs little.
+    """
+    n = len(arrivals)
+    rho = model.subscription_correlation
+    sub = rng.integers(len(sub_scores), size=n)
+    z = np.sqrt(rho) * sub_scores[sub] + np.sqrt(1.0 - rho) * rng.standard_normal(n)
+    prior = model.lifetime_rate
+    lam = np.maximum(gammaincinv(prior.shape, ndtr(z)) / prior.rate, 1e-12)
+    max_age = rng.exponential(1.0 / model.shutdown_rate, n)
+    kc, ks = model.category_correlation, model.size_correlation
+    cat_score = kc * z + np.sqrt(1.0 - kc * kc) * rng.standard_normal(n)
+    size_score = -ks * z + np.sqrt(1.0 - ks * ks) * rng.standard_normal(n)
+    cats = _mix_index(cat_score, [w for _, w in model.category_mix])
+    sizes = _mix_index(size_score, [w for _, w in model.vm_size_mix])
+    mem_w = np.asarray([w for _, w in model.memory_mix])
+    mems = rng.choice(len(mem_w), size=n, p=mem_w / mem_w.sum())
+    seen = arrivals + max_age / lam * _HOUR_S > 0.0
+    return [
+        (
+            float(arrivals[i]),
+            _Traits(
+                lifetime_rate_per_hour=float(lam[i]),
+                max_age_core_lifetimes=float(max_age[i]),
+                subscription=int(sub[i]),
+                category=model.category_mix[int(cats[i])][0],
+                vm_size_cores=model.vm_size_mix[int(sizes[i])][0],
+                memory_gb_per_core=model.memory_mix[int(mems[i])][0],
+            ),
+        )
+        for i in np.flatnonzero(seen).tolist()
+    ]
 
 
 def generate_azure_2017(
@@ -147,6 +260,8 @@ def generate_azure_2017(
     table_dir.mkdir(parents=True, exist_ok=True)
     csv_path = table_dir / "vmtable.csv.gz"
     subscriptions = [_hash(rng) for _ in range(max(1, n_in_window // 6))]
+    # a subscription's latent lifetime score, shared (in part) by its deployments
+    sub_scores = rng.standard_normal(len(subscriptions))
     truths: list[_Deployment] = []
     columns = AZURE_2017["vmtable"].column_names
 
@@ -172,8 +287,8 @@ def generate_azure_2017(
                 ]
             )
             frames: list[pl.DataFrame] = []
-            for arrival in arrivals:
-                truth, vms = _deployment(rng, model, float(arrival), subscriptions)
+            for arrival, traits in _traits(rng, model, sub_scores, arrivals):
+                truth, vms = _deployment(rng, model, arrival, traits, subscriptions)
                 if truth is not None:
                     truths.append(truth)
                     frames.append(vms)
@@ -214,35 +329,49 @@ def _hash(rng: np.random.Generator) -> str:
     return base64.b64encode(rng.bytes(48)).decode("ascii")
 
 
-def _powers_of_two(cores: int) -> list[int]:
-    """VM core counts of one scale-out: binary decomposition, largest VM 8 cores.
-
-    V1 VMs have 1 to 24+ cores; 8 keeps a ~145-core deployment at ~20 VMs.
-    """
-    sizes: list[int] = []
-    while cores >= 8:
-        sizes.append(8)
-        cores -= 8
-    bit = 4
-    while cores:
-        if cores >= bit:
+def _split_cores(cores: int, size: int) -> list[int]:
+    """VM core counts of one scale-out: ``cores // size`` VMs of the deployment's size, the
+    remainder in powers of two (15 cores at size 4 -> 4 + 4 + 4 + 2 + 1): the cores stay exactly
+    the Cluster Admission model's ``1 + Poisson(s)``."""
+    sizes = [size] * (cores // size)
+    rest = cores % size
+    bit = size // 2
+    while rest:
+        if rest >= bit:
             sizes.append(bit)
-            cores -= bit
+            rest -= bit
         bit //= 2
     return sizes
 
 
+def _event_vms(
+    cores: npt.NDArray[np.int64], size: int
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """(event index, cores) of every VM the events' core counts split into."""
+    vm_event: list[int] = []
+    vm_cores: list[int] = []
+    for i, c in enumerate(cores):
+        for v in _split_cores(int(c), size):
+            vm_event.append(i)
+            vm_cores.append(v)
+    return np.asarray(vm_event, dtype=np.int64), np.asarray(vm_cores, dtype=np.int64)
+
+
 def _deployment(
-    rng: np.random.Generator, model: AzureModel, arrival_s: float, subscriptions: list[str]
+    rng: np.random.Generator,
+    model: AzureModel,
+    arrival_s: float,
+    traits: _Traits,
+    subscriptions: list[str],
 ) -> tuple[_Deployment | None, pl.DataFrame]:
     """Simulate one deployment; ``None`` if it left no VM alive inside the window."""
-    lam = float(rng.gamma(model.lifetime_rate.shape, 1.0 / model.lifetime_rate.rate))
+    lam = traits.lifetime_rate_per_hour
     rho = float(
         rng.gamma(model.normalised_scaleout_rate.shape, 1.0 / model.normalised_scaleout_rate.rate)
     )
     size = float(rng.gamma(model.scaleout_size.shape, 1.0 / model.scaleout_size.rate))
     rate = rho * lam**model.alpha
-    max_age_cl = float(rng.exponential(1.0 / model.shutdown_rate))
+    max_age_cl = traits.max_age_core_lifetimes
     shutdown_s = arrival_s + max_age_cl / lam * _HOUR_S
     # nothing is created in the last 300 s slot: a VM seen at all lives at least one slot
     horizon_s = min(shutdown_s, float(AZURE_CENSORED_VMDELETED_S))
@@ -259,14 +388,7 @@ def _deployment(
     cores = 1 + rng.poisson(size, len(event_times))
     cores[0] = 1 + rng.poisson(model.initial_size_mean)
 
-    vm_event: list[int] = []
-    vm_cores: list[int] = []
-    for i, c in enumerate(cores):
-        for v in _powers_of_two(int(c)):
-            vm_event.append(i)
-            vm_cores.append(v)
-    vm_event_a = np.asarray(vm_event)
-    vm_cores_a = np.asarray(vm_cores)
+    vm_event_a, vm_cores_a = _event_vms(cores, traits.vm_size_cores)
     vm_start = event_times[vm_event_a]
     vm_end = vm_start + rng.exponential(1.0 / lam, len(vm_start)) * _HOUR_S
 
@@ -292,7 +414,7 @@ def _deployment(
     deleted = np.minimum(np.maximum(deleted, created + GRID_S), AZURE_CENSORED_VMDELETED_S)
 
     depid = _hash(rng)
-    rows = _vm_frame(rng, depid, subscriptions, created, deleted, vm_cores_a)
+    rows = _vm_frame(rng, model, depid, traits, subscriptions, created, deleted, vm_cores_a)
     n = rows.height
     truth = _Deployment(
         deploymentid=depid,
@@ -306,26 +428,35 @@ def _deployment(
         shut_down=bool(shut_down and shutdown_s < WINDOW_S),
         n_vms=n,
         n_cores=int(vm_cores_a.sum()),
+        subscription=traits.subscription,
+        category=traits.category,
+        vm_size_cores=traits.vm_size_cores,
+        memory_gb_per_core=traits.memory_gb_per_core,
     )
     return truth, rows
 
 
 def _vm_frame(
     rng: np.random.Generator,
+    model: AzureModel,
     depid: str,
+    traits: _Traits,
     subscriptions: list[str],
     created: npt.NDArray[np.int64],
     deleted: npt.NDArray[np.int64],
     vm_cores_a: npt.NDArray[np.int64],
 ) -> pl.DataFrame:
-    """The vmtable rows of one deployment (columns, not a dict per VM: ~20 VMs each)."""
-    subscription = subscriptions[int(rng.integers(len(subscriptions)))]
-    category = _CATEGORIES[int(rng.integers(len(_CATEGORIES)))]
+    """The vmtable rows of one deployment (columns, not a dict per VM: ~50 VMs each)."""
+    subscription = subscriptions[traits.subscription]
     n = len(created)
     # CPU in percent: avg <= p95 <= max <= 100
     avg = rng.uniform(1.0, 60.0, n)
     p95 = np.minimum(avg + rng.uniform(0.0, 35.0, n), 100.0)
     peak = np.minimum(p95 + rng.uniform(0.0, 20.0, n), 100.0)
+    memory = vm_cores_a.astype(np.float64) * traits.memory_gb_per_core
+    small = rng.random(n) < model.small_memory_share
+    if traits.memory_gb_per_core == 1.75:
+        memory = np.where(small & (vm_cores_a == 1), SMALL_MEMORY_GB, memory)
     raw_ids = rng.bytes(48 * n)
     return pl.DataFrame(
         {
@@ -339,9 +470,9 @@ def _vm_frame(
             "maxcpu": np.round(peak, 6),
             "avgcpu": np.round(avg, 6),
             "p95maxcpu": np.round(p95, 6),
-            "vmcategory": [category] * n,
+            "vmcategory": [traits.category] * n,
             "vmcorecount": vm_cores_a.astype(np.int64),
-            "vmmemory": vm_cores_a.astype(np.float64) * _MEMORY_GB_PER_CORE,
+            "vmmemory": memory,
         }
     )
 
@@ -384,6 +515,14 @@ def _truth_document(
         },
         "alpha": model.alpha,
         "shutdown_rate": model.shutdown_rate,
+        "initial_size_mean": model.initial_size_mean,
+        "vm_size_mix": [list(x) for x in model.vm_size_mix],
+        "memory_mix": [list(x) for x in model.memory_mix],
+        "small_memory_share": model.small_memory_share,
+        "category_mix": [list(x) for x in model.category_mix],
+        "subscription_correlation": model.subscription_correlation,
+        "category_correlation": model.category_correlation,
+        "size_correlation": model.size_correlation,
         "arrival_rate_per_hour": arrival_rate_per_hour,
         "counts": {
             "deployments_in_window": len(truths) - survivors,

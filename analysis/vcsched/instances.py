@@ -108,12 +108,20 @@ def trace_jobs(data_dir: Path) -> TraceJobs:
     return TraceJobs(cpu, memory, float(host_cpus), float(host_memory))
 
 
-def trace_instance(spec: InstanceSpec, jobs: TraceJobs) -> Instance:
+def trace_instance(spec: InstanceSpec, jobs: TraceJobs, cpu_load: float = 0.0) -> Instance:
     """``n_jobs`` tasks drawn (without replacement when there are enough) and the fewest hosts
-    (of the largest machine's size) that leave at least ``slack`` of the memory free."""
+    (of the largest machine's size) that leave at least ``slack`` of the memory free.
+
+    ``cpu_load`` > 0 scales the drawn CPU needs by one factor so that their sum is ``cpu_load``
+    hosts' worth (each need capped at 1): a trace's requests are about as large in CPU as in
+    memory, so hosts sized by memory are never CPU-bound and every algorithm yields 1 (issue 24).
+    The paper's generator loads its hosts the same way by design (mean CPU need 0.5 per job).
+    """
     rng = np.random.default_rng(spec.seed)
     pool = jobs.cpu_need.size
     picked = rng.choice(pool, size=spec.n_jobs, replace=spec.n_jobs > pool)
     cpu, memory = jobs.cpu_need[picked], jobs.memory[picked]
     hosts = max(1, math.ceil(float(memory.sum()) / (1.0 - spec.slack) - 1e-12))
+    if cpu_load > 0:
+        cpu = np.clip(cpu * (cpu_load * hosts / float(cpu.sum())), MIN_CPU_NEED, 1.0)
     return Instance(cpu, memory, hosts)

@@ -10,6 +10,7 @@ numbers that differ between two runs).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -20,7 +21,15 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.reduced import reduced_options
+from tracelab.analysis.common.stage_api import (
+    MapFn,
+    Progress,
+    no_progress,
+    option,
+    option_values,
+    serial_map,
+)
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.lake.availability import trace_requests_shortfall
 from tracelab.analysis.vcsched.algorithms import (
@@ -79,7 +88,7 @@ class YieldParams:
         1, "instances per large problem spec (paper: 100)", minimum=0, maximum=10_000
     )
     slacks: tuple[float, ...] = option(
-        (0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
+        (0.1, 0.2, 0.5, 0.8), "memory slacks (paper: 0.1 … 0.9)", minimum=0.0, maximum=0.99
     )
     cvs: tuple[float, ...] = option(
         (0.25, 0.75), "coefficients of variation of CPU and memory", minimum=0.0, maximum=10.0
@@ -89,6 +98,12 @@ class YieldParams:
     )
     trace_instances: int = option(
         2, "trace instances per (tasks, slack)", minimum=0, maximum=10_000
+    )
+    trace_cpu_load: float = option(
+        2.0,
+        "trace instances: CPU needs scaled so that they sum to this many hosts (0: as requested)",
+        minimum=0.0,
+        maximum=100.0,
     )
     milp_max_jobs: int = option(
         10, "MILP only on instances with at most this many jobs", minimum=0, maximum=1000
@@ -144,6 +159,10 @@ class YieldSummary:
     milp_over_greedy_pct: dict[str, float] = field(default_factory=dict)
     #: mean MCB8 run time on 500-job instances, milliseconds (NaN without such instances)
     mcb8_ms_500: float = float("nan")
+    #: options where this run's grid differs from the Virtual Clusters paper's §4.1 (run and paper values)
+    reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: mean Σc_j / hosts of the trace instances (the CPU load the yields are measured at)
+    trace_mean_cpu_load: float = float("nan")
     #: sources left out for lack of data (``<part>: needs …; found …``)
     shortfalls: tuple[str, ...] = ()
 
@@ -170,7 +189,9 @@ class _Task:
 
 
 @dataclass(frozen=True)
-class _Outcome:
+class InstanceOutcome:
+    """One instance's rows of the instances, results and runtimes tables."""
+
     instance_row: dict[str, Any]
     result_rows: list[dict[str, Any]]
     runtime_rows: list[dict[str, Any]]
@@ -208,6 +229,23 @@ def instance_specs(params: YieldParams) -> list[InstanceSpec]:
         )
         for i, row in enumerate(rows)
     ]
+
+
+def yield_grid(params: YieldParams) -> dict[str, Any]:
+    """What the options make of the grid, recorded with them: instances per source and size
+    class, and the job counts on which the MILP and the rounding (an LP each) run at all."""
+    specs = instance_specs(params)
+    jobs = sorted({s.n_jobs for s in specs})
+    ran = set(params.algorithms)
+    return {
+        "grid_instances": dict(
+            sorted(Counter(f"{s.source} {s.size_class}" for s in specs).items())
+        ),
+        "milp_jobs": [n for n in jobs if n <= params.milp_max_jobs] if "MILP" in ran else [],
+        "rounding_jobs": [n for n in jobs if n <= params.rounding_max_jobs]
+        if ran & set(ROUNDING_NAMES)
+        else [],
+    }
 
 
 def _settings(params: YieldParams) -> _Settings:
@@ -289,7 +327,7 @@ def _best_peak_load(instance: Instance, placements: list[IntArray | None]) -> fl
     return min(peaks) if peaks else None
 
 
-def _instance_outcome(task: _Task) -> _Outcome:
+def _instance_outcome(task: _Task) -> InstanceOutcome:
     """Every algorithm on one instance (module level: picklable for a Dask client's map)."""
     inst, spec, s = task.instance, task.spec, task.settings
     results: list[dict[str, Any]] = []
@@ -344,7 +382,7 @@ def _instance_outcome(task: _Task) -> _Outcome:
         "lp_bound_solver": lp_solver,
         "milp_optimal": milp_optimal,
     }
-    return _Outcome(
+    return InstanceOutcome(
         instance_row,
         [{**ids, **r} for r in results],
         [{**ids, "n_jobs": inst.n_jobs, **r} for r in runtimes],
@@ -363,16 +401,16 @@ def _build_tasks(params: YieldParams, data_dir: Path) -> list[_Task]:
             instance = paper_instance(spec)
         else:
             assert jobs is not None
-            instance = trace_instance(spec, jobs)
+            instance = trace_instance(spec, jobs, params.trace_cpu_load)
         tasks.append(_Task(spec, instance, settings))
     return tasks
 
 
-def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[_Outcome]:
+def _run_in_chunks(tasks: list[_Task], map_fn: MapFn, progress: Progress) -> list[InstanceOutcome]:
     """``map_fn`` over the instances in a few chunks so progress moves while a cluster works."""
     total = len(tasks)
     chunk = max(1, total // 10)
-    outcomes: list[_Outcome] = []
+    outcomes: list[InstanceOutcome] = []
     progress(0, total, "instances")
     for start in range(0, total, chunk):
         outcomes += map_fn(_instance_outcome, tasks[start : start + chunk])
@@ -393,6 +431,7 @@ def yield_results(
     Without task_events or machine_events rows the trace's instances are left out (the paper's
     need no data) and the summary says what they needed and found.
     """
+    asked = params
     short = (
         trace_requests_shortfall("yield trace instances", data_dir)
         if "trace" in params.sources
@@ -404,11 +443,23 @@ def yield_results(
             raise TracelabError(f"not enough data: {short.text}")
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
-    summary = yield_summary(tables, params.sources)
-    if short is not None:
-        summary = replace(summary, shortfalls=(short.text,))
-    write_stage_outputs(out_dir, tables, summary.to_dict())
+    summary = replace(
+        yield_summary(tables, params.sources),
+        reduced=reduced_options(asked, PAPER_YIELD_PARAMS),
+        trace_mean_cpu_load=_mean_cpu_load(tables["instances"], "trace"),
+        shortfalls=(short.text,) if short is not None else (),
+    )
+    # the options as given (the summary's shortfalls say which source had no data), the grid run
+    parameters = {**option_values(asked), **yield_grid(params)}
+    write_stage_outputs(out_dir, tables, summary.to_dict() | {"parameters": parameters})
     return summary
+
+
+def _mean_cpu_load(instances: pl.DataFrame, source: str) -> float:
+    mine = instances.filter(pl.col("source") == source)
+    if not mine.height:
+        return float("nan")
+    return float((mine["total_cpu_need"] / mine["n_hosts"]).mean())  # type: ignore[arg-type]
 
 
 _INSTANCE_SCHEMA = {
@@ -511,7 +562,7 @@ def _gap_table(results: pl.DataFrame, instances: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def yield_tables(outcomes: list[_Outcome]) -> dict[str, pl.DataFrame]:
+def yield_tables(outcomes: list[InstanceOutcome]) -> dict[str, pl.DataFrame]:
     """Per-instance tables and the paper's aggregates; only ``runtimes*`` hold wall-clock times."""
     instances = pl.DataFrame(
         [o.instance_row for o in outcomes], schema=_INSTANCE_SCHEMA, orient="row"

@@ -3,16 +3,27 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from matplotlib.patches import Patch
 
 from tracelab.reports.figures import new_axes
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    Paragraph,
+    Section,
+)
+from tracelab.reports.numfmt import binomial_rate, fmt, fmt_ci, fmt_pct
+from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "admission"
 _POLICY_COLUMNS = (
@@ -24,10 +35,21 @@ _POLICY_COLUMNS = (
     "utilization_ci_low",
     "utilization_ci_high",
     "failure_rate",
+    "failure_rate_ci_low",
     "failure_rate_ci_high",
+    "scaleouts",
+    "failures",
     "sla_met",
     "gain_vs_zeroth",
 )
+#: “On the cluster admission problem” §5.2's configuration, option by option (what is legible in
+#: our copy); the page compares this run's recorded parameters with it
+PAPER_CONFIGURATION: dict[str, Any] = {
+    "horizon_hours": 26280.0,
+    "runs": 500,
+    "lookahead_steps": 600,
+    "importance_sampling": True,
+}
 
 #: what “On the cluster admission problem” reports; its numerals are not legible in our copy of the text (the extraction
 #: dropped every number inside the tables and formulas), so the page quotes the findings
@@ -65,9 +87,22 @@ class PolicyRow:
     ci_low: float
     ci_high: float
     failure_rate: float
+    failure_rate_ci_low: float
     failure_rate_ci_high: float
+    scaleouts: int
+    failures: int
     sla_met: bool | None
     gain_vs_zeroth: float | None
+    #: the regime (issue 24): time-mean live deployments, accepted share of arrivals
+    mean_deployments: float = float("nan")
+    accepted_share: float = float("nan")
+    #: the tuning bracket's infeasible end (None: upper bound, or outputs without it)
+    threshold_high: float | None = None
+    tuning_settled: bool | None = None
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -82,9 +117,13 @@ class AdmissionNumbers:
     prior: str
     records: tuple[str, ...]
     lookahead_steps: int
+    tuning_tolerance: float
+    tuning_resolution: float
     importance_sampling: bool
     #: App. D's scheme as ``ImportanceSampling.to_dict()`` wrote it (None: plain Monte Carlo)
     importance: dict[str, Any] | None
+    #: summary.json's parameters record (options and what the stage derived)
+    summary: dict[str, Any]
     table2: tuple[PolicyRow, ...]
     figure1: tuple[PolicyRow, ...]
     upper_bound: PolicyRow | None
@@ -101,9 +140,16 @@ def _row(d: dict[str, Any]) -> PolicyRow:
         ci_low=float(d["utilization_ci_low"]),
         ci_high=float(d["utilization_ci_high"]),
         failure_rate=float(d["failure_rate"]),
+        failure_rate_ci_low=float(d["failure_rate_ci_low"]),
         failure_rate_ci_high=float(d["failure_rate_ci_high"]),
+        scaleouts=int(d["scaleouts"]),
+        failures=int(d["failures"]),
         sla_met=None if d["sla_met"] is None else bool(d["sla_met"]),
-        gain_vs_zeroth=None if d["gain_vs_zeroth"] is None else float(d["gain_vs_zeroth"]),
+        gain_vs_zeroth=_opt_float(d["gain_vs_zeroth"]),
+        mean_deployments=float(d.get("mean_deployments", float("nan"))),
+        accepted_share=float(d.get("accepted_share", float("nan"))),
+        threshold_high=_opt_float(d.get("threshold_high")),
+        tuning_settled=None if d.get("tuning_settled") is None else bool(d["tuning_settled"]),
     )
 
 
@@ -128,9 +174,12 @@ def admission_numbers(stage_dir: Path) -> AdmissionNumbers:
         sla=float(summary["sla"]),
         prior=str(summary["prior"]),
         records=tuple(summary["records"]),
-        lookahead_steps=int(summary["params"]["lookahead_steps"]),
+        lookahead_steps=int(summary.get("parameters", {}).get("lookahead_steps", 0)),
+        tuning_tolerance=float(_recorded(summary).get("tuning_tolerance", float("nan"))),
+        tuning_resolution=float(_recorded(summary).get("tuning_resolution", float("nan"))),
         importance_sampling=bool(summary["importance_sampling"]),
         importance=summary.get("importance"),
+        summary=summary,
         table2=tuple(r for r in rows if r.observations == 0),
         figure1=tuple(r for r in rows if r.policy.endswith("marginal")),
         upper_bound=None if upper is None else _row(upper),
@@ -139,23 +188,52 @@ def admission_numbers(stage_dir: Path) -> AdmissionNumbers:
 
 
 def _pct(x: float | None) -> str:
-    return "–" if x is None or not np.isfinite(x) else f"{100 * x:.1f}%"
+    return fmt_pct(x)
+
+
+def failure_text(r: PolicyRow, weighted: bool) -> str:
+    """The failure rate with its interval; zero failures as an upper bound with the count.
+
+    Plain Monte Carlo: the stage's interval over runs, and for zero failures the one-sided 95%
+    binomial bound over the scale-outs (an interval over runs of zeros would be [0, 0]). With
+    importance sampling the stage's weighted interval.
+    """
+    if r.failures == 0 and not weighted:
+        return binomial_rate(0, r.scaleouts).text
+    return fmt_ci(r.failure_rate, r.failure_rate_ci_low, r.failure_rate_ci_high)
+
+
+def best_meeting_sla(rows: Sequence[PolicyRow]) -> PolicyRow | None:
+    """The highest utilization among the policies that met the SLA on the verification seeds."""
+    met = [r for r in rows if r.sla_met]
+    return max(met, key=lambda r: r.utilization) if met else None
 
 
 def _table2(n: AdmissionNumbers) -> HtmlTable:
     rows = [*n.table2, *([n.upper_bound] if n.upper_bound else [])]
     return HtmlTable(
-        "Tuned policies, verified on fresh seeds (Table 2)",
-        ("policy", "threshold T", "utilization", "BCa 95% CI", "failure rate", "SLA met", "gain"),
+        "Tuned policies, verified on fresh seeds (Table 2); utilization: mean [BCa 95% CI] over "
+        "runs; failure rate: failed / all scale-outs [95% CI]; deployments: time-mean held",
+        (
+            "policy",
+            "threshold T",
+            "utilization",
+            "failure rate",
+            "SLA met",
+            "gain",
+            "deployments (time-mean)",
+            "accepted",
+        ),
         tuple(
             (
                 "no-SLA upper bound" if r.policy == "accept-all" else r.policy,
-                "–" if r.policy == "accept-all" else f"{r.threshold:.4g} ({r.threshold_unit})",
-                _pct(r.utilization),
-                f"[{_pct(r.ci_low)}, {_pct(r.ci_high)}]",
-                f"{r.failure_rate:.2e}",
+                _threshold_cell(r),
+                fmt_ci(r.utilization, r.ci_low, r.ci_high),
+                failure_text(r, n.importance_sampling),
                 "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
                 _pct(r.gain_vs_zeroth),
+                f"{r.mean_deployments:,.1f}",
+                _pct(r.accepted_share),
             )
             for r in rows
         ),
@@ -163,13 +241,39 @@ def _table2(n: AdmissionNumbers) -> HtmlTable:
     )
 
 
+def _threshold_cell(r: PolicyRow) -> str:
+    """T with the bisection bracket's infeasible end (T is the largest feasible point found)."""
+    if r.policy == "accept-all":
+        return "–"
+    bracket = "" if r.threshold_high is None else f" (< {r.threshold_high:.4g} infeasible)"
+    return f"{r.threshold:.4g}{bracket} ({r.threshold_unit})"
+
+
+def _regime(n: AdmissionNumbers) -> tuple[str | Number, ...]:
+    """The regime the tuned policies ran in: how many deployments they pool (issue 24)."""
+    deps = [r.mean_deployments for r in n.table2]
+    shares = [r.accepted_share for r in n.table2]
+    return (
+        " Regime: the tuned policies hold ",
+        Number("min_mean_deployments", min(deps), ",.0f"),
+        "–",
+        Number("max_mean_deployments", max(deps), ",.0f", "deployments"),
+        " at a time (time-mean over the verification runs, from an empty cluster) and accept ",
+        Number("min_accepted_share", min(shares), ".1%"),
+        "–",
+        Number("max_accepted_share", max(shares), ".1%"),
+        " of arriving deployments.",
+    )
+
+
 def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
     with new_axes(
         ctx.out_dir,
         "admission_table2",
-        alt="Utilization of each tuned policy with its BCa 95% CI and the no-SLA upper bound.",
-        caption="Utilization (mean active cores / C) per tuned policy, BCa 95% CI over runs; the "
-        "dashed line is the no-SLA upper bound.",
+        alt="Utilization of each tuned policy with its BCa 95% CI and the no-SLA upper bound; "
+        "policies that missed the SLA in red.",
+        caption="Utilization (mean active cores / C) per tuned policy, BCa 95% CI over runs; red: "
+        "missed the SLA on the verification seeds; the dashed line is the no-SLA upper bound.",
     ) as (ax, made):
         rows = n.table2
         x = np.arange(len(rows))
@@ -177,13 +281,24 @@ def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
         err = np.array(
             [[r.utilization - r.ci_low for r in rows], [r.ci_high - r.utilization for r in rows]]
         )
-        ax.bar(x, util, yerr=np.maximum(err, 0.0), capsize=4, color="tab:blue")
+        missed = [r.sla_met is False for r in rows]
+        ax.bar(
+            x,
+            util,
+            yerr=np.maximum(err, 0.0),
+            capsize=4,
+            color=["tab:red" if m else "tab:blue" for m in missed],
+        )
         if n.upper_bound is not None:
             ax.axhline(
                 n.upper_bound.utilization, color="black", linestyle="--", label="upper bound"
             )
+        handles = ax.get_legend_handles_labels()[0]
+        if any(missed):
+            handles.append(Patch(color="tab:red", label="missed the SLA"))
+        if handles:
             # above the bars and the line, so it hides no error bar
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(handles=handles, fontsize=8, loc="upper right")
         ax.set_xticks(x, [r.policy for r in rows])
         ax.set_ylim(0.0, 1.2)
         ax.set_ylabel("utilization")
@@ -224,26 +339,63 @@ def _figure1(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
 
 
 def _tuning_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
+    groups = list(n.tuning.group_by(["policy", "observations"], maintain_order=True))
+    cols = min(len(groups), 3)
+    rows = -(-len(groups) // cols)
+    floor = n.sla / 10 if n.sla > 0 else 1e-7
     with new_axes(
         ctx.out_dir,
         "admission_tuning",
-        alt="Scale-out failure rate at each bisection step per policy, with the SLA.",
-        caption="Bisection on T: failure rate on the tuning seeds at each step (open = above "
-        "the SLA); zero rates are drawn at the bottom of the axis.",
-    ) as (ax, made):
-        floor = n.sla / 100 if n.sla > 0 else 1e-7
-        for (policy, obs), part in n.tuning.group_by(
-            ["policy", "observations"], maintain_order=True
-        ):
+        alt="Scale-out failure rate at each bisection step, one panel per policy, with the SLA.",
+        caption="Bisection on T, one panel per policy: failure rate on the tuning seeds at each "
+        f"step (filled: met the SLA); a step without failures is drawn as ▽ at {fmt(floor)} "
+        "(a tenth of the SLA), not at its true 0, which a log axis cannot show.",
+        ncols=cols,
+        nrows=rows,
+        size=(3.6 * cols, 2.6 * rows + 0.4),
+    ) as (axes, made):
+        panels = [ax for row in axes for ax in row]
+        for ax, ((policy, obs), part) in zip(panels, groups, strict=False):
             steps = part["iteration"].to_numpy()
-            rate = np.maximum(part["failure_rate"].to_numpy(), floor)
-            ax.plot(steps, rate, marker="o", label=f"{policy} ({obs} obs.)")
-        ax.axhline(max(n.sla, floor), color="red", linestyle=":", label="SLA")
-        ax.set_yscale("log")
-        ax.set_xlabel("bisection step")
-        ax.set_ylabel("failure rate")
-        ax.legend(fontsize=7)
+            rate = part["failure_rate"].to_numpy()
+            ok = part["feasible"].to_numpy().astype(bool)
+            ax.plot(steps, np.maximum(rate, floor), color="tab:blue", linewidth=0.8)
+            ax.scatter(steps[ok & (rate > 0)], rate[ok & (rate > 0)], color="tab:blue", zorder=3)
+            ax.scatter(steps[~ok], rate[~ok], facecolors="none", edgecolors="tab:blue", zorder=3)
+            ax.scatter(
+                steps[rate == 0],
+                np.full(int((rate == 0).sum()), floor),
+                marker="v",
+                color="tab:blue",
+                zorder=3,
+            )
+            ax.axhline(n.sla, color="red", linestyle=":", linewidth=1)
+            ax.set_yscale("log")
+            ax.set_ylim(floor / 2, 1.0)
+            ax.set_xticks(steps)
+            ax.set_title(f"{policy} ({obs} obs.)", fontsize=9)
+            ax.set_xlabel("bisection step", fontsize=8)
+            ax.set_ylabel("failure rate", fontsize=8)
+        for ax in panels[len(groups) :]:
+            ax.set_visible(False)
     return made
+
+
+def tuning_brackets(tuning: pl.DataFrame) -> dict[str, tuple[float, float]]:
+    """Per policy, the bracket bisection left: (largest threshold that met the SLA, smallest that
+    did not); NaN where no step fell on that side."""
+    out: dict[str, tuple[float, float]] = {}
+    for (policy, obs), part in tuning.group_by(["policy", "observations"], maintain_order=True):
+        ok = part.filter(pl.col("feasible"))["threshold"]
+        bad = part.filter(~pl.col("feasible"))["threshold"]
+        low = float(ok.max()) if ok.len() else float("nan")  # type: ignore[arg-type]
+        high = float(bad.min()) if bad.len() else float("nan")  # type: ignore[arg-type]
+        out[f"{policy} ({obs} obs.)"] = (low, high)
+    return out
+
+
+def _edge(x: float) -> str:
+    return fmt(x) if np.isfinite(x) else ("−∞" if x < 0 else "∞")
 
 
 def _importance_table(imp: dict[str, Any]) -> HtmlTable:
@@ -254,11 +406,11 @@ def _importance_table(imp: dict[str, Any]) -> HtmlTable:
         tuple(
             (
                 str(i + 1),
-                f"[{bounds[i]:.3g}, {bounds[i + 1]:.3g})",
-                f"{imp['nominal'][i]:.3f}",
-                f"{imp['redraw'][i]:.2f}",
-                f"{imp['sampling'][i]:.3f}",
-                f"{imp['weights'][i]:.3f}",
+                f"[{_edge(bounds[i])}, {_edge(bounds[i + 1])})",
+                fmt(imp["nominal"][i]),
+                fmt(imp["redraw"][i]),
+                fmt(imp["sampling"][i]),
+                fmt(imp["weights"][i]),
             )
             for i in range(len(imp["nominal"]))
         ),
@@ -271,7 +423,8 @@ def _importance_section(imp: dict[str, Any]) -> Section:
         this_run=(
             "Each run's deployments are pre-drawn and scored by the badness measure BM (the "
             "largest monthly load / C of the simplified monthly simulation of Def. D.1, with "
-            f"Cantelli factor k = {imp['cantelli_k']:.3g} and {imp['month_hours']:g}-hour months); "
+            f"Cantelli factor k = {fmt(imp['cantelli_k'])} and {fmt(imp['month_hours'])}-hour "
+            "months); "
             "bucket bounds are quantiles of BM over ",
             Number("pilot_runs", float(imp["pilot_runs"]), ",.0f"),
             " pilot runs, which also give P(bucket). A run in a lower bucket is redrawn with the "
@@ -286,25 +439,108 @@ def _importance_section(imp: dict[str, Any]) -> Section:
 
 
 def _setup_section(n: AdmissionNumbers) -> Section:
+    recorded = n.summary.get("parameters", {})
     return Section(
         title="Set-up of this run",
         this_run=(
             "One cluster of C = ",
             Number("cores", float(n.cores), ",.0f", "cores"),
             ", deployments arriving at λ = ",
-            Number("arrival_rate", n.arrival_rate_per_hour, ".4g", "per hour"),
+            Number("arrival_rate", n.arrival_rate_per_hour, "", "per hour"),
             ", ",
             Number("runs", float(n.runs), ".0f"),
             " runs of ",
             Number("horizon_hours", n.horizon_hours, ",.0f", "hours"),
             " per threshold and for verification, SLA: at most ",
-            Number("sla", n.sla, ".3g"),
+            Number("sla", n.sla),
             f" of scale-outs may fail; {n.lookahead_steps} steps per look-ahead horizon; priors "
             f"from the {'joint marginal' if n.prior == 'marginal' else 'two-stage'} fit "
             f"(params records {', '.join(n.records)}). Importance sampling: "
-            f"{'yes (App. D, below)' if n.importance_sampling else 'no (plain Monte Carlo)'}.",
+            f"{'yes (App. D, below)' if n.importance_sampling else 'no (plain Monte Carlo)'}. "
+            + differences_text(differences(recorded, PAPER_CONFIGURATION), "§5.2"),
+            *(_regime(n) if n.table2 else ()),
         ),
         paper=PAPER_SETUP,
+    )
+
+
+def _headline(n: AdmissionNumbers, zeroth: PolicyRow | None) -> Paragraph:
+    """The best policy among those that met the SLA, or that none did; never a bare maximum."""
+    best = best_meeting_sla(n.table2)
+    met = sum(bool(r.sla_met) for r in n.table2)
+    count: Paragraph = (
+        Number("sla_met", float(met), ".0f"),
+        f" of {len(n.table2)} tuned policies met the SLA (failure rate ≤ {fmt(n.sla)}) on the "
+        "verification seeds.",
+    )
+    if best is None:
+        top = max(n.table2, key=lambda r: r.utilization)
+        return (
+            "No tuned policy met the SLA on the verification seeds, so none is best here; the "
+            f"highest utilization, {top.policy}'s ",
+            Number("top_utilization", top.utilization),
+            f", came with a failure rate of {failure_text(top, n.importance_sampling)}. ",
+            *count,
+        )
+    bound = binomial_rate(best.failures, best.scaleouts)
+    caveat = (
+        ""
+        if n.importance_sampling or bound.high <= n.sla
+        else f" ({best.failures} failures in {best.scaleouts:,} scale-outs cannot show a rate "
+        f"below {fmt(n.sla)}: the 95% bound is {fmt(bound.high)})"
+    )
+    baseline: Paragraph = (
+        (
+            ", against the zeroth-moment baseline's ",
+            Number("zeroth_utilization", zeroth.utilization),
+        )
+        if zeroth is not None and zeroth is not best
+        else (" (the zeroth-moment baseline itself)",)
+    )
+    return (
+        f"Best policy among those meeting the SLA: {best.policy}, utilization ",
+        Number("best_utilization", best.utilization),
+        f" [{fmt(best.ci_low)}, {fmt(best.ci_high)}]{caveat}",
+        *baseline,
+        "; the no-SLA upper bound is ",
+        Number("upper_bound", n.upper_bound.utilization if n.upper_bound else float("nan")),
+        ". ",
+        *count,
+    )
+
+
+def _bisection_text(n: AdmissionNumbers) -> str:
+    """What the tuning could resolve, from the tuning table and the recorded step count."""
+    brackets = tuning_brackets(n.tuning)
+    steps = n.summary.get("parameters", {}).get("tuning_iterations", "?")
+    parts = "; ".join(f"{k} [{fmt(lo)}, {fmt(hi)}]" for k, (lo, hi) in brackets.items())
+    return (
+        f" With {steps} bisection steps per policy each tuned T is known only to within the "
+        f"bracket between the last threshold that met the SLA and the first that did not ({parts}; "
+        "– : no step on that side), so an ordering of policies finer than these brackets is "
+        "not resolved by this run."
+    )
+
+
+def _figure1_section(ctx: PageContext, n: AdmissionNumbers) -> Section:
+    xs = sorted({r.observations for r in n.figure1})
+    drawn = len(xs) >= 2
+    return Section(
+        title="Value of prior observations (“On the cluster admission problem” Fig. 1)",
+        this_run=(
+            "Tuned first- and second-moment policies with the marginal heuristic at "
+            f"{', '.join(str(k) for k in xs)} prior observations per deployment (",
+            Number("figure1_points", float(len(n.figure1)), ".0f"),
+            " tuned policies)"
+            + (
+                "."
+                if drawn
+                else "; a curve needs at least two values of --observations, so no figure: "
+                "their utilizations are in the table above."
+            ),
+        ),
+        paper=PAPER_FIG1,
+        figures=tuple(_figure1(ctx, n)) if drawn else (),
     )
 
 
@@ -314,32 +550,11 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
     if not n.table2:
         raise InputsMissing("policies.parquet has no policy without prior observations")
     zeroth = next((r for r in n.table2 if r.policy == "zeroth"), None)
-    best = max(n.table2, key=lambda r: r.utilization)
     sections = [
         _setup_section(n),
         Section(
             title="Tuned policies (“On the cluster admission problem” Table 2)",
-            this_run=(
-                f"Best policy {best.policy}: utilization ",
-                Number("best_utilization", best.utilization, ".3f"),
-                " against the zeroth-moment baseline's ",
-                Number("zeroth_utilization", zeroth.utilization if zeroth else float("nan"), ".3f"),
-                " and the no-SLA upper bound ",
-                Number(
-                    "upper_bound",
-                    n.upper_bound.utilization if n.upper_bound else float("nan"),
-                    ".3f",
-                ),
-                ". ",
-                Number("sla_met", float(sum(bool(r.sla_met) for r in n.table2)), ".0f"),
-                f" of {len(n.table2)} tuned policies meet the SLA on the verification seeds"
-                + (
-                    " (runs weighted by importance sampling, App. D)."
-                    if n.importance_sampling
-                    else "; with few runs and plain Monte Carlo a small SLA cannot be resolved "
-                    "(a policy tuned to zero failures on the tuning seeds can fail on others)."
-                ),
-            ),
+            this_run=_headline(n, zeroth),
             paper=PAPER_TABLE2,
             figures=tuple(_table2_figure(ctx, n)),
             tables=(_table2(n),),
@@ -348,30 +563,32 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
     if n.importance is not None:
         sections.append(_importance_section(n.importance))
     if n.figure1:
-        sections.append(
-            Section(
-                title="Value of prior observations (“On the cluster admission problem” Fig. 1)",
-                this_run=(
-                    "Tuned first- and second-moment policies with the marginal heuristic at ",
-                    ", ".join(str(k) for k in sorted({r.observations for r in n.figure1})),
-                    " prior observations per deployment (",
-                    Number("figure1_points", float(len(n.figure1)), ".0f"),
-                    " tuned policies).",
-                ),
-                paper=PAPER_FIG1,
-                figures=tuple(_figure1(ctx, n)),
-            )
-        )
+        sections.append(_figure1_section(ctx, n))
+    tuned = list({(r.policy, r.observations): r for r in (*n.table2, *n.figure1)}.values())
     sections.append(
         Section(
             title="Tuning by bisection",
             this_run=(
                 "Failure rate on the tuning seeds at each bisection step (",
                 Number("tuning_steps", float(n.tuning.height), ".0f"),
-                " steps in all); verification uses other seeds.",
+                " steps in all); verification uses other seeds. Bisection stops when the "
+                "utilization at the bracket's two ends differs by at most ",
+                Number("tuning_tolerance", n.tuning_tolerance, ".3g"),
+                " or the bracket is at most ",
+                Number("tuning_resolution", n.tuning_resolution, ".3g"),
+                " of the search range; ",
+                Number("tuning_settled", float(sum(bool(r.tuning_settled) for r in tuned)), ".0f"),
+                f" of {len(tuned)} tuned policies settled before the step limit.",
             ),
             paper="“On the cluster admission problem” §5.2 tunes T per policy by binary search to meet the SLA.",
             figures=tuple(_tuning_figure(ctx, n)),
         )
     )
+    sections.append(parameters_section(n.summary, STAGE, "admit"))
     return sections
+
+
+def _recorded(summary: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The stage's recorded options (``parameters``; summaries before the record: ``params``)."""
+    block = summary.get("parameters", summary.get("params", {}))
+    return block if isinstance(block, Mapping) else {}

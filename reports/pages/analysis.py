@@ -19,6 +19,7 @@ from scipy.special import gammainc
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import binomial_rate, fmt
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -143,17 +144,17 @@ def inst_vs_avg_sections(ctx: PageContext) -> Sequence[Section]:
                 "With k = ",
                 Number("k_first", float(nums.k_first), ".0f"),
                 " the median relative difference is ",
-                Number("median_first", nums.median_first, ".3g"),
+                Number("median_first", nums.median_first),
                 " with an interquartile range of ",
-                Number("iqr_first", nums.iqr_first, ".3g"),
+                Number("iqr_first", nums.iqr_first),
                 "; at k = ",
                 Number("k_last", float(nums.k_last), ".0f"),
                 " (",
                 Number("n_tasks_last", float(nums.n_tasks_last), ",.0f"),
                 " tasks) the median is ",
-                Number("median_last", nums.median_last, ".3g"),
+                Number("median_last", nums.median_last),
                 " and the IQR ",
-                Number("iqr_last", nums.iqr_last, ".3g"),
+                Number("iqr_last", nums.iqr_last),
                 ".",
             ),
             paper=(
@@ -174,7 +175,7 @@ def _inst_vs_avg_table(nums: InstVsAvgNumbers) -> HtmlTable:
             (
                 str(b.k),
                 fmt_int(b.n_tasks),
-                *(fmt_num(v, ".3f") for v in (b.q1, b.median, b.q3, b.whisker_low, b.whisker_high)),
+                *(fmt(v) for v in (b.q1, b.median, b.q3, b.whisker_low, b.whisker_high)),
             )
             for b in nums.boxes
         ),
@@ -269,17 +270,17 @@ def variability_sections(ctx: PageContext) -> Sequence[Section]:
                 "Over ",
                 Number("tasks", inst.n, ",.0f"),
                 " long tasks, std ≈ ",
-                Number("inst_slope", inst.slope, ".3f"),
+                Number("inst_slope", inst.slope),
                 "·mean + ",
-                Number("inst_intercept", inst.intercept, ".4f"),
+                Number("inst_intercept", inst.intercept),
                 " for inst (r² ",
-                Number("inst_r2", inst.r_squared, ".2f"),
+                Number("inst_r2", inst.r_squared),
                 ") and std ≈ ",
-                Number("avg_slope", avg.slope, ".3f"),
+                Number("avg_slope", avg.slope),
                 "·mean + ",
-                Number("avg_intercept", avg.intercept, ".4f"),
+                Number("avg_intercept", avg.intercept),
                 " for avg (r² ",
-                Number("avg_r2", avg.r_squared, ".2f"),
+                Number("avg_r2", avg.r_squared),
                 ").",
             ),
             paper="Inst varies more than avg: slope 0.36 vs 0.31, intercept 0.015 vs 0.010.",
@@ -402,7 +403,7 @@ def time_invariance_sections(ctx: PageContext) -> Sequence[Section]:
         [
             (
                 f"Δ = {s.delta}: ",
-                Number(f"share_rejected_{s.delta}", s.share_rejected, ".1%"),
+                Number(f"share_rejected_{s.delta}", s.share_rejected, "%"),
                 " of ",
                 Number(f"n_tested_{s.delta}", s.n_tested, ",.0f"),
                 " tasks",
@@ -491,9 +492,9 @@ def clustering_sections(ctx: PageContext) -> Sequence[Section]:
                 " over ",
                 Number("tasks", nums.tasks, ",.0f"),
                 " long tasks: the largest cluster holds ",
-                Number("largest_share", nums.largest_share, ".1%"),
+                Number("largest_share", nums.largest_share, "%"),
                 " and the smallest ",
-                Number("smallest_share", nums.smallest_share, ".1%"),
+                Number("smallest_share", nums.smallest_share, "%"),
                 " of the tasks.",
             ),
             paper="No cluster holds more than 17.62% of long tasks (smallest 1.42%): usage shapes are diverse.",
@@ -601,7 +602,7 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     rates = [
         (
             f"N = {r.n_tasks_per_set}: ",
-            Number(f"rejection_rate_{r.n_tasks_per_set}", r.rejection_rate, ".3f"),
+            Number(f"rejection_rate_{r.n_tasks_per_set}", r.rejection_rate),
         )
         for r in nums.rows
     ]
@@ -621,17 +622,25 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
+def _rejection_text(rate: float, sets: int | None) -> str:
+    """The rejection rate with its Clopper–Pearson interval over the sets (a bound at zero)."""
+    if sets is None or not np.isfinite(rate):
+        return fmt(rate)
+    r = binomial_rate(round(rate * sets), sets)
+    return r.text if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
+
+
 def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
     return HtmlTable(
         "Table 1: AD rejection rate per N",
-        ("N", "sets", "rejection rate", "paper", "mean μ (cores)"),
+        ("N", "sets", "rejection rate [95% CI]", "paper", "mean μ (cores)"),
         tuple(
             (
                 str(r.n_tasks_per_set),
                 fmt_int(r.n_sets),
-                fmt_num(r.rejection_rate, ".3f"),
-                fmt_num(r.paper_rejection_rate, ".3f"),
-                fmt_num(r.mean_mu_cores, ".3f"),
+                _rejection_text(r.rejection_rate, r.n_sets),
+                fmt(r.paper_rejection_rate),
+                fmt(r.mean_mu_cores),
             )
             for r in nums.rows
         ),
@@ -676,6 +685,9 @@ def _sums_figure(examples: pl.DataFrame, out: Path) -> list[Figure]:
     shown = sorted(set(examples["n_tasks_per_set"].to_list()))
     if not shown:
         return []
+    # small multiples that stay legible: at most four panels a row, three ticks an axis
+    cols = min(len(shown), 4)
+    rows = -(-len(shown) // cols)
     with new_axes(
         out,
         "sums_with_fitted_normals",
@@ -683,15 +695,24 @@ def _sums_figure(examples: pl.DataFrame, out: Path) -> list[Figure]:
         "density of its fitted normal N(Σμ_i, (Σσ_i²)^½).",
         caption=f"{_cite('Fig. 5')}: the total inst usage (cores) of one random set per N "
         "(histogram of its resampled realizations) and the fitted normal (red).",
-        ncols=len(shown),
+        ncols=cols,
+        nrows=rows,
+        size=(3.2 * cols, 2.7 * rows),
+        margins={"left": 0.07, "right": 0.98, "bottom": 0.1, "top": 0.93, "hspace": 0.6},
     ) as (axes, figs):
+        panels = [axes] if len(shown) == 1 else [ax for row in axes for ax in row]
         for i, n in enumerate(shown):
-            ax = axes if len(shown) == 1 else axes[0][i]
-            _draw_sum_panel(ax, examples.filter(pl.col("n_tasks_per_set") == n), n)
+            _draw_sum_panel(panels[i], examples.filter(pl.col("n_tasks_per_set") == n), n)
+            if i % cols:
+                panels[i].set_ylabel("")
+        for ax in panels[len(shown) :]:
+            ax.set_visible(False)
     return figs
 
 
 def _draw_sum_panel(ax: Any, one: pl.DataFrame, n: int) -> None:
+    from matplotlib.ticker import MaxNLocator
+
     totals = floats(one, "total_cores")
     mu, sigma = float(one["mu_cores"][0]), float(one["sigma_cores"][0])
     ax.hist(totals, bins=40, density=True, color="#9ab")
@@ -699,10 +720,12 @@ def _draw_sum_panel(ax: Any, one: pl.DataFrame, n: int) -> None:
         x = np.linspace(totals.min(), totals.max(), 200)
         pdf = np.exp(-0.5 * ((x - mu) / sigma) ** 2) / (sigma * np.sqrt(2 * np.pi))
         ax.plot(x, pdf, color="red", linewidth=1)
-    ax.set_title(f"N = {n}", fontsize=8)
-    ax.set_xlabel("total usage (cores)", fontsize=7)
-    ax.set_ylabel("density", fontsize=7)
-    ax.tick_params(labelsize=6)
+    ax.set_title(f"N = {n}", fontsize=9)
+    ax.set_xlabel("total usage (cores)", fontsize=8)
+    ax.set_ylabel("density", fontsize=8)
+    ax.xaxis.set_major_locator(MaxNLocator(3))
+    ax.yaxis.set_major_locator(MaxNLocator(3))
+    ax.tick_params(labelsize=8)
 
 
 def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -> list[Figure]:
@@ -805,11 +828,11 @@ def gamma_fits_sections(ctx: PageContext) -> Sequence[Section]:
         [
             (
                 f"{f.name}: shape ",
-                Number(f"{f.name}_shape", f.shape, ".4g"),
+                Number(f"{f.name}_shape", f.shape),
                 ", rate ",
-                Number(f"{f.name}_rate", f.rate, ".4g", f"1/{f.unit}"),
+                Number(f"{f.name}_rate", f.rate, "", f"1/{f.unit}"),
                 ", KS distance ",
-                Number(f"{f.name}_ks", f.ks_distance, ".3f"),
+                Number(f"{f.name}_ks", f.ks_distance),
                 " (n = ",
                 Number(f"{f.name}_n", f.n, ",.0f"),
                 ")",
@@ -841,7 +864,7 @@ def _gamma_table(nums: GammaFitsNumbers) -> HtmlTable:
                 f"{fmt_num(f.rate)} 1/{f.unit}",
                 f"[{fmt_num(f.rate_low)}, {fmt_num(f.rate_high)}]",
                 fmt_num(f.log_likelihood, ".6g"),
-                fmt_num(f.ks_distance, ".3f"),
+                fmt(f.ks_distance),
             )
             for f in nums.fits
         ),

@@ -17,7 +17,7 @@ from tracelab.analysis.statistics.calibration import (
     calibration_rows,
     load_calibration_inputs,
 )
-from tracelab.reports.frames import fmt_num
+from tracelab.reports.frames import fmt_num, read_json
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     HtmlTable,
@@ -27,6 +27,8 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
+from tracelab.reports.numfmt import fmt
+from tracelab.reports.run_parameters import parameters_section
 
 COLUMNS = ("statistic", "target", "source", "this run", "tolerance", "ok")
 
@@ -72,7 +74,16 @@ def calibration_sections(ctx: PageContext) -> Sequence[Section]:
             "rejection rates 0.991 0.965 0.923 0.784 0.493 0.183 0.087 for N = 10 ... 500.",
             tables=(_table(_named("A-D rejection rate per N against Janus & Rzadca Table 1"), ad),),
         ),
+        *_parameters(ctx),
     )
+
+
+def _parameters(ctx: PageContext) -> tuple[Section, ...]:
+    """The calibration stage's own recorded options (absent when only the inputs exist)."""
+    summary = ctx.results("calibration") / "summary.json"
+    if not summary.is_file():
+        return ()
+    return (parameters_section(read_json(summary), "calibration", "calibrate"),)
 
 
 def _ad_parameters(summary: Mapping[str, Any] | None) -> Paragraph:
@@ -103,7 +114,7 @@ def _table(caption: str, rows: list[CalibrationRow]) -> HtmlTable:
                 r.statistic,
                 r.target,
                 _named(r.source),
-                "n/a" if r.measured is None else fmt_num(r.measured, ".4g"),
+                "n/a" if r.measured is None else fmt(r.measured),
                 r.tolerance,
                 {True: "yes", False: "NO", None: "not run"}[r.ok],
             )

@@ -21,6 +21,7 @@ from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt_pct
 
 TRACE = "google-2011"
 EVENT_NAMES = (
@@ -157,7 +158,7 @@ def transitions_sections(ctx: PageContext) -> Sequence[Section]:
                 " transitions between consecutive events of a task; ",
                 Number("transitions_undocumented", nums.undocumented, ",.0f"),
                 " of them (",
-                Number("undocumented_share", nums.undocumented_share, ".2%"),
+                Number("undocumented_share", nums.undocumented_share, "%"),
                 ") are not allowed by the documented graph. EVICT straight after SUBMIT occurs ",
                 Number("evict_after_submit", nums.evict_after_submit, ",.0f"),
                 " times and SUBMIT directly after SUBMIT ",
@@ -394,9 +395,9 @@ def event_cdf_sections(ctx: PageContext) -> Sequence[Section]:
             this_run=(
                 "Each series is scaled by the new-submission total, so it ends at its total relative to "
                 "new submissions: submissions end at ",
-                Number("weighted_submissions_end", nums.weighted_submissions_end, ".3f"),
+                Number("weighted_submissions_end", nums.weighted_submissions_end),
                 " and completions at ",
-                Number("weighted_completions_end", nums.weighted_completions_end, ".3f"),
+                Number("weighted_completions_end", nums.weighted_completions_end),
                 ".",
             ),
             paper=(
@@ -677,7 +678,7 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
     )
     nums = task_times_numbers(lf)
     median = (
-        Number("scheduling_median_s", nums.scheduling_median_s, ".4g", "s"),
+        Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
         ".",
     )
     return (
@@ -699,9 +700,9 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
                 "Of ",
                 Number("finished_tasks", float(nums.finished_tasks), ",.0f"),
                 " finished task incarnations, ",
-                Number("finished_under_5min", nums.finished_under_5min, ".1%"),
+                Number("finished_under_5min", nums.finished_under_5min, "%"),
                 " ran under 5 minutes and ",
-                Number("finished_under_30min", nums.finished_under_30min, ".1%"),
+                Number("finished_under_30min", nums.finished_under_30min, "%"),
                 " under 30 minutes.",
             ),
             paper="About 80% of finished tasks run under 30 minutes and about 40% under 5 minutes (Observation 10).",
@@ -724,7 +725,7 @@ def _moving_average_section(
         title=f"{label} moving average ({_cite(f'Fig. {fig_no}')})",
         this_run=(
             f"Mean of the hourly mean {label.lower()}s: ",
-            Number(f"{col}_hourly_mean_s", overall, ".4g", "s"),
+            Number(f"{col}_hourly_mean_s", overall, "", "s"),
             " over ",
             Number(f"{col}_hours", float(nums.hours), ",.0f"),
             hours_text,
@@ -871,9 +872,9 @@ def usage_sections(ctx: PageContext) -> Sequence[Section]:
         tuple(
             (
                 c.name,
-                fmt_num(c.cpu_used_over_requested, ".1%"),
-                fmt_num(c.memory_used_over_requested, ".1%"),
-                fmt_num(c.share_of_used_cpu, ".1%"),
+                fmt_pct(c.cpu_used_over_requested),
+                fmt_pct(c.memory_used_over_requested),
+                fmt_pct(c.share_of_used_cpu),
             )
             for c in nums.classes
         ),
@@ -883,12 +884,12 @@ def usage_sections(ctx: PageContext) -> Sequence[Section]:
             title=f"Usage vs requests by priority ({_cite('Fig. 9')})",
             this_run=(
                 "Production tasks use ",
-                Number("production_share_of_used_cpu", nums.production_share_of_used_cpu, ".1%"),
+                Number("production_share_of_used_cpu", nums.production_share_of_used_cpu, "%"),
                 " of the CPU used, and ",
                 Number(
                     "production_cpu_used_over_requested",
                     nums.production_cpu_used_over_requested,
-                    ".1%",
+                    "%",
                 ),
                 " of the CPU they requested (window sums).",
             ),
@@ -969,7 +970,7 @@ def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
     for k, c in enumerate(_CHANGE):
         frags += [
             f"{c} stays below 20% in ",
-            Number(f"share_below_20pct_{c}", nums.share_below_20pct[c], ".1%"),
+            Number(f"share_below_20pct_{c}", nums.share_below_20pct[c], "%"),
             " of windows",
             "; " if k < len(_CHANGE) - 1 else ".",
         ]

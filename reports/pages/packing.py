@@ -10,14 +10,35 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
+from matplotlib.ticker import NullFormatter
 
+from tracelab.analysis.common.stage_api import option_values
+from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS
 from tracelab.reports.figures import new_axes
-from tracelab.reports.frames import collect, floats, fmt_num, read_json, scan
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.frames import collect, floats, read_json, scan
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    Paragraph,
+    Section,
+)
+from tracelab.reports.numfmt import (
+    Mean,
+    Rate,
+    binomial_rate,
+    clustered_mean_interval,
+    fmt,
+    fmt_pct,
+)
+from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "packing"
 _RUN_COLUMNS = (
@@ -42,6 +63,11 @@ PAPER_CANTELLI_Q = {"1": 3e-4, "1.7": 2e-6}
 PAPER_MACHINES_RATIO = (1.9, 3.7)
 PAPER_REBALANCING_DECREASE = 0.07
 PAPER_OBSERVATIONS = 100
+PAPER_AV1_MACHINES = 28.0
+#: the options that make Janus & Rzadca 2017's grid (§5); the run's are compared with them
+_GRID_OPTIONS = ("instances", "tasks", "realizations", "clairvoyance", "capacity", "max_failures")
+#: where a mean q of 0 is drawn on a log axis (each caption says so)
+_ZERO_AT = 1e-7
 
 
 @dataclass(frozen=True)
@@ -132,62 +158,136 @@ def _method_order(frame: pl.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["method"].to_list()))
 
 
-def _headline_table(n: PackingNumbers) -> HtmlTable:
+@dataclass(frozen=True)
+class PackingEvidence:
+    """What the headline numbers rest on: overflow counts, machines, per-instance gains."""
+
+    #: method -> overflows of all instances' m_abs × R evaluations (Best Fit, rebalancing, c)
+    rates: dict[str, Rate]
+    #: mean m_abs of av 1 over instances (the paper: 28.0 machines for 1,000 tasks)
+    av1_machines: float
+    #: the mean relative decrease of q from rebalancing, resampling whole instances
+    rebalancing: Mean
+
+
+def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidence:
+    """From ``methods.parquet`` and ``rebalancing.parquet`` (what the summary's numbers summarise)."""
+    capacity = summary.get("parameters", {}).get("capacity", 1.0)
+    methods = pl.read_parquet(folder / "methods.parquet").filter(
+        (pl.col("experiment") == "methods")
+        & (pl.col("fit") == "best")
+        & pl.col("rebalance")
+        & (pl.col("capacity") == capacity)
+    )
+    rates = {
+        str(r["method"]): binomial_rate(int(r["overflows"]), int(r["evaluations"]))
+        for r in methods.iter_rows(named=True)
+    }
+    av1 = methods.filter(pl.col("method") == "av 1")["m_abs_mean"]
+    gains = pl.read_parquet(folder / "rebalancing.parquet").filter(
+        (pl.col("experiment") == "methods")
+        & (pl.col("fit") == "best")
+        & pl.col("family").is_in(["gpa", "av"])
+        & pl.col("q_decrease").is_not_null()
+    )
+    return PackingEvidence(
+        rates=rates,
+        av1_machines=float(av1[0]) if av1.len() else math.nan,
+        rebalancing=clustered_mean_interval(
+            floats(gains, "q_decrease"), gains["instance"].to_numpy()
+        ),
+    )
+
+
+def _q_text(e: PackingEvidence, method: str, mean_q: float) -> str:
+    """The mean q over instances with the 95% interval from the pooled overflow count; without
+    any overflow the one-sided bound with the count instead of a bare 0."""
+    rate = e.rates.get(method)
+    if rate is None:
+        return fmt(mean_q)
+    return rate.text if rate.events == 0 else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+
+
+def _q_fragments(key: str, e: PackingEvidence, method: str, mean_q: float) -> Paragraph:
+    """:func:`_q_text` as page fragments: the mean is a Number, a bound is text."""
+    rate = e.rates.get(method)
+    if rate is not None and rate.events == 0:
+        return (f"q {rate.text}",)
+    if rate is None:
+        return ("q = ", Number(key, mean_q))
+    return ("q = ", Number(key, mean_q), f" [{fmt(rate.low)}, {fmt(rate.high)}]")
+
+
+def _rate_cell(e: PackingEvidence, method: str, paper: float, mean_q: float) -> str:
+    """:func:`_q_text`, and without overflows whether the paper's rate could have shown at all
+    in this many evaluations (its expected count)."""
+    rate = e.rates.get(method)
+    text = _q_text(e, method, mean_q)
+    if rate is not None and rate.events == 0:
+        return f"{text}; at the paper's rate {fmt(paper * rate.trials)} expected"
+    return text
+
+
+def _headline_table(n: PackingNumbers, e: PackingEvidence) -> HtmlTable:
     rows = (
         (
             "GPA ρ = 0.001: q",
-            fmt_num(PAPER_GPA_Q_RHO_0001, ".2g"),
-            fmt_num(n.gpa_q_rho_0001, ".3g"),
+            fmt(PAPER_GPA_Q_RHO_0001),
+            _rate_cell(e, "GPA 0.001", PAPER_GPA_Q_RHO_0001, n.gpa_q_rho_0001),
         ),
         (
             "Cantelli b = 1.0: q",
-            fmt_num(PAPER_CANTELLI_Q["1"], ".2g"),
-            fmt_num(n.cantelli_q_1, ".3g"),
+            fmt(PAPER_CANTELLI_Q["1"]),
+            _rate_cell(e, "Cantelli 1", PAPER_CANTELLI_Q["1"], n.cantelli_q_1),
         ),
         (
             "Cantelli b = 1.7: q",
-            fmt_num(PAPER_CANTELLI_Q["1.7"], ".2g"),
-            fmt_num(n.cantelli_q_17, ".3g"),
+            fmt(PAPER_CANTELLI_Q["1.7"]),
+            _rate_cell(e, "Cantelli 1.7", PAPER_CANTELLI_Q["1.7"], n.cantelli_q_17),
         ),
         (
             "machines, Cantelli 1.7 / 4.4 over GPA 0.05 (95% SLO)",
-            f"{PAPER_MACHINES_RATIO[0]:g}–{PAPER_MACHINES_RATIO[1]:g}×",
-            f"{fmt_num(n.machines_ratio_17, '.3g')}× / {fmt_num(n.machines_ratio_44, '.3g')}×",
+            f"{fmt(PAPER_MACHINES_RATIO[0])}–{fmt(PAPER_MACHINES_RATIO[1])}×",
+            f"{fmt(n.machines_ratio_17)}× / {fmt(n.machines_ratio_44)}×",
         ),
         (
             "observations that suffice (GPA 0.01 q vs full clairvoyance)",
             f"~{PAPER_OBSERVATIONS}",
-            f"{n.clairvoyance_observations}: q × {fmt_num(n.clairvoyance_q_ratio, '.3g')}",
+            f"{n.clairvoyance_observations}: q × {fmt(n.clairvoyance_q_ratio)}",
         ),
+        ("machines per instance, av 1 (mean m_abs)", fmt(PAPER_AV1_MACHINES), fmt(e.av1_machines)),
         (
             "rebalancing: mean relative decrease of q (av, GPA)",
-            f"~{PAPER_REBALANCING_DECREASE:.0%}",
-            fmt_num(n.rebalancing_q_decrease, ".1%"),
+            f"~{fmt_pct(PAPER_REBALANCING_DECREASE)}",
+            f"{fmt_pct(e.rebalancing.value)} [{fmt_pct(e.rebalancing.low)}, "
+            f"{fmt_pct(e.rebalancing.high)}]",
         ),
         ("|m_abs| First Fit − Best Fit, largest", "≤ 1", str(n.first_best_max_machine_difference)),
     )
     return HtmlTable(
-        "Janus & Rzadca 2017 headline numbers beside this run",
+        "Janus & Rzadca 2017 headline numbers beside this run; q: mean over instances, 95% "
+        "interval from the overflow count (Clopper–Pearson; none: one-sided bound); rebalancing: "
+        "95% interval resampling instances",
         ("quantity", "paper", "this run"),
         rows,
     )
 
 
-def _grid_table(summary: Mapping[str, Any]) -> HtmlTable:
-    params = summary.get("parameters", {})
-    rows = tuple(
-        (
-            str(k),
-            ", ".join(f"{x:g}" if isinstance(x, float) else str(x) for x in v)
-            if isinstance(v, list)
-            else str(v),
-        )
-        for k, v in params.items()
+def configuration_text(summary: Mapping[str, Any], e: PackingEvidence) -> str:
+    """The differences from the paper's grid, generated from the recorded parameters, and what
+    they do to machines per instance."""
+    paper = {k: v for k, v in option_values(PAPER_PACKING_PARAMS).items() if k in _GRID_OPTIONS}
+    diffs = differences(summary.get("parameters", {}), paper)
+    return (
+        differences_text(diffs, "Janus & Rzadca 2017")
+        + f" With these instances av 1 packs into {fmt(e.av1_machines)} machines on average "
+        f"(the paper: {fmt(PAPER_AV1_MACHINES)}); rebalancing moves a task from each machine "
+        "into the last, under-used one, so the fewer the machines, the larger the share of the "
+        "load it moves and the larger its effect on q."
     )
-    return HtmlTable("Grid and options of this run", ("option", "value"), rows)
 
 
-def _overview(summary: Mapping[str, Any], n: PackingNumbers) -> Section:
+def _overview(summary: Mapping[str, Any], n: PackingNumbers, e: PackingEvidence) -> Section:
     experiments = ", ".join(summary.get("experiments", []))
     return Section(
         title="Run, data and headline numbers (Janus & Rzadca 2017 §5)",
@@ -199,13 +299,13 @@ def _overview(summary: Mapping[str, Any], n: PackingNumbers) -> Section:
             " tasks with R = ",
             Number("realizations", float(n.realizations), ",.0f"),
             f" realizations each (seed {n.seed}); experiments: {experiments}. "
-            "GPA at ρ = 0.001 gives q = ",
-            Number("gpa_q_rho_0001", n.gpa_q_rho_0001, ".3g"),
+            "GPA at ρ = 0.001 gives ",
+            *_q_fragments("gpa_q_rho_0001", e, "GPA 0.001", n.gpa_q_rho_0001),
             "; Cantelli b = 1.7 needs ",
-            Number("machines_ratio_17", n.machines_ratio_17, ".3g"),
+            Number("machines_ratio_17", n.machines_ratio_17),
             "× the machines of GPA 0.05 and b = 4.4 ",
-            Number("machines_ratio_44", n.machines_ratio_44, ".3g"),
-            "×.",
+            Number("machines_ratio_44", n.machines_ratio_44),
+            "×. " + configuration_text(summary, e),
         ),
         paper=(
             "Janus & Rzadca 2017 packs 50 instances of 1,000 long tasks (R = 10,000) from the Google trace. GPA "
@@ -213,7 +313,7 @@ def _overview(summary: Mapping[str, Any], n: PackingNumbers) -> Section:
             "b = 1.7: 2e-6) and GPA needs 1.9–3.7× fewer machines than Cantelli at a 95% SLO; about "
             "100 observations suffice; rebalancing cuts q by ~7%."
         ),
-        tables=(_headline_table(n), _grid_table(summary)),
+        tables=(_headline_table(n, e),),
     )
 
 
@@ -224,6 +324,7 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         "packing_machines",
         alt="Box plots of the normalised number of machines per estimation method.",
         caption="m = m_abs / ⌈Σx̄/c⌉ per method over instances (Best Fit, rebalancing, c = 1, full clairvoyance).",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         data = [floats(base.filter(pl.col("method") == m), "m") for m in order]
         ax.boxplot(data, showfliers=False)
@@ -234,28 +335,34 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
 
 def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     shown = base.filter(pl.col("family").is_in(["gpa", "av", "perc"]) & (pl.col("parameter") < 100))
+    families = [f for f in ("gpa", "av", "perc") if f in set(shown["family"].to_list())]
     with new_axes(
         ctx.out_dir,
         "packing_m_vs_q",
-        alt="Scatter of normalised machines against overflow frequency, one point per instance and method.",
-        caption="m against q per instance for GPA, av and perc (q = 0 drawn at the axis floor).",
-    ) as (ax, figs):
+        alt="Scatter of normalised machines against overflow frequency, one panel per family, "
+        "one point per instance and method.",
+        caption="m against q per instance, one panel per family (GPA, av, perc); an instance "
+        "without any overflow (q = 0, which a log axis cannot show) is drawn at 1e-6, below the "
+        "smallest q one overflow gives here (1 / (m_abs · R)).",
+        ncols=max(len(families), 1),
+        size=(3.6 * max(len(families), 1), 3.4),
+        margins={"left": 0.08, "right": 0.98, "bottom": 0.15, "top": 0.9, "wspace": 0.3},
+    ) as (axes, figs):
         floor = 1e-6
-        for method in _method_order(shown):
-            part = shown.filter(pl.col("method") == method)
-            # one marker per family: more methods than the colour cycle has colours
-            marker = {"gpa": "o", "av": "^"}.get(str(part["family"][0]), "s")
-            ax.scatter(
-                floats(part, "m"),
-                np.maximum(floats(part, "q"), floor),
-                s=12,
-                marker=marker,
-                label=method,
-            )
-        ax.set_yscale("log")
-        ax.set_xlabel("m (normalised machines)")
-        ax.set_ylabel("q (overflow frequency)")
-        ax.legend(fontsize=6, ncol=2)
+        row = [axes] if len(families) <= 1 else list(axes[0])
+        for ax, family in zip(row, families, strict=False):
+            part = shown.filter(pl.col("family") == family)
+            for method in _method_order(part):
+                one = part.filter(pl.col("method") == method)
+                ax.scatter(
+                    floats(one, "m"), np.maximum(floats(one, "q"), floor), s=14, label=method
+                )
+            ax.set_yscale("log")
+            ax.set_ylim(floor / 2, 1.0)
+            ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
+            ax.set_xlabel("m (normalised machines)", fontsize=8)
+            ax.legend(fontsize=7)
+        row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
 
 
@@ -277,7 +384,9 @@ def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     return tuple(figs)
 
 
-def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> list[Section]:
+def _methods_sections(
+    ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers, e: PackingEvidence
+) -> list[Section]:
     base = _base(runs)
     if base.height == 0:
         raise InputsMissing("packing/runs.parquet has no methods-experiment rows")
@@ -287,15 +396,11 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
         pl.col("q").mean().alias("q"),
     )
     table = HtmlTable(
-        "Means over instances (Best Fit, rebalancing)",
+        "Means over instances (Best Fit, rebalancing); q: mean [95% interval from the overflow "
+        "count], or, without overflows, the one-sided bound with the count",
         ("method", "m", "m_abs", "q"),
         tuple(
-            (
-                str(r["method"]),
-                fmt_num(r["m"], ".3f"),
-                fmt_num(r["m_abs"], ".3g"),
-                fmt_num(r["q"], ".3g"),
-            )
+            (str(r["method"]), fmt(r["m"]), fmt(r["m_abs"]), _q_text(e, str(r["method"]), r["q"]))
             for r in means.iter_rows(named=True)
         ),
     )
@@ -303,11 +408,11 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
         Section(
             title="Machines per method (Janus & Rzadca 2017 Fig. 7)",
             this_run=(
-                "Cantelli b = 1.0 gives q = ",
-                Number("cantelli_q_1", n.cantelli_q_1, ".3g"),
-                " and b = 1.7 q = ",
-                Number("cantelli_q_17", n.cantelli_q_17, ".3g"),
-                ".",
+                "Cantelli b = 1.0 gives ",
+                *_q_fragments("cantelli_q_1", e, "Cantelli 1", n.cantelli_q_1),
+                " and b = 1.7 ",
+                *_q_fragments("cantelli_q_17", e, "Cantelli 1.7", n.cantelli_q_17),
+                " (mean over instances [95% interval from the overflow count]).",
             ),
             paper="Cantelli and high percentiles are very conservative and use many more machines "
             "than av and GPA; av 1 packs 1,000 tasks into 28.0 machines on average.",
@@ -328,8 +433,8 @@ def _methods_sections(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -
         Section(
             title="GPA's relative error (Janus & Rzadca 2017 Fig. 9)",
             this_run=(
-                "At ρ = 0.001 GPA measures q = ",
-                Number("gpa_q_fig9", n.gpa_q_rho_0001, ".3g"),
+                "At ρ = 0.001 GPA measures ",
+                *_q_fragments("gpa_q_fig9", e, "GPA 0.001", n.gpa_q_rho_0001),
                 ".",
             ),
             paper="The error is largest at ρ = 0.001 (q = 1.6e-3, +60%): the Gaussian underestimates "
@@ -354,11 +459,13 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         ctx.out_dir,
         "packing_inst_vs_avg",
         alt="Bars of mean overflow frequency per method when statistics come from inst or from avg.",
-        caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on inst.",
+        caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on "
+        "inst; a mean q of 0 (no overflow in any instance) is drawn at 1e-7.",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         x = np.arange(len(order))
         for shift, col in ((-0.2, "inst"), (0.2, "avg")):
-            ax.bar(x + shift, np.maximum(floats(means, col), 1e-7), width=0.4, label=col)
+            ax.bar(x + shift, np.maximum(floats(means, col), _ZERO_AT), width=0.4, label=col)
         ax.set_yscale("log")
         ax.set_xticks(x, order, rotation=60, fontsize=7)
         ax.set_ylabel("mean q")
@@ -372,7 +479,7 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         title="Inst vs avg statistics (Janus & Rzadca 2017 Fig. 10)",
         this_run=(
             "Estimating from avg multiplies GPA's mean q by ",
-            Number("gpa_avg_over_inst", float(np.nanmean(ratio[gpa])) if gpa else math.nan, ".3g"),
+            Number("gpa_avg_over_inst", float(np.nanmean(ratio[gpa])) if gpa else math.nan),
             " on average over ρ.",
         ),
         paper="Statistics from 5-minute averages underestimate variability: Cantelli's q grows ~10×, "
@@ -384,28 +491,43 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
 def _lines(
     ctx: PageContext, frame: pl.DataFrame, x: str, name: str, caption: str, split_rebalance: bool
 ) -> tuple[Figure, ...]:
-    with new_axes(ctx.out_dir, name, alt=caption, caption=caption) as (ax, figs):
-        keys = ["method", "rebalance"] if split_rebalance else ["method"]
-        means = frame.group_by(*keys, x, maintain_order=True).agg(pl.col("q").mean()).sort(x)
-        for key in means.select(keys).unique(maintain_order=True).iter_rows():
-            part = means.filter(
-                pl.all_horizontal(pl.col(k) == v for k, v in zip(keys, key, strict=True))
-            )
-            label = key[0] + (
-                "" if not split_rebalance else (" rebal." if key[1] else " no rebal.")
-            )
-            ax.plot(
-                floats(part, x),
-                np.maximum(floats(part, "q"), 1e-7),
-                marker="o",
-                label=label,
-                linestyle="-" if not split_rebalance or key[1] else "--",
-            )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel(x)
-        ax.set_ylabel("mean q")
-        ax.legend(fontsize=7)
+    """Mean q against ``x``, one line per method; with ``split_rebalance`` one panel with and one
+    without rebalancing, so no panel has more than the experiment's (four) methods."""
+    panels = [True, False] if split_rebalance else [True]
+    methods = list(dict.fromkeys(frame["method"].to_list()))
+    with new_axes(
+        ctx.out_dir,
+        name,
+        alt=caption,
+        caption=caption,
+        ncols=len(panels),
+        size=(3.8 * len(panels) + 0.6, 3.4) if split_rebalance else None,
+    ) as (axes, figs):
+        row = [axes] if len(panels) == 1 else list(axes[0])
+        for ax, rebalance in zip(row, panels, strict=True):
+            part = frame.filter(pl.col("rebalance") == rebalance) if split_rebalance else frame
+            means = part.group_by("method", x, maintain_order=True).agg(pl.col("q").mean()).sort(x)
+            for method in methods:
+                line = means.filter(pl.col("method") == method)
+                if line.height:
+                    ax.plot(
+                        floats(line, x),
+                        np.maximum(floats(line, "q"), _ZERO_AT),
+                        marker="o",
+                        color=f"C{methods.index(method) % 10}",
+                        label=method,
+                    )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            # the grid's own values as ticks: log-axis minor labels collide on a short range
+            ticks = sorted(set(part[x].to_list()))
+            ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)
+            ax.xaxis.set_minor_formatter(NullFormatter())
+            ax.set_xlabel(x)
+            ax.set_ylabel("mean q")
+            if split_rebalance:
+                ax.set_title("rebalancing" if rebalance else "no rebalancing", fontsize=9)
+            ax.legend(fontsize=7)
     return tuple(figs)
 
 
@@ -421,7 +543,7 @@ def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         title="Machine capacities (Janus & Rzadca 2017 Fig. 11)",
         this_run=(
             "GPA 0.001's mean q varies by a factor ",
-            Number("capacity_q_spread", spread, ".3g"),
+            Number("capacity_q_spread", spread),
             " across capacities (with rebalancing).",
         ),
         paper="GPA keeps similar q across c ∈ {0.5, 0.8, 1, 2, 5}; av's q changes strongly with c. "
@@ -431,7 +553,8 @@ def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
             cap,
             "capacity",
             "packing_capacity",
-            "Mean q against machine capacity c (solid: rebalancing, dashed: none).",
+            "Mean q against machine capacity c, with and without rebalancing; a mean q of 0 is "
+            "drawn at 1e-7.",
             True,
         ),
     )
@@ -447,7 +570,7 @@ def _fig12_clairvoyance(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers)
             "With ",
             Number("clairvoyance_observations", float(n.clairvoyance_observations), ".0f"),
             " observations GPA 0.01's mean q is ",
-            Number("clairvoyance_q_ratio", n.clairvoyance_q_ratio, ".3g"),
+            Number("clairvoyance_q_ratio", n.clairvoyance_q_ratio),
             "× its q with full clairvoyance.",
         ),
         paper="About 100 observations give GPA and av nearly the q of full clairvoyance; fewer "
@@ -457,13 +580,16 @@ def _fig12_clairvoyance(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers)
             clair,
             "clairvoyance",
             "packing_clairvoyance",
-            "Mean q against clairvoyance level v (share of R observed).",
+            "Mean q against clairvoyance level v (share of R observed); a mean q of 0 is drawn at "
+            "1e-7.",
             False,
         ),
     )
 
 
-def _fig13_rebalancing(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> Section:
+def _fig13_rebalancing(
+    ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers, e: PackingEvidence
+) -> Section:
     keys = ["instance", "method", "fit"]
     base = runs.filter((pl.col("experiment") == "methods") & pl.col("family").is_in(["gpa", "av"]))
     off = base.filter(~pl.col("rebalance")).select(*keys, q_off="q")
@@ -480,6 +606,7 @@ def _fig13_rebalancing(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) 
         "packing_rebalancing",
         alt="Box plots of the relative decrease of overflow frequency from rebalancing per method.",
         caption="(q_off − q_on)/q_off per instance (Best Fit; instances with q_off = 0 left out).",
+        margins={"bottom": 0.25},
     ) as (ax, figs):
         if order:
             ax.boxplot(
@@ -493,8 +620,11 @@ def _fig13_rebalancing(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) 
         title="Rebalancing (Janus & Rzadca 2017 Fig. 13)",
         this_run=(
             "Rebalancing lowers q by ",
-            Number("rebalancing_q_decrease", n.rebalancing_q_decrease, ".1%"),
-            " on average (av and GPA, Best Fit).",
+            Number("rebalancing_q_decrease", n.rebalancing_q_decrease, "%"),
+            f" [{fmt_pct(e.rebalancing.low)}, {fmt_pct(e.rebalancing.high)}] on average (av and "
+            f"GPA, Best Fit; 95% interval resampling the {e.rebalancing.n} instances), on "
+            f"instances of {n.tasks:,} tasks packed into about {fmt(e.av1_machines)} machines "
+            f"(av 1; the paper: 1,000 tasks, {fmt(PAPER_AV1_MACHINES)} machines).",
         ),
         paper="Moving tasks into the under-used last machine lowers q by about 7% for av and GPA.",
         figures=tuple(figs),
@@ -505,8 +635,9 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
     """Janus & Rzadca 2017 §5, Figs. 7–13, with the paper's headline numbers beside this run's."""
     summary, runs = _runs(ctx)
     numbers = packing_numbers(summary)
-    sections: list[Section] = [_overview(summary, numbers)]
-    sections.extend(_methods_sections(ctx, runs, numbers))
+    evidence = packing_evidence(ctx.results(STAGE), summary)
+    sections: list[Section] = [_overview(summary, numbers, evidence)]
+    sections.extend(_methods_sections(ctx, runs, numbers, evidence))
     for extra in (
         _fig10_statistics(ctx, runs),
         _fig11_capacity(ctx, runs),
@@ -514,5 +645,6 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
     ):
         if extra is not None:
             sections.append(extra)
-    sections.append(_fig13_rebalancing(ctx, runs, numbers))
+    sections.append(_fig13_rebalancing(ctx, runs, numbers, evidence))
+    sections.append(parameters_section(summary, STAGE, "pack"))
     return sections

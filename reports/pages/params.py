@@ -9,6 +9,7 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import load_params
 from tracelab.analysis.export.params import FittedParameter
 from tracelab.reports.model import HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ def params_numbers(ctx: PageContext) -> ParamsNumbers:
 
 def _cell(record: FittedParameter) -> str:
     return ", ".join(
-        f"{k} = {q.value:.4g}{(' ' + q.unit) if q.unit else ''}"
+        f"{k} = {fmt(q.value)}{(' ' + q.unit) if q.unit else ''}"
         for k, q in record.parameters.items()
     )
 
@@ -49,7 +50,7 @@ def params_sections(ctx: PageContext) -> Sequence[Section]:
     )
     table = HtmlTable(
         caption="Every record of DATA/exports/params.json (`tracelab export`; "
-        "`--format csv` gives one row per value, arrays included)",
+        "`--format csv` gives one row per fitted parameter, and the arrays in params_values.csv)",
         columns=("record", "trace", "stage", "distribution", "parameters", "n", "method"),
         rows=rows,
     )

@@ -203,7 +203,7 @@ def _truth(ctx: PageContext) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _cell(value: float | None, spec: str = ".4g") -> str:
+def _cell(value: float | None, spec: str = "") -> str:
     return fmt_num(value, spec)
 
 
@@ -367,17 +367,17 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
         title=f"{p.what.capitalize()}: the paper's two-stage prior (“On the cluster admission problem” Fig. {p.fig_no})",
         this_run=(
             "Two-stage Gamma shape ",
-            Number(f"{name}_shape", shape, ".4g"),
+            Number(f"{name}_shape", shape),
             " and rate ",
-            Number(f"{name}_rate", rate, ".4g", p.rec.parameters["rate"].unit),
+            Number(f"{name}_rate", rate, "", p.rec.parameters["rate"].unit),
             " from n = ",
             Number(f"{name}_n", float(p.rec.n), ",.0f"),
             " deployments; KS distance ",
-            Number(f"{name}_ks", float(ks), ".3f"),
+            Number(f"{name}_ks", float(ks)),
             "; the prior's mean ",
-            Number(f"{name}_mean", shape / rate, ".4g"),
+            Number(f"{name}_mean", shape / rate),
             " against the deployments' mean ",
-            Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan"), ".4g"),
+            Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan")),
             ". " + p.rec.notes + ".",
         ),
         paper="“On the cluster admission problem” fits Gamma priors by maximum likelihood to the per-deployment estimates "

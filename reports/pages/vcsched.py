@@ -8,11 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.stage_api import option_values
+from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS
 from tracelab.reports.figures import new_axes
-from tracelab.reports.frames import floats, fmt_int, fmt_num, read_json
+from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import Mean, fmt
+from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "yield"
 #: “Resource Allocation using Virtual Clusters” Tables 1 (small) and 2 (large): average % degradation from the best MCB
@@ -45,6 +50,23 @@ PAPER_LP_OVER_MILP_PCT = 4.0
 PAPER_MILP_OVER_GREEDY_PCT = (11.0, 13.0)
 GREEDY = ("GR", "SG", "GB", "SGB")
 COMPARED = ("MCB8", *GREEDY, "RRND", "RRNZ", "MILP", "LP")
+#: at most four lines per panel: the compared algorithms in three groups (one row of panels each)
+COMPARED_GROUPS = (("MCB8", "MILP", "LP"), GREEDY, ("MCB8", "RRND", "RRNZ"))
+MCB_GROUPS = (("MCB1", "MCB2", "MCB3", "MCB4"), ("MCB5", "MCB6", "MCB7", "MCB8"))
+#: the options that make the paper's grid (§4.1); the others (sources, trace instances, seed,
+#: solver limits) have no counterpart there
+_GRID_OPTIONS = (
+    "small_hosts",
+    "small_jobs",
+    "small_instances",
+    "large_hosts",
+    "large_jobs",
+    "large_instances",
+    "slacks",
+    "milp_max_jobs",
+    "rounding_max_jobs",
+    "backtrack_limit",
+)
 _TABLES = ("instances", "by_slack", "degradation", "gaps", "runtime_by_size")
 
 
@@ -64,6 +86,12 @@ class YieldHeadline:
     mcb8_ms_500: float
     slacks: tuple[float, ...]
     job_counts: tuple[int, ...]
+    #: summary.json's MCB mean % degradation from the best MCB, per variant
+    mcb_degradation_pct: dict[str, float]
+    #: the MILP-vs-MCB8 gap with a bootstrap interval over the instances both solved
+    milp_over_mcb8: Mean
+    #: summary.json's parameters record
+    parameters: dict[str, Any]
 
 
 def _nan(value: Any) -> float:
@@ -92,7 +120,43 @@ def yield_headline(folder: Path) -> YieldHeadline:
         mcb8_ms_500=_nan(summary.get("mcb8_ms_500")),
         slacks=tuple(sorted(set(instances["slack"].to_list()))),
         job_counts=tuple(sorted(set(instances["n_jobs"].to_list()))),
+        mcb_degradation_pct={
+            k: _nan(v) for k, v in (summary.get("mcb_degradation_pct") or {}).items()
+        },
+        milp_over_mcb8=gap_interval(folder, source, "MILP", "MCB8"),
+        parameters=dict(summary.get("parameters") or {}),
     )
+
+
+def gap_interval(folder: Path, source: str, higher: str, lower: str) -> Mean:
+    """``100 · (mean higher / mean lower − 1)`` over the small instances of ``source`` both
+    solved, the summary's gap, with a percentile bootstrap 95% interval over those instances
+    (seeded: the page is the same for the same results)."""
+    path = folder / "results.parquet"
+    if not path.is_file():
+        return Mean(float("nan"), float("nan"), float("nan"), 0)
+    ids = pl.read_parquet(folder / "instances.parquet").filter(
+        (pl.col("source") == source) & (pl.col("size_class") == "small")
+    )["instance_id"]
+    solved = pl.read_parquet(path).filter(
+        pl.col("solved") & pl.col("instance_id").is_in(ids.implode())
+    )
+    pair = (
+        solved.filter(pl.col("algorithm") == higher)
+        .select("instance_id", hi="min_yield")
+        .join(
+            solved.filter(pl.col("algorithm") == lower).select("instance_id", lo="min_yield"),
+            on="instance_id",
+        )
+    )
+    hi, lo = floats(pair, "hi"), floats(pair, "lo")
+    if hi.size == 0:
+        return Mean(float("nan"), float("nan"), float("nan"), 0)
+    gap = 100.0 * (hi.mean() / lo.mean() - 1.0)
+    picks = np.random.default_rng(0).integers(0, hi.size, size=(2000, hi.size))
+    boot = 100.0 * (hi[picks].mean(axis=1) / lo[picks].mean(axis=1) - 1.0)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return Mean(float(gap), float(low), float(high), int(hi.size))
 
 
 def _read(folder: Path, name: str) -> pl.DataFrame:
@@ -103,17 +167,44 @@ def _read(folder: Path, name: str) -> pl.DataFrame:
 
 
 def _pct(value: float) -> str:
-    return "–" if math.isnan(value) else f"{value:.1f}%"
+    return "–" if math.isnan(value) else f"{fmt(value)}%"
+
+
+def _setup_section(h: YieldHeadline) -> Section:
+    paper = {k: v for k, v in option_values(PAPER_YIELD_PARAMS).items() if k in _GRID_OPTIONS}
+    grid = h.parameters.get("grid_instances", {})
+    milp = h.parameters.get("milp_jobs", [])
+    return Section(
+        title="Set-up of this run",
+        this_run=(
+            "Instances per source and size: "
+            + (", ".join(f"{k} {v:,}" for k, v in grid.items()) or "not recorded")
+            + "; the MILP runs on instances of "
+            + (", ".join(str(n) for n in milp) or "no")
+            + " jobs only. "
+            + differences_text(differences(h.parameters, paper), "§4.1's grid"),
+        ),
+        paper="“Resource Allocation using Virtual Clusters” §4.1: 4 hosts and 6–12 jobs (10 "
+        "instances per spec) for small problems, 64 hosts and 100–500 jobs (100 per spec) for "
+        "large ones, slack 0.1–0.9, GB/SGB bounded at 500,000 placement attempts.",
+    )
 
 
 def _headline_section(h: YieldHeadline) -> Section:
+    milp_jobs = h.parameters.get("milp_max_jobs", "?")
+    best_degradation = h.mcb_degradation_pct.get(h.best_mcb, float("nan"))
     rows = (
-        ("best MCB variant (lowest mean % degradation)", "MCB8", h.best_mcb),
+        (
+            "best MCB variant (lowest mean % degradation)",
+            "MCB8",
+            f"{h.best_mcb or '–'} ({_pct(best_degradation)})",
+        ),
         ("best heuristic by mean minimum yield", "MCB8", h.best_heuristic),
         (
-            "MILP above MCB8 (small problems)",
+            f"MILP above MCB8 (small problems, ≤ {milp_jobs} jobs, both solved)",
             f"~{PAPER_MILP_OVER_MCB8_PCT:.0f}%",
-            _pct(h.milp_over_mcb8_pct),
+            f"{_pct(h.milp_over_mcb8.value)} [{fmt(h.milp_over_mcb8.low)}, "
+            f"{fmt(h.milp_over_mcb8.high)}] (n = {h.milp_over_mcb8.n})",
         ),
         (
             "LP bound above MILP (small problems)",
@@ -126,9 +217,9 @@ def _headline_section(h: YieldHeadline) -> Section:
             f"{_pct(h.milp_over_greedy_low_pct)} – {_pct(h.milp_over_greedy_high_pct)}",
         ),
         (
-            "MCB8 run time, 500 tasks",
+            "MCB8 mean CPU time, 500 jobs",
             "< 500 ms (3.2 GHz Xeon)",
-            f"{fmt_num(h.mcb8_ms_500, '.3g')} ms",
+            f"{fmt(h.mcb8_ms_500)} ms",
         ),
     )
     classes = ", ".join(f"{k}: {v:,}" for k, v in h.n_by_class.items())
@@ -137,14 +228,16 @@ def _headline_section(h: YieldHeadline) -> Section:
         this_run=(
             f"Headline numbers use the {h.source} instances. ",
             Number("n_instances", float(h.n_instances), ",.0f"),
-            f" instances ({classes}); slacks {', '.join(f'{s:g}' for s in h.slacks)}; "
-            f"jobs {', '.join(str(n) for n in h.job_counts)}. The MILP sits ",
-            Number("milp_over_mcb8_pct", h.milp_over_mcb8_pct, ".2f", "%"),
-            " above MCB8, the LP bound ",
-            Number("lp_over_milp_pct", h.lp_over_milp_pct, ".2f", "%"),
+            f" instances ({classes}); slacks {', '.join(fmt(s) for s in h.slacks)}; "
+            f"jobs {', '.join(str(n) for n in h.job_counts)}. On the small problems where the "
+            f"MILP ran (≤ {milp_jobs} jobs) and both solved, the MILP sits ",
+            Number("milp_over_mcb8_pct", h.milp_over_mcb8_pct, "", "%"),
+            f" [{fmt(h.milp_over_mcb8.low)}, {fmt(h.milp_over_mcb8.high)}] above MCB8 "
+            f"(n = {h.milp_over_mcb8.n}, bootstrap 95%), the LP bound ",
+            Number("lp_over_milp_pct", h.lp_over_milp_pct, "", "%"),
             " above the MILP; MCB8 takes ",
-            Number("mcb8_ms_500", h.mcb8_ms_500, ".3g", "ms"),
-            " on 500 tasks.",
+            Number("mcb8_ms_500", h.mcb8_ms_500, "", "ms"),
+            " on 500 jobs (mean CPU time).",
         ),
         paper=(
             "MCB8 (sort by max(CPU, memory), descending) is the best heuristic on average; the exact "
@@ -159,51 +252,80 @@ def _slack_figure(
     ctx: PageContext,
     by_slack: pl.DataFrame,
     spec: tuple[str, str, str, str],
-    algorithms: Sequence[str],
+    groups: Sequence[Sequence[str]],
     source: str,
 ) -> list[Figure]:
-    """``spec`` = (column, file name, y label, caption): one panel per size class, x = slack."""
+    """``spec`` = (column, file name, y label, caption): a row of panels per group of at most
+    four algorithms, a column per size class, x = slack; each algorithm one colour throughout."""
     column, name, ylabel, caption = spec
-    part = by_slack.filter((pl.col("source") == source) & pl.col("algorithm").is_in(algorithms))
+    every = list(dict.fromkeys(a for g in groups for a in g))
+    part = by_slack.filter((pl.col("source") == source) & pl.col("algorithm").is_in(every))
     classes = sorted(set(part["size_class"].to_list()), reverse=True)
     if not classes:
         return []
     with new_axes(
         ctx.out_dir,
         name,
-        alt=f"{ylabel} versus memory slack per algorithm, {source} instances, one panel per problem size.",
+        alt=f"{ylabel} versus memory slack, {source} instances: one row of panels per group of "
+        "algorithms, one column per problem size.",
         caption=caption,
         ncols=len(classes),
+        nrows=len(groups),
+        size=(3.6 * len(classes) + 1.6, 2.4 * len(groups) + 0.5),
+        margins={"right": 0.8, "top": 0.94, "bottom": 0.1},
     ) as (axes, figs):
-        panels = [axes] if len(classes) == 1 else list(axes[0])
-        handles: dict[str, Any] = {}
-        for ax, size_class in zip(panels, classes, strict=True):
-            for i, algorithm in enumerate(algorithms):
-                line = part.filter(
-                    (pl.col("size_class") == size_class) & (pl.col("algorithm") == algorithm)
-                ).sort("slack")
-                if line.height and line[column].null_count() < line.height:
-                    # one colour per algorithm on every panel: panels differ in who ran
-                    (handles[algorithm],) = ax.plot(
-                        floats(line, "slack"),
-                        floats(line, column),
-                        marker="o",
-                        ms=3,
-                        color=f"C{i % 10}",
-                        linestyle="-" if i < 10 else "--",
-                        label=algorithm,
+        panels = [[axes]] if len(classes) == len(groups) == 1 else axes
+        for r, group in enumerate(groups):
+            for c, size_class in enumerate(classes):
+                ax = panels[r][c]
+                for algorithm in group:
+                    line = part.filter(
+                        (pl.col("size_class") == size_class) & (pl.col("algorithm") == algorithm)
+                    ).sort("slack")
+                    if line.height and line[column].null_count() < line.height:
+                        ax.plot(
+                            floats(line, "slack"),
+                            floats(line, column),
+                            marker="o",
+                            ms=3,
+                            color=f"C{every.index(algorithm) % 10}",
+                            label=algorithm,
+                        )
+                if r == 0:
+                    ax.set_title(f"{size_class} problems", fontsize=9)
+                if r == len(groups) - 1:
+                    ax.set_xlabel("memory slack", fontsize=8)
+                ax.set_ylabel(ylabel, fontsize=8)
+                ax.tick_params(labelsize=7)
+            # the row's legend names every algorithm drawn in any of its panels
+            shown: dict[str, Any] = {}
+            for ax in panels[r]:
+                shown.update(
+                    zip(
+                        ax.get_legend_handles_labels()[1],
+                        ax.get_legend_handles_labels()[0],
+                        strict=True,
                     )
-            ax.set_title(f"{size_class} problems")
-            ax.set_xlabel("memory slack")
-            ax.set_ylabel(ylabel)
-        panels[-1].legend(list(handles.values()), list(handles), fontsize=7)
+                )
+            panels[r][-1].legend(
+                list(shown.values()),
+                list(shown),
+                fontsize=7,
+                loc="center left",
+                bbox_to_anchor=(1.02, 0.5),
+            )
+        for c in range(len(classes)):  # one y range per size class, so rows compare
+            lows, highs = zip(*(panels[r][c].get_ylim() for r in range(len(groups))), strict=True)
+            pad = 0.04 * (max(highs) - min(lows))
+            for r in range(len(groups)):
+                panels[r][c].set_ylim(min(lows) - pad, max(highs) + pad)
     return figs
 
 
 def _mcb_section(
-    ctx: PageContext, by_slack: pl.DataFrame, degradation: pl.DataFrame, source: str
+    ctx: PageContext, by_slack: pl.DataFrame, degradation: pl.DataFrame, h: YieldHeadline
 ) -> Section:
-    mcbs = tuple(f"MCB{v}" for v in range(1, 9))
+    source = h.source
     figs = _slack_figure(
         ctx,
         by_slack,
@@ -213,7 +335,7 @@ def _mcb_section(
             "mean minimum yield",
             "Mean minimum yield of MCB1–8 vs memory slack (“Resource Allocation using Virtual Clusters” Figs. 2, 6).",
         ),
-        mcbs,
+        MCB_GROUPS,
         source,
     )
     figs += _slack_figure(
@@ -225,7 +347,7 @@ def _mcb_section(
             "failure rate",
             "Failure rate of MCB1–8 vs memory slack (“Resource Allocation using Virtual Clusters” Figs. 4, 9).",
         ),
-        mcbs,
+        MCB_GROUPS,
         source,
     )
     mine = degradation.filter((pl.col("source") == source) & (pl.col("family") == "mcb"))
@@ -243,29 +365,27 @@ def _mcb_section(
                     (
                         r["algorithm"],
                         fmt_int(r["n_instances"]),
-                        fmt_num(r["mean_pct"], ".2f"),
-                        fmt_num(r["max_pct"], ".2f"),
-                        fmt_num(paper.get(r["algorithm"]), ".2f"),
+                        fmt(r["mean_pct"]),
+                        fmt(r["max_pct"]),
+                        fmt(paper.get(r["algorithm"])),
                     )
                     for r in part.iter_rows(named=True)
                 ),
                 highlight_rows=tuple(i for i, a in enumerate(part["algorithm"]) if a == "MCB8"),
             )
         )
-    best = mine.group_by("algorithm").agg(pl.col("mean_pct").mean()).sort("mean_pct", "algorithm")
     return Section(
         title="Multi-capacity bin packing: MCB1–8 (“Resource Allocation using Virtual Clusters” §3.4, §4.2.1)",
         this_run=(
-            "Lowest mean % degradation from the best MCB on each instance: ",
-            str(best["algorithm"][0]) if best.height else "–",
-            " (",
+            "Lowest mean % degradation from the best MCB on each instance (all sizes of the "
+            f"{source} instances, as summary.json): {h.best_mcb or '–'} (",
             Number(
                 "best_mcb_degradation_pct",
-                _nan(best["mean_pct"][0]) if best.height else float("nan"),
-                ".2f",
+                h.mcb_degradation_pct.get(h.best_mcb, float("nan")),
+                "",
                 "%",
             ),
-            ").",
+            "); the tables give it per problem size.",
         ),
         paper=(
             "Descending sorts beat ascending ones; MCB8 has the lowest average degradation from best "
@@ -277,8 +397,10 @@ def _mcb_section(
 
 
 def _comparison_section(
-    ctx: PageContext, by_slack: pl.DataFrame, gaps: pl.DataFrame, source: str
+    ctx: PageContext, by_slack: pl.DataFrame, gaps: pl.DataFrame, h: YieldHeadline
 ) -> Section:
+    source = h.source
+    bound = h.parameters.get("backtrack_limit")
     figs: list[Figure] = []
     for spec in (
         (
@@ -300,7 +422,7 @@ def _comparison_section(
             "Share of instances an algorithm could not place (“Resource Allocation using Virtual Clusters” Figs. 13, 17); LP: Σ memory > hosts.",
         ),
     ):
-        figs += _slack_figure(ctx, by_slack, spec, COMPARED, source)
+        figs += _slack_figure(ctx, by_slack, spec, COMPARED_GROUPS, source)
     mine = gaps.filter(pl.col("source") == source).sort("size_class", "higher", "lower")
     table = HtmlTable(
         "Gaps in mean minimum yield over instances both solved: 100 · (higher / lower − 1)",
@@ -326,13 +448,15 @@ def _comparison_section(
             Number(
                 "lp_over_mcb8_large_pct",
                 _nan(large["gap_pct"][0]) if large.height else float("nan"),
-                ".2f",
+                "",
                 "%",
             ),
             " above MCB8 on average. GB and SGB here skip subtrees that provably hold no placement"
             " (jobs over half a host each need a host of their own; Martello and Toth's L2 bound), so"
-            " within the same bound on placement attempts (the paper's: 500,000) they solve instances"
-            " a plain search gives up on: expect GB above GR where the paper saw them nearly equal.",
+            " within a bound on placement attempts (this run: "
+            + ("not recorded" if bound is None else f"{bound:,}")
+            + f"; the paper's: {PAPER_YIELD_PARAMS.backtrack_limit:,}) they solve instances a plain"
+            " search gives up on: expect GB above GR where the paper saw them nearly equal.",
         ),
         paper=(
             "Small problems: the LP is ~4% above the MILP, the MILP ~2% above MCB8 and 11–13% above the "
@@ -344,49 +468,53 @@ def _comparison_section(
     )
 
 
-def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
+def _runtime_section(ctx: PageContext, runtime: pl.DataFrame, h: YieldHeadline) -> Section:
     shown = runtime.filter(pl.col("algorithm").is_in(COMPARED) & (pl.col("source") == "paper"))
     if shown.height == 0:
         shown = runtime.filter(pl.col("algorithm").is_in(COMPARED))
+    every = list(dict.fromkeys(a for g in COMPARED_GROUPS for a in g))
     with new_axes(
         ctx.out_dir,
         "yield_runtime",
-        alt="Mean run time in milliseconds versus number of jobs per algorithm, log scale.",
-        caption="Mean CPU time per instance vs jobs (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18; the paper: wall time on a dedicated Xeon); MILP and RRND/RRNZ include HiGHS.",
-    ) as (ax, figs):
-        for algorithm in COMPARED:
-            line = (
-                shown.filter(pl.col("algorithm") == algorithm)
-                .group_by("n_jobs")
-                .agg(pl.col("mean_ms").mean())
-                .sort("n_jobs")
-            )
-            if line.height:
-                ax.plot(
-                    floats(line, "n_jobs"),
-                    floats(line, "mean_ms"),
-                    marker="o",
-                    ms=3,
-                    label=algorithm,
+        alt="Mean run time in milliseconds versus number of jobs, one panel per group of "
+        "algorithms, log scales.",
+        caption="Mean CPU time per instance vs jobs, one panel per group of algorithms "
+        "(“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18; the paper: wall time on "
+        "a dedicated Xeon); MILP and RRND/RRNZ include HiGHS.",
+        ncols=len(COMPARED_GROUPS),
+        size=(3.6 * len(COMPARED_GROUPS), 3.4),
+        margins={"left": 0.07, "right": 0.98, "bottom": 0.16, "top": 0.9},
+    ) as (axes, figs):
+        for ax, group in zip(axes[0], COMPARED_GROUPS, strict=True):
+            for algorithm in group:
+                line = (
+                    shown.filter(pl.col("algorithm") == algorithm)
+                    .group_by("n_jobs")
+                    .agg(pl.col("mean_ms").mean())
+                    .sort("n_jobs")
                 )
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("jobs")
-        ax.set_ylabel("mean run time (ms)")
-        ax.legend(fontsize=7)
-    mcb8 = shown.filter(pl.col("algorithm") == "MCB8").sort("n_jobs")
+                if line.height:
+                    ax.plot(
+                        floats(line, "n_jobs"),
+                        floats(line, "mean_ms"),
+                        marker="o",
+                        ms=3,
+                        color=f"C{every.index(algorithm) % 10}",
+                        label=algorithm,
+                    )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("jobs", fontsize=8)
+            ax.tick_params(labelsize=7)
+            ax.legend(fontsize=7)
+        axes[0][0].set_ylabel("mean run time (ms)", fontsize=8)
     return Section(
         title="Run time (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18)",
         this_run=(
-            "CPU times of the computing thread in this run (the only numbers that change between runs); "
-            "the largest MCB8 instances took ",
-            Number(
-                "mcb8_ms_largest",
-                _nan(mcb8["mean_ms"][-1]) if mcb8.height else float("nan"),
-                ".3g",
-                "ms",
-            ),
-            " on average.",
+            "CPU times of the computing thread in this run (the only numbers that change between "
+            "runs); MCB8 took ",
+            Number("mcb8_ms_largest", h.mcb8_ms_500, "", "ms"),
+            f" on average on the 500-job {h.source} instances (summary.json's mcb8_ms_500).",
         ),
         paper=(
             "On a 3.2 GHz Xeon: all MCBs under 0.18 ms on small problems; greedy 15–20 ms and MCB8 nearly "
@@ -403,8 +531,8 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame) -> Section:
                         r["algorithm"],
                         fmt_int(r["n_jobs"]),
                         fmt_int(r["n_instances"]),
-                        fmt_num(r["mean_ms"], ".3g"),
-                        fmt_num(r["max_ms"], ".3g"),
+                        fmt(r["mean_ms"]),
+                        fmt(r["max_ms"]),
                     )
                     for r in shown.iter_rows(named=True)
                 ),
@@ -428,7 +556,7 @@ def _trace_section(
             "mean minimum yield",
             "Minimum yield vs slack on instances drawn from the trace's tasks.",
         ),
-        COMPARED,
+        COMPARED_GROUPS,
         "trace",
     )
     cpu_per_host = float(floats(trace, "total_cpu_need").sum() / floats(trace, "n_hosts").sum())
@@ -439,7 +567,7 @@ def _trace_section(
             " instances of tasks drawn from task_events (largest CPU and memory request per task, as "
             "fractions of the largest machine in machine_events), on the fewest such hosts that leave the "
             "memory slack free. Their CPU need per host averages ",
-            Number("trace_cpu_per_host", cpu_per_host, ".3g"),
+            Number("trace_cpu_per_host", cpu_per_host),
             " of a host's CPU (total need over total hosts): above 1, memory-sized clusters cannot give every task its requested CPU.",
         ),
         paper="No trace instances in the paper: its CPU and memory needs are independent truncated normals.",
@@ -454,14 +582,15 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
         raise InputsMissing(f"missing results/{ctx.trace}/{STAGE}/summary.json")
     tables = {name: _read(folder, name) for name in _TABLES}
     headline = yield_headline(folder)
-    source = headline.source
     sections = [
         _headline_section(headline),
-        _mcb_section(ctx, tables["by_slack"], tables["degradation"], source),
-        _comparison_section(ctx, tables["by_slack"], tables["gaps"], source),
-        _runtime_section(ctx, tables["runtime_by_size"]),
+        _setup_section(headline),
+        _mcb_section(ctx, tables["by_slack"], tables["degradation"], headline),
+        _comparison_section(ctx, tables["by_slack"], tables["gaps"], headline),
+        _runtime_section(ctx, tables["runtime_by_size"], headline),
     ]
     trace = _trace_section(ctx, tables["by_slack"], tables["instances"])
     if trace is not None:
         sections.append(trace)
+    sections.append(parameters_section({"parameters": headline.parameters}, STAGE, "yield"))
     return sections

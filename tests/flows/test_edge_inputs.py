@@ -87,6 +87,7 @@ def test_report_command_refuses_a_traversing_run_id_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = tmp_path / "deep" / "data"
+    data.mkdir(parents=True)  # a missing data directory is refused before the run id is read
     assert main(["report", "--data", str(data), "--run-id", "../../../x"]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
-from tracelab.flows.cli import main
+from tracelab.flows.cli import CREATES_DATA, commands, main
 from tracelab.flows.registry import STAGES
 
 #: commands that take --trace, with any other arguments they need to get that far
@@ -78,3 +78,107 @@ def test_bare_tracelab_prints_help_and_version_answers(capsys: pytest.CaptureFix
         main(["--version"])
     assert exc.value.code == 0
     assert capsys.readouterr().out.startswith("tracelab ")
+
+
+# --- operations match the docs (issue 23.5) ---------------------------------------------------
+
+#: commands that must not create a mistyped data directory (all but those that start one)
+_NEEDS_DATA = [name for name, _, _ in commands() if name not in CREATES_DATA]
+
+
+@pytest.mark.parametrize("command", _NEEDS_DATA)
+def test_a_missing_data_directory_is_refused_not_created(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    typo = tmp_path / "dtaa"
+    line = _one_line_failure([command, "--data", str(typo)], capsys)
+    assert f"data directory {typo} does not exist" in line
+    assert "--data" in line
+    # before: `report --data /nonexistent` exited 0 with an empty site, sql made a catalog there
+    assert not typo.exists()
+
+
+@pytest.mark.parametrize("cron", ["every night", "61 2 * * *", "0 2 * *"])
+def test_an_invalid_cron_is_one_line_with_an_example(
+    cron: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = _one_line_failure(["schedule", "--data", str(tmp_path), "--cron", cron], capsys)
+    assert f"not a cron expression: {cron!r}" in line
+    assert '"0 2 * * *"' in line  # an example that works
+    assert "unexpected" not in line
+    assert not (tmp_path / "prefect").exists()  # refused before any server starts
+
+
+def test_every_flow_names_its_runs() -> None:
+    import importlib
+    import pkgutil
+
+    from prefect import Flow
+
+    import tracelab.flows
+
+    flows = [s.runner() for s in STAGES]  # the registry's flows, consuming stages' included
+    for info in pkgutil.iter_modules(tracelab.flows.__path__):
+        module = importlib.import_module(f"tracelab.flows.{info.name}")
+        flows += [v for v in vars(module).values() if isinstance(v, Flow)]
+    flows = [f for f in flows if isinstance(f, Flow)]
+    assert len({f.name for f in flows}) >= 14  # every stage, run, report, nightly
+    unnamed = sorted(f.name for f in flows if f.flow_run_name is None)
+    assert unnamed == []  # before: the report sub-flow ran as e.g. "crafty-otter"
+    assert all(f.name.startswith("tracelab-") for f in flows)
+
+
+def test_a_report_run_is_named_in_prefect(prefect_harness: None, tmp_path: Path) -> None:
+    from datetime import UTC, datetime
+
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowFilter, FlowFilterName
+
+    from tracelab.flows.report import report_flow
+
+    report_flow(tmp_path)
+    with get_client(sync_client=True) as client:
+        runs = client.read_flow_runs(
+            flow_filter=FlowFilter(name=FlowFilterName(any_=["tracelab-report"]))
+        )
+    assert f"tracelab-report all {datetime.now(UTC):%Y-%m-%d}" in {r.name for r in runs}
+
+
+def test_the_sql_views_are_named_as_documented(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import polars as pl
+    from repo_paths import REPO
+
+    docs = (REPO / "docs" / "operations.md").read_text()
+    section = docs.split("## The data as a database", 1)[1]
+    # the names the docs promise: a derived table by its SQL file, a result as <stage>_<table>
+    assert "`fct_task_times`" in section
+    assert "`packing_runs`" in section
+    (tmp_path / "derived/google-2011").mkdir(parents=True)
+    pl.DataFrame({"n": [7]}).write_parquet(tmp_path / "derived/google-2011/fct_task_times.parquet")
+    (tmp_path / "results/google-2011/packing").mkdir(parents=True)
+    pl.DataFrame({"q": [0.5]}).write_parquet(tmp_path / "results/google-2011/packing/runs.parquet")
+    for query, shown in (
+        ("select n from fct_task_times", "7"),
+        ("select q from packing_runs", "0.5"),
+    ):
+        assert main(["sql", "--data", str(tmp_path), query]) == 0
+        assert shown in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_the_local_prefect_server_serves_its_ui(tmp_path: Path) -> None:
+    import urllib.request
+
+    from tracelab.flows.prefect_server import free_port, local_server
+
+    port = free_port()
+    with local_server(tmp_path, port) as api:
+        assert api == f"http://127.0.0.1:{port}/api"
+        # the address Prefect prints ("Check out the dashboard at ...") answers with the UI
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as reply:
+            assert reply.status == 200
+            page = reply.read().decode()
+    assert "<!DOCTYPE html>" in page
+    assert "prefect" in page.lower()

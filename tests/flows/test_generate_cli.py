@@ -49,7 +49,8 @@ def test_generate_out_and_rerun_replaces_parts(prefect_harness: None, tmp_path: 
     [
         (["--trace", "google-2019"], "invalid choice: 'google-2019'"),
         (["--scale", "huge"], "invalid choice: 'huge'"),
-        (["--target-mb", "-3"], "--target-mb must be positive"),
+        (["--target-mb", "-3"], "argument --target-mb: -3: must be at least 0"),
+        (["--target-mb", "0"], "--target-mb must be positive"),
     ],
 )
 def test_bad_arguments_give_a_one_line_reason(
@@ -73,3 +74,22 @@ def test_help_lists_the_options(capsys: pytest.CaptureFixture[str]) -> None:
     text = capsys.readouterr().out
     for flag in ("--trace", "--out", "--seed", "--scale", "--target-mb"):
         assert flag in text
+
+
+def test_generate_into_another_data_dir_takes_its_lock(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: only --data's lock was taken, so a run in the other data directory could ingest
+    # the sample while it was being written
+    from tracelab.flows.lock import data_dir_lock
+
+    other = tmp_path / "other"
+    out = other / "raw" / "google-2011"
+    with data_dir_lock(other, "tracelab run (held by the test)"):
+        code = main(["generate", "--data", str(tmp_path / "mine"), "--out", str(out), "--quiet"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 1
+    assert len(err) == 1
+    assert f"{other} is in use by pid" in err[0]
+    assert "tracelab run (held by the test)" in err[0]
+    assert not out.exists()

@@ -38,7 +38,7 @@ def test_an_exports_run_is_named_and_publishes_its_summary(
 
     write_stage_params(tmp_path / "results" / "azure-2017" / "priors", [PRIOR])
     result = run_stage(Settings(data_dir=tmp_path), "all", ExportOptions())
-    assert result.outputs == ("exports/params.json",)
+    assert result.outputs == ("exports/params.json", "exports/params.schema.json")
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs()

@@ -127,6 +127,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
 def test_fit_cli_says_to_derive_first(
     prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    (tmp_path / "empty").mkdir()  # exists: a missing directory has its own error
     code = main(["fit", "--trace", "azure-2017", "--data", str(tmp_path / "empty")])
     assert code == 1
     err = capsys.readouterr().err

@@ -95,7 +95,7 @@ def test_every_page_belongs_to_a_stage() -> None:
         (["analyze", "--bootstrap", "-5"], "--bootstrap -5: must be at least 1"),
         (["analyze", "--deltas", "0"], "--deltas 0: must be at least 1"),
         (["derive", "--long-task-windows", "-1"], "--long-task-windows -1: must be at least 1"),
-        (["derive", "--workers", "-2"], "--workers -2: must be 0"),
+        (["derive", "--workers", "-2"], "argument --workers: -2: must be at least 0"),
         (["analyze", "--k", "x"], "expected integer, got 'x'"),
         (["derive", "--trace", "gogle-2011"], "invalid choice: 'gogle-2011'"),
     ],

@@ -7,13 +7,23 @@ from pathlib import Path
 import polars as pl
 import pytest
 from admission_helpers import write_params
+from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.reports.model import InputsMissing, Number, PageContext
-from tracelab.reports.pages.admission import admission_numbers, admission_sections
+from tracelab.reports.numfmt import fmt
+from tracelab.reports.pages.admission import (
+    PolicyRow,
+    admission_numbers,
+    admission_sections,
+    best_meeting_sla,
+    failure_text,
+)
 
 PARAMS = AdmissionParams(
     cores=40,
+    arrival_rate=0.0,  # the exported deployment_arrival_rate
     horizon_hours=72.0,
     runs=3,
     policies=("zeroth", "first"),
@@ -64,6 +74,17 @@ def test_sections_state_the_setup_and_write_figures(data_dir: Path, tmp_path: Pa
     assert numbers["sla_met"] == summary_met
     setup_text = "".join(f for f in sections[0].this_run if isinstance(f, str))
     assert "core_lifetime_rate_prior_marginal" in setup_text
+    # the regime line: the Table 2 policies' range of time-mean deployments and accepted shares
+    policies = pl.read_parquet(
+        data_dir / "results" / "azure-2017" / "admission" / "policies.parquet"
+    )
+    table2 = policies.filter(pl.col("observations") == 0)
+    assert numbers["min_mean_deployments"] == table2["mean_deployments"].min()
+    assert numbers["max_mean_deployments"] == table2["mean_deployments"].max()
+    assert numbers["max_accepted_share"] == table2["accepted_share"].max()
+    assert numbers["tuning_tolerance"] == PARAMS.tuning_tolerance
+    settled = policies["tuning_settled"].fill_null(False).sum()
+    assert numbers["tuning_settled"] == settled
     for s in sections:
         for fig in s.figures:
             assert (tmp_path / fig.file).is_file()
@@ -89,5 +110,57 @@ def test_importance_sampling_section_shows_the_pilot_buckets(tmp_path: Path) -> 
     numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
     assert numbers["pilot_runs"] == 100
     (table,) = section.tables
-    assert [row[2] for row in table.rows] == [f"{p:.3f}" for p in summary.importance.nominal]
-    assert [row[5] for row in table.rows] == [f"{w:.3f}" for w in summary.importance.weights]
+    assert [row[2] for row in table.rows] == [fmt(p) for p in summary.importance.nominal]
+    assert [row[5] for row in table.rows] == [fmt(w) for w in summary.importance.weights]
+
+
+def _row(policy: str, utilization: float, met: bool) -> PolicyRow:
+    return PolicyRow(
+        policy, 0, 0.5, "fraction of C", utilization, utilization - 0.05, utilization + 0.05,
+        0.0 if met else 0.03, 0.0, 0.0 if met else 0.07, 300, 0 if met else 9, met, None,
+    )  # fmt: skip
+
+
+def test_best_is_best_among_those_meeting_the_sla() -> None:
+    # the default run's case: the highest utilization (first, 0.531) missed the SLA
+    rows = [_row("zeroth", 0.477, True), _row("first", 0.531, False), _row("second", 0.445, True)]
+    best = best_meeting_sla(rows)
+    assert best is not None
+    assert best.policy == "zeroth"
+    assert best_meeting_sla([_row("first", 0.531, False)]) is None
+
+
+def test_zero_failures_are_an_upper_bound_with_the_count() -> None:
+    # 0 failures in 300 scale-outs: 95% one-sided bound 1 - 0.05^(1/300) = 0.009937
+    assert failure_text(_row("zeroth", 0.477, True), weighted=False) == "< 0.00994 (0 of 300, 95%)"
+    assert failure_text(_row("first", 0.531, False), weighted=False) == "0.03 [0, 0.07]"
+
+
+def test_the_stage_run_through_the_registry_records_its_parameters_and_the_page_shows_them(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    write_params(tmp_path)
+    stage = run_through_registry("admission", tmp_path, "azure-2017", PARAMS)
+    # every registry option with the value it ran with, defaults included, and what the stage
+    # derived: the rate it used (write_params: 2.0/h) and the records it read
+    recorded = recorded_parameters(stage, PARAMS, {"arrival_rate_per_hour", "records"})
+    assert recorded["arrival_rate"] == 0.0  # the option: 0 = the exported rate
+    assert recorded["arrival_rate_per_hour"] == 2.0
+    options = option_values(PARAMS)
+    # no result among them (``upper_bound`` is also the option that asks for the bound's run)
+    assert not set(recorded) & {"results", "importance", "utilization", "failure_rate", "scaleouts"}
+    assert recorded["upper_bound"] is True
+    ctx = PageContext(data_dir=tmp_path, out_dir=tmp_path / "site", trace="azure-2017")
+    sections = admission_sections(ctx)
+    assert sections[-1].title == "Parameters of this run"
+    (table,) = sections[-1].tables
+    assert [row[0] for row in table.rows] == [*options, "arrival_rate_per_hour", "records"]
+    # the headline's "best" met the SLA and is the highest utilization among those that did
+    headline = {f.key: f.value for f in sections[1].this_run if isinstance(f, Number)}
+    rows = admission_numbers(stage).table2
+    met = [r for r in rows if r.sla_met]
+    if met:
+        assert headline["best_utilization"] == max(r.utilization for r in met)
+    else:
+        assert "best_utilization" not in headline
+        assert "No tuned policy met the SLA" in "".join(map(str, sections[1].this_run))

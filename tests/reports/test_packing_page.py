@@ -9,9 +9,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from stage_checks import recorded_parameters, run_through_registry
 
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PackingParams, packing_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.pages.packing import packing_numbers, packing_sections
 
 SUMMARY: dict[str, Any] = {
@@ -97,8 +100,17 @@ def test_page_states_this_runs_numbers_and_draws_every_figure(tmp_path: Path) ->
     for fig in ("Fig. 7", "Fig. 8", "Fig. 9", "Fig. 10", "Fig. 11", "Fig. 12", "Fig. 13"):
         assert fig in titles
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
-    assert numbers["gpa_q_rho_0001"] == summary.gpa_q["0.001"]
-    assert numbers["cantelli_q_17"] == summary.cantelli_q["1.7"]
+    text = "".join(str(f) for s in sections for f in s.this_run if isinstance(f, str))
+    # a q with overflows is the summary's number; one without is a bound, never a bare 0
+    for key, q in (
+        ("gpa_q_rho_0001", summary.gpa_q["0.001"]),
+        ("cantelli_q_17", summary.cantelli_q["1.7"]),
+    ):
+        if q > 0:
+            assert numbers[key] == q
+        else:
+            assert key not in numbers
+            assert "(0 of " in text
     assert numbers["instances"] == 2
     assert numbers["rebalancing_q_decrease"] == pytest.approx(summary.rebalancing_q_decrease)
     files = [f.file for s in sections for f in s.figures]
@@ -107,10 +119,45 @@ def test_page_states_this_runs_numbers_and_draws_every_figure(tmp_path: Path) ->
         assert (tmp_path / "site" / file).stat().st_size > 1000
     overview = sections[0]
     assert "paper" in overview.tables[0].columns
-    assert ("tasks", "25") in overview.tables[1].rows
+    assert ("tasks", "25", "tasks per instance (paper: 1,000)") in sections[-1].tables[0].rows
 
 
 def test_missing_results_raise_inputs_missing(tmp_path: Path) -> None:
     ctx = PageContext(tmp_path, tmp_path / "site", "google-2011")
     with pytest.raises(InputsMissing, match=r"summary\.json"):
         packing_sections(ctx)
+
+
+def test_the_stage_run_through_the_registry_states_conditions_bounds_and_differences(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    _write_trace(data)
+    params = PackingParams(
+        instances=3, tasks=20, realizations=100, cantelli=(1.0, 4.4), capacity_experiment=False,
+        clairvoyance_experiment=False, statistics_experiment=False,
+    )  # fmt: skip
+    folder = run_through_registry("packing", data, "google-2011", params)
+    # packing derives nothing: its record is exactly its options
+    recorded = recorded_parameters(folder, params, set())
+    options = option_values(params)
+    assert not set(recorded) & {"gpa_q", "cantelli_q", "rebalancing_q_decrease", "population"}
+    ctx = PageContext(data, tmp_path / "site", "google-2011")
+    sections = packing_sections(ctx)
+    overview = sections[0]
+    assert [r[0] for r in sections[-1].tables[0].rows] == list(options)
+    text = "".join(map(str, overview.this_run))
+    # the configuration differences, generated from the record against the paper's grid
+    assert "instances 3 (paper: 50)" in text
+    assert "tasks 20 (paper: 1,000)" in text
+    assert "realizations 100 (paper: 10,000)" in text
+    assert "capacity" not in text  # c = 1, as the paper
+    # Cantelli 4.4 never overflows here: an upper bound with its count, never a bare 0
+    runs = pl.read_parquet(folder / "runs.parquet").filter(
+        (pl.col("method") == "Cantelli 4.4") & (pl.col("fit") == "best") & pl.col("rebalance")
+    )
+    assert runs["overflows"].sum() == 0
+    n = int(runs["evaluations"].sum())
+    bound = 1 - 0.05 ** (1 / n)
+    (row,) = [r for r in sections[1].tables[0].rows if r[0] == "Cantelli 4.4"]
+    assert row[3] == f"< {fmt(bound)} (0 of {n:,}, 95%)"

@@ -209,3 +209,24 @@ def test_report_command_builds_the_site_through_its_flow(
     assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-3"]) == 0
     assert "reused" not in capsys.readouterr().out
     assert (tmp_path / "site" / "runs" / "nightly-3" / "google-transitions.html").is_file()
+
+
+def test_a_run_id_whose_folder_exists_repairs_the_stale_index(tmp_path: Path) -> None:
+    from tracelab.analysis.common.errors import TracelabError
+
+    write_google_derived(tmp_path)
+    write_manifest(tmp_path)
+    specs = GOOGLE_DERIVED_PAGES[:1]
+    index = tmp_path / "site" / "index.html"
+    build_site(tmp_path, specs=specs, run_id="nightly-1", now=T0)
+    stale = index.read_bytes()
+    later = datetime(2026, 11, 23, 10, 0, 0, tzinfo=UTC)
+    build_site(tmp_path, specs=specs, run_id="nightly-2", now=later)
+    fresh = index.read_bytes()
+    # what a build killed after renaming its folder into place, before the index, leaves
+    index.write_bytes(stale)
+    assert b"runs/nightly-2/" not in stale
+    # before: refused, and the index went on showing nightly-1 as the latest run
+    with pytest.raises(TracelabError, match=r"exists already \(the site index now shows"):
+        build_site(tmp_path, specs=specs, run_id="nightly-2", now=later)
+    assert index.read_bytes() == fresh

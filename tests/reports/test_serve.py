@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+import struct
 import threading
 import time
 import urllib.request
@@ -224,3 +226,91 @@ def test_connections_beyond_the_cap_get_503_and_slots_come_back(site: Path) -> N
         assert reply.startswith(b"HTTP/1.0 200")
     finally:
         _stop(srv)
+
+
+# ------------------------------------------------ slowloris, Host ambiguity, broken pipes (#28)
+
+
+def _request(port: int, text: str) -> bytes:
+    with socket.create_connection((LOOPBACK, port), timeout=5) as sock:
+        sock.sendall(text.encode())
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_slow_headers_cannot_hold_the_slots(site: Path) -> None:
+    # before: clients sending one header line just inside the idle timeout held every slot for
+    # as long as they kept it up (18 of 18 probes got 503 over 54 s)
+    srv, _ = _start(site, timeout_s=1.0, header_timeout_s=1.5, max_connections=4)
+    stop = threading.Event()
+    try:
+        port = srv.server_address[1]
+        slow = [socket.create_connection((LOOPBACK, port), timeout=5) for _ in range(4)]
+
+        def trickle() -> None:
+            for sock in slow:
+                sock.sendall(b"GET /index.html HTTP/1.1\r\nHost: localhost\r\n")
+            while not stop.wait(0.5):  # one header line per connection, twice a second
+                for sock in slow:
+                    with contextlib.suppress(OSError):
+                        sock.sendall(b"X-Slow: 1\r\n")
+
+        threading.Thread(target=trickle, daemon=True).start()
+        time.sleep(0.3)
+        assert _raw_request(port, "localhost").startswith(b"HTTP/1.0 503")  # all slots held
+        time.sleep(1.6)  # past the header deadline: the slow clients were cut
+        assert _raw_request(port, "localhost").startswith(b"HTTP/1.0 200")
+        for sock in slow:
+            sock.settimeout(2)
+            with contextlib.suppress(OSError):
+                assert sock.recv(1024) == b""
+    finally:
+        stop.set()
+        _stop(srv)
+
+
+@pytest.mark.parametrize(
+    "request_text",
+    [
+        # two Host headers: the first won, while a proxy in front may read the other
+        "GET /index.html HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n",
+        "GET /index.html HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n\r\n",
+        # absolute form: the URL's host takes precedence over Host and was not checked
+        "GET http://evil.example/index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
+    ],
+)
+def test_an_ambiguous_or_foreign_host_is_refused(
+    server: ThreadingHTTPServer, request_text: str
+) -> None:
+    reply = _request(server.server_address[1], request_text)
+    assert reply.split(b" ", 2)[1] == b"400"
+
+
+def test_an_absolute_form_url_naming_loopback_is_served(server: ThreadingHTTPServer) -> None:
+    port = server.server_address[1]
+    text = f"GET http://127.0.0.1:{port}/index.html HTTP/1.0\r\nHost: localhost\r\n\r\n"
+    assert _request(port, text).startswith(b"HTTP/1.0 200")
+
+
+def test_clients_that_hang_up_print_no_traceback(
+    site: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: each half-sent-then-closed request printed a BrokenPipeError traceback
+    srv, _ = _start(site, timeout_s=2.0)
+    try:
+        port = srv.server_address[1]
+        for _ in range(10):
+            sock = socket.create_connection((LOOPBACK, port), timeout=5)
+            sock.sendall(b"GET /index.html HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            # RST instead of FIN: the server's reply hits a closed socket
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+        time.sleep(0.5)
+        assert _raw_request(port, "localhost").startswith(b"HTTP/1.0 200")
+    finally:
+        _stop(srv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert "BrokenPipeError" not in err

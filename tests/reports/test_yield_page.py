@@ -8,9 +8,12 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from stage_checks import recorded_parameters, run_through_registry
 
+from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import YieldParams, yield_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.pages.vcsched import yield_headline, yield_sections
 
 TRACE = "google-2011"
@@ -86,11 +89,67 @@ def test_sections_of_a_tiny_run(tmp_path: Path) -> None:
             assert (ctx.out_dir / figure.file).stat().st_size > 1000
     assert all(r.startswith(f"results/{TRACE}/yield") for r in ctx.reads)
     table = sections[0].tables[0]
-    assert table.rows[0][1:] == ("MCB8", summary.best_mcb)
+    best = summary.best_mcb
+    # one value for one number: the degradation beside the best MCB is the summary's
+    assert table.rows[0][1:] == ("MCB8", f"{best} ({fmt(summary.mcb_degradation_pct[best])}%)")
+    assert numbers["best_mcb_degradation_pct"] == summary.mcb_degradation_pct[best]
+    assert numbers["mcb8_ms_largest"] == numbers["mcb8_ms_500"] or math.isnan(summary.mcb8_ms_500)
+
+
+def _gap_by_hand(results: pl.DataFrame, ids: list[int]) -> float:
+    solved = results.filter(pl.col("solved") & pl.col("instance_id").is_in(ids))
+    milp = dict(
+        solved.filter(pl.col("algorithm") == "MILP").select("instance_id", "min_yield").iter_rows()
+    )
+    mcb8 = dict(
+        solved.filter(pl.col("algorithm") == "MCB8").select("instance_id", "min_yield").iter_rows()
+    )
+    both = sorted(set(milp) & set(mcb8))
+    return 100 * (sum(milp[i] for i in both) / sum(mcb8[i] for i in both) - 1)
+
+
+def test_the_stage_run_through_the_registry_records_its_grid_and_the_page_states_it(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    params = YieldParams(
+        sources=("paper",), small_jobs=(5, 7), slacks=(0.3,), cvs=(0.75,), large_hosts=8,
+        large_jobs=(40,), milp_max_jobs=5, rounding_max_jobs=5, backtrack_limit=1000,
+    )  # fmt: skip
+    folder = run_through_registry("yield", tmp_path, TRACE, params)
+    # the grid the stage derived: 2 small specs x 1 slack x 1 cv pair x 1 instance, 1 large
+    grid = {"grid_instances", "milp_jobs", "rounding_jobs"}
+    recorded = recorded_parameters(folder, params, grid)
+    options = option_values(params)
+    assert recorded["grid_instances"] == {"paper large": 1, "paper small": 2}
+    assert recorded["milp_jobs"] == [5]  # 7 jobs > --milp-max-jobs 5
+    # results never appear as parameters (before: lp_over_milp_pct, best_mcb were listed)
+    assert not set(recorded) & {"lp_over_milp_pct", "best_mcb", "mcb8_ms_500", "mean_min_yield"}
+    sections = yield_sections(PageContext(tmp_path, tmp_path / "site", TRACE))
+    (setup,) = [s for s in sections if s.title == "Set-up of this run"]
+    assert sections[-1].title == "Parameters of this run"
+    assert [r[0] for r in sections[-1].tables[0].rows] == [
+        *options,
+        "grid_instances",
+        "milp_jobs",
+        "rounding_jobs",
+    ]
+    text = "".join(map(str, setup.this_run))
+    # the differences from the paper's grid, generated: the bound on attempts and the sizes
+    assert "backtrack_limit 1,000 (paper: 500,000)" in text
+    assert "small_jobs 5, 7 (paper: 6, 8, 10, 12)" in text
+    assert "small_hosts" not in text  # 4 hosts, as the paper
+    # the headline's MILP gap holds on the small instances the MILP ran on, as stated
+    headline = sections[0]
+    numbers = {f.key: f.value for f in headline.this_run if isinstance(f, Number)}
+    instances = pl.read_parquet(folder / "instances.parquet")
+    small = instances.filter(pl.col("size_class") == "small")["instance_id"].to_list()
+    gap = _gap_by_hand(pl.read_parquet(folder / "results.parquet"), small)
+    assert numbers["milp_over_mcb8_pct"] == pytest.approx(gap)
+    assert "(≤ 5 jobs)" in "".join(map(str, headline.this_run))
 
 
 def test_trace_section(tmp_path: Path) -> None:
-    from test_yield_stage import write_lake
+    from vcsched_helpers import write_lake
 
     write_lake(tmp_path)
     params = YieldParams(

@@ -19,6 +19,7 @@ from tracelab.analysis.export.document import document_sha256, records_sha256
 
 SMALL = AdmissionParams(
     cores=40,
+    arrival_rate=0.0,  # the exported deployment_arrival_rate
     horizon_hours=96.0,
     runs=3,
     policies=("zeroth", "second"),
@@ -130,6 +131,7 @@ def test_tuned_threshold_meets_the_sla_on_fresh_seeds(tmp_path: Path) -> None:
     write_params(tmp_path)
     params = AdmissionParams(
         cores=30,
+        arrival_rate=0.0,  # the exported deployment_arrival_rate
         horizon_hours=150.0,
         runs=6,
         sla=0.02,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,7 +43,7 @@ PRIOR = FittedParameter(
 CENTROIDS = FittedParameter(
     name="kmeans_centroids",
     distribution="empirical",
-    parameters={},
+    parameters={"k": Quantity(2, "")},
     method="k-means, k = 2",
     n=10,
     stage="analysis",
@@ -182,34 +181,62 @@ def test_missing_or_broken_file_is_a_clear_error(tmp_path: Path) -> None:
         load_params(tmp_path / "params.json")
 
 
-def test_csv_keeps_every_value_and_the_provenance(data_dir: Path) -> None:
+def _shipped_schema_named_by(doc: dict[str, object]) -> dict[str, object]:
+    """The schema the document's ``$schema`` names, found among the files the package ships."""
+    shipped = [json.loads(p.read_text()) for p in SCHEMA_PATH.parent.glob("*schema*.json")]
+    (schema,) = [s for s in shipped if s.get("$id") == doc["$schema"]]
+    return schema
+
+
+def test_the_export_names_its_schema_and_validates_against_it(data_dir: Path) -> None:
+    path = write_params_json(_doc(data_dir), data_dir / "exports" / "params.json")
+    doc = json.loads(path.read_text())
+    schema = _shipped_schema_named_by(doc)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.Draft202012Validator(schema).validate(doc)
+    # the schema travels with the document, so a reader of DATA/exports alone can check it
+    assert json.loads((path.parent / "params.schema.json").read_text()) == schema
+    # counts are JSON integers, not 2.0
+    (centroids,) = [r for r in doc["records"] if r["name"] == "kmeans_centroids"]
+    assert centroids["parameters"]["k"]["value"] == 2
+    assert type(centroids["parameters"]["k"]["value"]) is int
+    assert type(centroids["n"]) is int
+
+
+def test_a_document_naming_another_schema_is_refused(data_dir: Path) -> None:
+    path = write_params_json(_doc(data_dir), data_dir / "exports" / "params.json")
+    _rewrite(path, {"$schema": "https://example.org/other.json"}, reseal=True)
+    with pytest.raises(TracelabError, match=r"\$schema 'https://example.org/other.json'"):
+        load_params(path)
+
+
+def test_csv_is_a_tidy_table_of_parameters_and_arrays_go_to_their_own_file(
+    data_dir: Path,
+) -> None:
     doc = _doc(data_dir)
     path = write_params_csv(doc, data_dir / "exports" / "params.csv")
-    with path.open() as fh:
-        rows = list(csv.DictReader(fh))
-    assert list(rows[0]) == ["record", "trace", "stage", "field", "index", "value"]
-
-    def cell(record: str, field: str, index: str = "") -> str:
-        (row,) = [
-            r for r in rows if (r["record"], r["field"], r["index"]) == (record, field, index)
-        ]
-        return row["value"]
-
-    # parameters with unit and interval (PRIOR: rate 40 per hour, 95% CI 35..45)
-    assert float(cell(PRIOR.name, "parameters.rate.value")) == 40.0
-    assert cell(PRIOR.name, "parameters.rate.unit") == "hour"
-    assert float(cell(PRIOR.name, "ci.rate.low")) == 35.0
-    assert float(cell(PRIOR.name, "ci.rate.high")) == 45.0
-    # array values, element by element: centroids [[0.5, 0.5], [0.9, 0.1]], shares [0.3, 0.7]
-    assert float(cell("kmeans_centroids", "values.centroids", "1,0")) == 0.9
-    assert float(cell("kmeans_centroids", "values.centroids", "1,1")) == 0.1
-    assert float(cell("kmeans_centroids", "values.shares", "0")) == 0.3
-    assert len([r for r in rows if r["field"] == "values.centroids"]) == 4
-    # the provenance: versions, source files and their checksums
-    assert cell("(document)", "schema_version") == doc["schema_version"]
-    assert cell("(document)", "code_version") == doc["code_version"]
-    assert cell("(document)", "sources.checksum", "0") == "sha256:abc"
-    assert cell("(document)", "records_sha256") == doc["records_sha256"]
+    table = pl.read_csv(path)
+    assert table.columns == [
+        "trace", "stage", "record", "parameter", "value", "unit", "ci_low", "ci_high", "n", "method"
+    ]  # fmt: skip
+    # one row per fitted parameter: PRIOR's shape and rate, k of the centroids, EXEC's two
+    assert table.height == 5
+    assert table.select("record", "parameter").is_unique().all()
+    rate = table.filter((pl.col("record") == PRIOR.name) & (pl.col("parameter") == "rate"))
+    assert rate.select("value", "unit", "ci_low", "ci_high", "n", "method").row(0) == (
+        40.0, "hour", 35.0, 45.0, 1234, "maximum likelihood"
+    )  # fmt: skip
+    # no interval recorded: empty cells, read as nulls
+    assert table.filter(pl.col("record") == EXEC.name)["ci_low"].null_count() == 2
+    assert table.schema["n"] == pl.Int64
+    # no centroid in the table: the values (arrays element by element) are in their own file
+    assert "0.9" not in path.read_text()
+    values = pl.read_csv(path.with_name("params_values.csv"), schema_overrides={"index": pl.String})
+    cells = values.filter(pl.col("field") == "centroids").sort("index")
+    assert cells["index"].to_list() == ["0,0", "0,1", "1,0", "1,1"]
+    assert [float(v) for v in cells["value"]] == [0.5, 0.5, 0.9, 0.1]
+    mean = values.filter((pl.col("record") == PRIOR.name) & (pl.col("field") == "mean"))
+    assert float(mean["value"][0]) == 0.0625
 
 
 def test_no_results_is_a_clear_error(tmp_path: Path) -> None:
@@ -233,8 +260,10 @@ def test_export_flow_and_cli(
     assert load_params(path).records == (PRIOR, CENTROIDS, EXEC)
     out = data_dir / "elsewhere.csv"
     assert main(["export", "--data", str(data_dir), "--format", "csv", "--out", str(out)]) == 0
-    assert out.read_text().startswith("record,trace,stage,field,index,value")
+    assert out.read_text().startswith("trace,stage,record,parameter,value,unit,")
+    assert (data_dir / "elsewhere_values.csv").is_file()
     assert "wrote" in capsys.readouterr().out
+    (data_dir / "none").mkdir()  # exists, but holds no stage results
     assert main(["export", "--data", str(data_dir / "none")]) == 1
     assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err
 

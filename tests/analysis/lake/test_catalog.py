@@ -90,3 +90,46 @@ def test_tracelab_sql_runs_a_query(data: Path, capsys: pytest.CaptureFixture[str
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "no_such_table" in err[0]
+
+
+def _lake_rows(data: Path) -> int:
+    return pl.read_parquet(data / "lake/google-2011/task_events/*.parquet").height
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        # before: exit 0, and the lake lost that part's rows while the manifest still counted them
+        ("COPY (SELECT * FROM task_events LIMIT 0) TO '{part}' (FORMAT parquet)", "not COPY"),
+        ("INSTALL httpfs", "not LOAD"),
+        ("LOAD httpfs", "not LOAD"),
+        ("ATTACH '{data}/other.duckdb' AS other", "not ATTACH"),
+        ("SET enable_external_access = true", "not SET"),
+        ("SELECT 1; COPY (SELECT 1) TO '{data}/x.csv'", "not COPY"),
+        # a query reads the data directory only: no other file, no URL
+        ("SELECT * FROM read_csv('/etc/passwd')", "file system operations are disabled"),
+        ("SELECT * FROM 'https://127.0.0.1:9/x.csv'", "file system operations are disabled"),
+    ],
+)
+def test_tracelab_sql_is_read_only(
+    data: Path, capsys: pytest.CaptureFixture[str], query: str, reason: str
+) -> None:
+    part = sorted((data / "lake/google-2011/task_events").glob("*.parquet"))[0]
+    before = (_lake_rows(data), part.read_bytes())
+    rc = main(["sql", "--data", str(data), query.format(part=part, data=data)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1
+    assert len(err) == 1
+    assert reason in err[0]
+    assert (_lake_rows(data), part.read_bytes()) == before
+    assert not (data / "x.csv").exists()
+    assert not (data / "other.duckdb").exists()
+
+
+def test_tracelab_sql_still_describes_and_summarizes(
+    data: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["sql", "--data", str(data), "DESCRIBE job_events"]) == 0
+    assert "job_id" in capsys.readouterr().out
+    assert main(["sql", "--data", str(data), "SHOW TABLES"]) == 0
+    assert "task_events" in capsys.readouterr().out

@@ -8,8 +8,11 @@ longer body than it sends, or serve bytes that do not match the list. Nothing le
 from __future__ import annotations
 
 import argparse
+import gzip
 import hashlib
+import itertools
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -44,8 +47,14 @@ class Faults:
     drop: dict[str, int] = field(default_factory=dict)
     short: dict[str, int] = field(default_factory=dict)
     corrupt: set[str] = field(default_factory=set)
+    #: per path: how many times to send half the body with no Content-Length, then close
+    cut: dict[str, int] = field(default_factory=dict)
+    #: per path: the Content-Length header to send instead of the true one
+    length: dict[str, str] = field(default_factory=dict)
     #: (path, Range header or "") of every request, in order
     log: list[tuple[str, str]] = field(default_factory=list)
+    #: time.monotonic() of every request, in order
+    times: list[float] = field(default_factory=list)
 
 
 def _handler(files: dict[str, bytes], faults: Faults) -> type[BaseHTTPRequestHandler]:
@@ -56,6 +65,7 @@ def _handler(files: dict[str, bytes], faults: Faults) -> type[BaseHTTPRequestHan
         def do_GET(self) -> None:
             path = self.path.lstrip("/")
             faults.log.append((path, self.headers.get("Range", "")))
+            faults.times.append(time.monotonic())
             if path not in files:
                 self.send_error(404)
                 return
@@ -77,7 +87,14 @@ def _handler(files: dict[str, bytes], faults: Faults) -> type[BaseHTTPRequestHan
             self.send_response(206 if start else 200)
             if start:
                 self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-            self.send_header("Content-Length", str(len(chunk)))
+            if faults.cut.get(path, 0) > 0:
+                # HTTP/1.0 style: no length, the body ends where the connection closes
+                faults.cut[path] -= 1
+                self.end_headers()
+                self.wfile.write(chunk[: len(chunk) // 2])
+                self.close_connection = True
+                return
+            self.send_header("Content-Length", faults.length.get(path, str(len(chunk))))
             self.end_headers()
             if faults.drop.get(path, 0) > 0 or faults.short.get(path, 0) > 0:
                 kind = "drop" if faults.drop.get(path, 0) > 0 else "short"
@@ -221,6 +238,85 @@ def test_a_missing_file_is_not_retried(published: Published, tmp_path: Path) -> 
     with pytest.raises(DownloadError, match="HTTP 404"):
         fetch_file(remote, tmp_path, FAST)
     assert published.faults.log == [("nope.csv.gz", "")]
+
+
+def _gzip_file(published: Published, rel: str) -> RemoteFile:
+    """A gzip file served without a published checksum (as Azure's vmtable is)."""
+    rng = __import__("random").Random(5)
+    rows = "".join(f"{i},{rng.random()}\n" for i in range(60_000)).encode()
+    published.files[rel] = gzip.compress(rows, mtime=0)
+    return RemoteFile(published.base_url + rel, rel, None)
+
+
+def test_a_body_cut_short_without_content_length_is_never_taken_for_the_file(
+    published: Published, tmp_path: Path
+) -> None:
+    # before: the half body was renamed into place, "1 file(s) verified", skipped on rerun
+    remote = _gzip_file(published, "vmtable.csv.gz")
+    published.faults.cut["vmtable.csv.gz"] = 100
+    with pytest.raises(DownloadError, match="not a whole gzip file") as caught:
+        fetch_file(remote, tmp_path, FAST)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "vmtable.csv.gz").exists()
+    # cut once, then whole: the whole file arrives and decompresses
+    published.faults.cut["vmtable.csv.gz"] = 1
+    fetch_file(remote, tmp_path, FAST)
+    assert (tmp_path / "vmtable.csv.gz").read_bytes() == published.files["vmtable.csv.gz"]
+
+
+def test_a_truncated_file_left_by_an_earlier_version_is_fetched_again(
+    published: Published, tmp_path: Path
+) -> None:
+    remote = _gzip_file(published, "vmtable.csv.gz")
+    body = published.files["vmtable.csv.gz"]
+    (tmp_path / "vmtable.csv.gz").write_bytes(body[: len(body) // 2])
+    fetch_file(remote, tmp_path, FAST)
+    assert (tmp_path / "vmtable.csv.gz").read_bytes() == body
+
+
+@pytest.mark.parametrize(
+    "listed",
+    ["../part-00009-of-00010.csv.gz", "/etc/part-00000-of-00001.csv.gz", "task_events/../../x"],
+)
+def test_a_checksum_list_naming_a_path_outside_the_raw_root_is_refused(
+    published: Published, tmp_path: Path, listed: str
+) -> None:
+    digest = "0" * 64
+    checksums = parse_checksum_list(f"{digest}  {listed}\n")
+    with pytest.raises(DownloadError, match="outside the raw root") as caught:
+        google_files(checksums, published.base_url)
+    assert "\n" not in str(caught.value)
+    with pytest.raises(DownloadError, match="refusing to write outside"):
+        fetch_file(RemoteFile(published.base_url + "x", listed, digest), tmp_path / "raw", FAST)
+    assert list(tmp_path.rglob("*")) == []
+
+
+def test_a_content_length_that_is_not_a_number_is_a_one_line_error(
+    published: Published, tmp_path: Path
+) -> None:
+    rel = "job_events/part-00000-of-00500.csv.gz"
+    published.faults.length[rel] = "abc"
+    (remote,) = _listed(published, tables=["job_events"])
+    with pytest.raises(DownloadError, match="invalid Content-Length 'abc'") as caught:
+        fetch_file(remote, tmp_path, FAST)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / rel).exists()
+
+
+def test_retries_back_off(published: Published, tmp_path: Path) -> None:
+    # before: a short body or a checksum mismatch was retried at once, hammering the server
+    rel = "job_events/part-00000-of-00500.csv.gz"
+    published.faults.corrupt.add(rel)
+    (remote,) = _listed(published, tables=["job_events"])
+    policy = FetchPolicy(attempts=4, timeout_s=5.0, backoff_s=0.1, max_wait_s=1.0)
+    with pytest.raises(DownloadError):
+        fetch_file(remote, tmp_path, policy)
+    log = zip(published.faults.log, published.faults.times, strict=True)
+    times = [t for (path, _), t in log if path == rel]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
+    assert len(gaps) == 3
+    for i, gap in enumerate(gaps):
+        assert gap >= 0.1 * 2**i * 0.95, gaps
 
 
 def _args(published: Published, tmp_path: Path, *extra: str) -> argparse.Namespace:

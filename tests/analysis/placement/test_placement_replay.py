@@ -257,3 +257,45 @@ def test_lars_never_migrates_more_than_the_trace_order() -> None:
     for rem in itertools.product((500.0, 1500.0, 3000.0, 5000.0), repeat=5):
         best = min(migrations_needed(np.asarray(p), 2, 1200.0) for p in itertools.permutations(rem))
         assert migrations_needed(np.sort(rem)[::-1], 2, 1200.0) == best
+
+
+def _recycling_workload() -> VmStream:
+    h = HOUR
+    return _stream(
+        created=[0, 300, 600, 900],
+        deleted=[50 * h, 50 * h, 5 * h, 500 * h],
+        cores=[19.0, 1.0, 1.0, 1.0],
+    )
+
+
+def test_lava_scoring_order_lets_any_non_empty_host_take_a_vm_before_an_empty_one() -> None:
+    """Default reading of LAVA paper §4.3's scoring order. Hand-built, oracle classes: VM 0 (19 of
+    20 cores, LC3) turns host 0 recycling at once; VM 1 (LC3) joins it ("any non-empty host")
+    rather than open host 1, and fills it (20 of 20 cores); VM 2 (LC2) opens host 1; VM 3 (LC4)
+    joins host 1, open but of another class, before an empty host."""
+    r = _run(_recycling_workload(), _config("lava", "oracle", 3, cores=20.0))
+    assert r.host_of is not None
+    assert r.host_of.tolist() == [0, 0, 1, 1]
+
+
+def test_lava_strict_recycling_hosts_take_only_strictly_lower_classes() -> None:
+    """``lava_strict``: a recycling host gets a VM of its own class or a higher one only when
+    nothing else fits. VM 1 (LC3) must open host 1 rather than join the LC3 recycling host; VM 2
+    (LC2) goes to the recycling LC3 host (one class lower, the most preferred level); VM 3 (LC4)
+    finds host 0 full and joins host 1, open but of class LC3 (non-empty before empty)."""
+    cfg = replace(_config("lava", "oracle", 3, cores=20.0), lava_strict=True)
+    r = _run(_recycling_workload(), cfg)
+    assert r.host_of is not None
+    assert r.host_of.tolist() == [0, 1, 0, 1]
+    states = [(hh, s1, c1) for _, hh, _, s1, _, c1, _ in r.transitions]
+    assert states[:2] == [(0, OPEN, 3), (0, RECYCLING, 3)]
+    assert (1, OPEN, 3) in states
+
+
+def test_lava_last_resort_is_a_same_class_recycling_host_not_a_rejection() -> None:
+    h = HOUR
+    stream = _stream(created=[0, 300], deleted=[50 * h, 50 * h], cores=[19.0, 1.0])
+    r = _run(stream, replace(_config("lava", "oracle", 1, cores=20.0), lava_strict=True))
+    assert r.rejected_vms == 0
+    assert r.host_of is not None
+    assert r.host_of.tolist() == [0, 0]

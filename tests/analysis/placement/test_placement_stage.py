@@ -211,3 +211,36 @@ def test_default_and_paper_options_are_in_range() -> None:
     assert out_of_range(PlacementParams()) is None
     assert out_of_range(PAPER_PLACEMENT_PARAMS) is None
     assert len(PAPER_PLACEMENT_PARAMS.pool_hosts) == 24  # LAVA paper Fig. 6 has 24 pools
+
+
+def test_the_stage_run_through_the_registry_leads_with_oracle_and_says_why_stranding_is_fixed(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    from stage_checks import recorded_parameters, run_through_registry
+
+    from tracelab.analysis.common.stage_api import option_values
+
+    data = tmp_path / "data"
+    _lake(data)  # every VM 1.75 GB per core
+    _export(data)
+    folder = run_through_registry("placement", data, "azure-2017", SMALL)  # hosts 64 GB / 32 cores
+    recorded = recorded_parameters(folder, SMALL, set())
+    options = option_values(SMALL)
+    assert not set(recorded) & {"improvement_pp", "empty_host_pct", "vms", "lars_saved_pct"}
+    sections = placement_sections(PageContext(data, tmp_path / "site", "azure-2017"))
+    # the oracle comparison, the only one the paper's numbers allow, comes first
+    assert "oracle" in sections[0].title
+    replays = pl.read_parquet(folder / "replays.parquet")
+    numbers = {f.key: f.value for f in sections[0].this_run if isinstance(f, Number)}
+    las = replays.filter((pl.col("policy") == "las") & (pl.col("predictor") == "oracle"))
+    assert numbers["improvement_pp_las_oracle"] == pytest.approx(las["improvement_pp"].mean())
+    assert not any(k.endswith("_model") for k in numbers)
+    assert "production scheduler, ours Best Fit" in "".join(map(str, sections[0].this_run))
+    # stranding is constant (one VM shape): said, with the reason, not tabulated
+    setup = sections[-2]
+    assert replays["stranded_memory_pct"].n_unique() == 1
+    text = "".join(map(str, setup.this_run))
+    assert "Stranding cannot differ between policies" in text
+    assert "1.75 GB per core" in text  # (1 - 12.5%) x 2 GB per core
+    assert "stranded CPU (%)" not in sections[1].tables[0].columns
+    assert [r[0] for r in sections[-1].tables[0].rows] == list(options)

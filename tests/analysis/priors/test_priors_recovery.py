@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from typing import Any
 
 import duckdb
@@ -29,7 +30,7 @@ from tracelab.analysis.priors.fits import (
     marginal_gamma_fit,
 )
 from tracelab.analysis.priors.vmtable import derive_azure_tables, register_vmtable_csv
-from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
+from tracelab.analysis.synthetic.azure2017 import AzureModel, GammaPrior, generate_azure_2017
 
 pytestmark = pytest.mark.slow
 TOLERANCE_SE = 3.5
@@ -38,7 +39,16 @@ TOLERANCE_SE = 3.5
 @pytest.fixture(scope="module")
 def small_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame, dict[str, Any]]:
     out = tmp_path_factory.mktemp("azure_small")
-    truth_path = generate_azure_2017(out, seed=2, scale="small")
+    # the fits assume independent deployments: the default model correlates the deployments of a
+    # subscription (the placement predictor's signal), which would shrink the effective sample.
+    # The default lifetime prior (calibrated to V1, issue 24) gives a fifth of the deployments
+    # core lifetimes under an hour, whose scale-outs merge on the 300 s grid (measured: 12% fewer
+    # scale-outs seen than drawn at rates >= 1/h); the estimators are checked where the grid does
+    # not bite: the same shape, cores living 10x longer
+    base = AzureModel()
+    slow = GammaPrior(base.lifetime_rate.shape, base.lifetime_rate.rate * 10, "1/hour", "hour")
+    iid = replace(base, subscription_correlation=0.0, lifetime_rate=slow)
+    truth_path = generate_azure_2017(out, seed=2, scale="small", model=iid)
     con = duckdb.connect()
     register_vmtable_csv(con, out / "vmtable" / "vmtable.csv.gz")
     derive_azure_tables(con, derive.DeriveParams().as_sql_params(), out / "derived")
@@ -118,10 +128,10 @@ def test_two_stage_fit_is_biased_by_small_deployments(
     # Cluster Admission App. B.1: only deployments with a core death have a lifetime MLE
     fit = gamma_fit(m.lifetime_rate_per_hour[m.lifetime_has_death])
     prior = truth["priors"]["lifetime_rate"]
-    # small deployments give MLEs like 1/t with an infinite mean: the fitted shape falls. With the
-    # calibrated ~145-core deployments (Cluster Admission) few are that small, so the bias is milder than
-    # with the old ~35-core ones (shape 0.63x, was < 0.5x)
-    assert fit.shape < 0.75 * prior["shape"]
+    # small deployments give MLEs like 1/t: the two-stage fit misses the prior. Its shape moved
+    # with the prior (0.63x at Gamma(2, 40); 1.24x at the issue-24 shape 0.5, measured at seed 2),
+    # its mean rate is high in both (+11% now)
+    assert abs(math.log(fit.shape / prior["shape"])) > 0.15
     assert fit.mean > 1.1 * prior["shape"] / prior["rate"]
     assert np.isfinite(fit.log_likelihood)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -117,6 +118,43 @@ def test_the_old_generator_would_fail() -> None:
     assert verdict["executions shorter than 5 minutes"] is None
 
 
+def test_azure_vm_rows_read_the_v1_totals_the_right_way_round() -> None:
+    """The published V1 totals pass; the pre-issue-24 sample (35.5 VM-h/VM, 4.28 cores/VM-h,
+    ~80% of cores inactive) and the ratios inverted fail."""
+
+    def rows(vms: float, vm_h: float, core_h: float, cores: int, ended: int) -> dict[str, Any]:
+        pop = pl.DataFrame(
+            {
+                "deployments_in_window": [29_757],
+                "cores_in_window": [cores],
+                "cores_inactive_in_window": [ended],
+                "deployments_died_in_window": [22_241],
+                "deployments_shut_down": [5_980],
+                "vms": [vms],
+                "vm_hours": [vm_h],
+                "core_hours": [core_h],
+            }
+        )
+        return {r.statistic: r for r in calibration_rows(CalibrationInputs(azure_population=pop))}
+
+    names = (
+        "Azure: VM-hours per VM",
+        "Azure: cores per VM-hour",
+        "Azure: share of arriving deployments' cores inactive by the end",
+    )
+    real = rows(2_013_767, 104_371_713, 237_815_104, 4_317_961, 4_211_926)
+    assert real[names[0]].measured == pytest.approx(51.83, abs=0.01)
+    assert real[names[1]].measured == pytest.approx(2.2786, abs=1e-4)
+    assert real[names[2]].measured == pytest.approx(0.97544, abs=1e-5)
+    assert all(real[n].ok for n in names)
+    old = rows(186_969, 35.54 * 186_969, 4.28 * 35.54 * 186_969, 106_000, 85_000)
+    assert not any(old[n].ok for n in names)
+    # VMs per VM-hour and VM-hours per core-hour are far outside
+    swapped = rows(104_371_713, 2_013_767, 104_371_713 / 2.28, 4_317_961, 4_211_926)
+    assert not swapped[names[0]].ok
+    assert not swapped[names[1]].ok
+
+
 @pytest.mark.slow
 def test_calibration_page_states_the_table_and_the_ad_scale(
     default_run: Path, tmp_path: Path
@@ -133,6 +171,9 @@ def test_calibration_page_states_the_table_and_the_ad_scale(
     params = read_summary(default_run / "results" / "google-2011" / "gaussian_sums")["parameters"]
     assert numbers["ad_realizations"] == params["realizations"]
     assert numbers["ad_sets"] == params["sets"]
-    tables: list[HtmlTable] = [t for s in sections for t in s.tables]
+    tables: list[HtmlTable] = [t for s in sections[:-1] for t in s.tables]
     assert sum(len(t.rows) for t in tables) == len(rows)
     assert "derived/azure-2017/agg_azure_population.parquet" in ctx.reads
+    # the stage's own record, its one option: strict (written by the stage wrapper)
+    assert sections[-1].title == "Parameters of this run"
+    assert [row[0] for row in sections[-1].tables[0].rows] == ["strict"]

@@ -67,8 +67,50 @@ def test_values_follow_the_published_conventions(
     assert (vms["avgcpu"] <= vms["p95maxcpu"]).all()
     assert (vms["p95maxcpu"] <= vms["maxcpu"]).all()
     assert vms["maxcpu"].max() <= 100.0
-    assert set(vms["vmcorecount"].unique()) <= {1, 2, 4, 8}
-    assert (vms["vmmemory"] == vms["vmcorecount"] * 1.75).all()
+    assert set(vms["vmcorecount"].unique()) <= {1, 2, 4, 8, 16}
+    per_core = vms["vmmemory"] / vms["vmcorecount"]
+    small = (vms["vmcorecount"] == 1) & (vms["vmmemory"] == 0.75)
+    assert (per_core.is_in([1.75, 3.5, 7.0]) | small).all()
+
+
+def test_rows_carry_each_deployments_drawn_traits(
+    tiny: tuple[Path, pl.DataFrame, dict[str, Any]],
+) -> None:
+    """Category, VM size and memory per core of the rows are the ones TRUTH.json drew."""
+    _, vms, truth = tiny
+    per_dep = vms.group_by("deploymentid").agg(
+        pl.col("vmcategory").unique().alias("cats"),
+        pl.col("vmcorecount").max().alias("largest"),
+        (pl.col("vmmemory") / pl.col("vmcorecount")).max().alias("gb_per_core"),
+    )
+    d = pl.DataFrame(truth["deployments"]).join(per_dep, on="deploymentid")
+    assert d.height == len(truth["deployments"])
+    assert (d["cats"].list.len() == 1).all()
+    assert (d["cats"].list.first() == d["category"]).all()
+    # the remainder of a scale-out is split into smaller VMs: never a larger one
+    assert (d["largest"] <= d["vm_size_cores"]).all()
+    assert (d["gb_per_core"] == d["memory_gb_per_core"]).all()
+
+
+def test_copula_keeps_the_gamma_prior_and_makes_features_informative(tmp_path: Path) -> None:
+    """Generator truth: the lifetime rates of the deployments arriving in the window (all of
+    them are written) follow the Gamma prior exactly, and category orders them as declared."""
+    from scipy import stats
+
+    truth = json.loads(generate_azure_2017(tmp_path, seed=11, scale="small").read_text())
+    d = pl.DataFrame(truth["deployments"]).filter(~pl.col("survivor"))
+    assert d.height == 3_000
+    prior = truth["priors"]["lifetime_rate"]
+    ks = stats.kstest(
+        d["lifetime_rate_per_hour"].to_numpy(),
+        stats.gamma(prior["shape"], scale=1 / prior["rate"]).cdf,
+    )
+    # a wrong marginal (e.g. the copula's z used as a rate) fails by orders of magnitude
+    assert ks.pvalue > 1e-3, ks
+    med = {c: float(g["lifetime_rate_per_hour"].median()) for (c,), g in d.group_by("category")}
+    # categories are listed from the longest-lived (lowest rate) to the shortest-lived
+    assert med["Interactive"] < med["Unknown"] < med["Delay-insensitive"]
+    assert med["Delay-insensitive"] > 4 * med["Interactive"]
 
 
 def test_survivors_start_at_zero_and_arrivals_inside(

@@ -1,0 +1,245 @@
+"""The admission stage's wiring on hand-made inputs (issue 24): tuning, pooling, configurations.
+
+The simulator and the moments have their own tests; these check the code between them and the
+summary, on numbers worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from admission_helpers import PRIORS, write_params
+
+from tracelab.analysis.admission.sim import ClusterConfig, RunResult, simulate_cluster
+from tracelab.analysis.admission.stage import (
+    AdmissionParams,
+    _configs,
+    _failure_rate,
+    _utilization,
+    _with_gains,
+    admission_results,
+)
+from tracelab.analysis.admission.stats import policy_result, threshold_bounds
+from tracelab.analysis.admission.tuning import bisect_threshold
+
+
+def _run(
+    run: int,
+    utilization: float,
+    scaleouts: int,
+    failures: int,
+    *,
+    weight: float = 1.0,
+    deployments: float = 0.0,
+    accepted: int = 0,
+    arrivals: int = 0,
+) -> RunResult:
+    return RunResult(
+        run=run,
+        utilization=utilization,
+        scaleouts=scaleouts,
+        failures=failures,
+        arrivals=arrivals,
+        accepted=accepted,
+        core_deaths=0,
+        shutdowns=0,
+        zero_core_deaths=0,
+        mean_deployments=deployments,
+        weight=weight,
+    )
+
+
+def test_bisection_stops_when_the_next_step_cannot_change_the_decision() -> None:
+    # zeroth: T ∈ [0, 1]; failure rate T²/10 meets an SLA of 0.025 iff T ≤ 0.5; utilization = T
+    seen: list[float] = []
+
+    def evaluate(t: float) -> tuple[float, float]:
+        seen.append(t)
+        return t * t / 10, t
+
+    bracket, steps = bisect_threshold("zeroth", evaluate, sla=0.025, max_steps=20, tolerance=0.1)
+    # top 1 (infeasible), 0.5 (feasible: 0.025 ≤ 0.025), 0.75, 0.625, 0.5625 (infeasible):
+    # utilization 0.5 vs 0.5625 differ by 0.0625 ≤ 0.1, so a sixth step could move it by less
+    assert seen == [1.0, 0.5, 0.75, 0.625, 0.5625]
+    assert [s.feasible for s in steps] == [False, True, False, False, False]
+    assert (bracket.low, bracket.high, bracket.steps, bracket.settled) == (0.5, 0.5625, 5, True)
+    assert (bracket.utilization_low, bracket.utilization_high) == (0.5, 0.5625)
+    # capped at three steps the bracket [0.5, 0.75] is still 0.25 wide: not settled
+    capped, _ = bisect_threshold("zeroth", evaluate, sla=0.025, max_steps=3, tolerance=0.1)
+    assert (capped.low, capped.high, capped.settled) == (0.5, 0.75, False)
+
+
+def test_bisection_stops_when_the_bracket_only_locates_a_jump() -> None:
+    # one more admitted deployment tips the runs into failures at T = 0.3: utilization jumps
+    # from 0.3 to 0.9 there, so the utilization rule alone would never stop. Resolution 1/8 of
+    # [0, 1]: points 1, 0.5 (infeasible), 0.25 (feasible), 0.375 (infeasible): width 0.125
+    def evaluate(t: float) -> tuple[float, float]:
+        return (0.0, 0.3) if t <= 0.3 else (1.0, 0.9)
+
+    bracket, steps = bisect_threshold(
+        "zeroth", evaluate, sla=0.0, max_steps=20, tolerance=0.01, resolution=1 / 8
+    )
+    assert [s.point for s in steps] == [1.0, 0.5, 0.25, 0.375]
+    assert (bracket.low, bracket.high, bracket.settled) == (0.25, 0.375, True)
+    assert (bracket.utilization_low, bracket.utilization_high) == (0.3, 0.9)
+
+
+def test_bisection_of_the_second_moment_is_on_log10_t() -> None:
+    # second: log10 T ∈ [−8, 0]; the failure rate is T itself (SLA 1e-3: feasible iff T ≤ 1e-3),
+    # the utilization (log10 T + 8)/8. Points 0, −4, −2, −3, −2.5, −2.75, −2.875, −2.9375: the
+    # last bracket [−3, −2.9375] differs in utilization by 0.0625/8 ≈ 0.0078 ≤ 0.01
+    bracket, steps = bisect_threshold(
+        "second",
+        lambda t: (t, (math.log10(t) + 8) / 8),
+        sla=1e-3,
+        max_steps=40,
+        tolerance=0.01,
+    )
+    assert [s.point for s in steps] == [0, -4, -2, -3, -2.5, -2.75, -2.875, -2.9375]
+    assert bracket.threshold_low == pytest.approx(1e-3)
+    assert bracket.threshold_high == pytest.approx(10**-2.9375)
+    assert steps[3].threshold == pytest.approx(1e-3)
+    assert bracket.settled
+
+
+def test_a_feasible_top_needs_no_bisection() -> None:
+    bracket, steps = bisect_threshold(
+        "first", lambda t: (0.0, t / 2), sla=0.0, max_steps=10, tolerance=0.0
+    )
+    assert len(steps) == 1
+    assert (bracket.low, bracket.high, bracket.threshold_low, bracket.settled) == (2, 2, 2, True)
+
+
+def test_failure_rate_and_utilization_pool_weighted_runs() -> None:
+    runs = [_run(0, 0.5, 10, 1, weight=2.0), _run(1, 0.7, 20, 0), _run(2, 0.6, 0, 0)]
+    # failures (2·1 + 0 + 0) over scale-outs (2·10 + 20 + 0) = 0.05; utilization (1 + 0.7 + 0.6)/4
+    assert _failure_rate(runs) == pytest.approx(0.05)
+    assert _utilization(runs) == pytest.approx(0.575)
+    assert _failure_rate([_run(0, 0.5, 0, 0)]) == 0.0
+
+
+def test_policy_result_pools_the_runs_and_states_the_regime() -> None:
+    runs = [
+        _run(0, 0.5, 10, 1, deployments=100.0, accepted=5, arrivals=50),
+        _run(1, 0.7, 20, 0, deployments=200.0, accepted=5, arrivals=50),
+        _run(2, 0.6, 0, 0, deployments=300.0, accepted=10, arrivals=100),
+    ]
+    options = AdmissionParams(bootstrap=200)
+    result = policy_result("second", 0, -3.0, runs, 0.05, options)
+    assert result.threshold == pytest.approx(1e-3)  # 10^−3: the search point is log10 T
+    assert result.failure_rate == pytest.approx(1 / 30)
+    assert (result.scaleouts, result.failures, result.runs) == (30, 1, 3)
+    assert result.sla_met
+    assert result.utilization == pytest.approx(0.6)
+    assert result.utilization_ci_low <= 0.6 <= result.utilization_ci_high
+    assert result.mean_deployments == pytest.approx(200.0)
+    assert (result.accepted, result.arrivals) == (20, 200)
+    assert result.accepted_share == pytest.approx(0.1)
+    assert not policy_result("zeroth", 0, 0.5, runs, 0.01, options).sla_met
+    assert policy_result("accept-all", 0, 1.0, runs, None, options).sla_met is None
+
+
+def test_gains_are_relative_to_the_zeroth_moment_policy() -> None:
+    options = AdmissionParams(bootstrap=200)
+    zeroth = policy_result("zeroth", 0, 0.5, [_run(0, 0.5, 1, 0), _run(1, 0.5, 1, 0)], 1, options)
+    second = policy_result("second", 0, -3, [_run(0, 0.6, 1, 0), _run(1, 0.6, 1, 0)], 1, options)
+    gained = _with_gains([second, zeroth])
+    assert gained[0].gain_vs_zeroth == pytest.approx(0.2)  # 0.6 / 0.5 − 1
+    assert gained[1].gain_vs_zeroth == pytest.approx(0.0)
+    assert _with_gains([second])[0].gain_vs_zeroth is None
+
+
+def test_configurations_cover_table_2_and_figure_1() -> None:
+    params = AdmissionParams(policies=("zeroth", "first-marginal"), observations=(0, 5))
+    got = [(c.policy, c.observations) for c in _configs(params, PRIORS)]
+    # Fig. 1 runs both marginal policies at each k; first-marginal at k = 0 is already in Table 2
+    assert got == [
+        ("zeroth", 0),
+        ("first-marginal", 0),
+        ("second-marginal", 0),
+        ("first-marginal", 5),
+        ("second-marginal", 5),
+    ]
+    cfg = _configs(params, PRIORS)[0]
+    assert (cfg.cores, cfg.horizon_hours, cfg.lookahead_steps) == (
+        params.cores,
+        params.horizon_hours,
+        params.lookahead_steps,
+    )
+
+
+def test_mean_deployments_counts_live_deployments_over_time() -> None:
+    # cores that (almost) never die and no scale-outs: every arrival lives to the horizon, so the
+    # time-mean count is Σ(H − tᵢ)/H over uniform arrival times: n/2 ± √(n/12)
+    immortal = dataclasses.replace(PRIORS, lifetime_rate=1e12, arrival_rate_per_hour=10.0)
+    cfg = ClusterConfig(
+        priors=immortal, cores=1_000_000, horizon_hours=100.0, policy="accept-all", threshold=1.0
+    )
+    res = simulate_cluster(cfg, (0, 0, 0), 0)
+    assert res.accepted == res.arrivals > 900
+    assert (res.core_deaths, res.shutdowns, res.scaleouts) == (0, 0, 0)
+    assert abs(res.mean_deployments - res.arrivals / 2) < 4 * math.sqrt(res.arrivals / 12)
+
+
+def _point(policy: str, threshold: float) -> float:
+    return math.log10(threshold) if policy.startswith("second") else threshold
+
+
+def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    params = AdmissionParams(
+        cores=40,
+        arrival_rate=0.0,  # the exported deployment_arrival_rate
+        horizon_hours=150.0,
+        runs=3,
+        sla=0.02,
+        policies=("zeroth", "second"),
+        observations=(),
+        tuning_iterations=12,
+        tuning_tolerance=0.01,
+        upper_bound=False,
+        bootstrap=200,
+    )
+    out = tmp_path / "out"
+    summary = admission_results(params, tmp_path, out)
+    tuning = pl.read_parquet(out / "tuning.parquet")
+    runs = pl.read_parquet(out / "runs.parquet")
+    for result in summary.results:
+        mine = tuning.filter(pl.col("policy") == result.policy)
+        assert result.tuning_steps == mine.height
+        feasible = mine.filter(pl.col("feasible"))
+        infeasible = mine.filter(~pl.col("feasible"))
+        # the tuned T is the largest feasible step, the bracket's top the smallest infeasible one
+        if feasible.height:
+            assert result.threshold == pytest.approx(feasible["threshold"].max())
+        assert result.threshold_high == pytest.approx(infeasible["threshold"].min())
+        assert result.bracket_utilization_high == pytest.approx(
+            infeasible.sort("threshold")["utilization"][0]
+        )
+        # settled: the ends' utilizations within the tolerance, or the bracket at the resolution
+        if result.tuning_settled and feasible.height:
+            gap = result.bracket_utilization_high - result.bracket_utilization_low  # type: ignore[operator]
+            lo, hi = threshold_bounds(result.policy)
+            width = abs(
+                _point(result.policy, result.threshold_high)
+                - _point(result.policy, result.threshold)
+            )  # type: ignore[arg-type]
+            assert (
+                gap <= params.tuning_tolerance
+                or width <= params.tuning_resolution * (hi - lo) + 1e-12
+            )
+        verified = runs.filter(pl.col("policy") == result.policy)
+        # verification runs at the tuned (feasible) end, not at the bracket's top
+        assert verified["threshold"].to_list() == pytest.approx([result.threshold] * params.runs)
+        assert result.mean_deployments == pytest.approx(verified["mean_deployments"].mean())
+        assert result.accepted_share == pytest.approx(
+            verified["accepted"].sum() / verified["arrivals"].sum()
+        )
+    doc = summary.to_dict()
+    assert {"mean_deployments", "accepted_share", "threshold_high"} <= set(doc["results"][0])
+    assert np.isfinite(doc["results"][0]["mean_deployments"])

@@ -1,0 +1,215 @@
+"""The packing stage's wiring on tiny hand-made realizations (issue 24).
+
+The kernels have their own tests; these check the code between them and the summary: which
+statistics each method is given, which realizations a packing is evaluated on, the rebalancing
+options, and how the summary aggregates the runs. Every expected number is worked out by hand in
+the comments, from a task model simple enough to do so:
+
+* a *two-point* task takes 0 cores in even realizations and 0.25 in odd ones, so its observed
+  μ = 0.125, σ = 0.125, σ² = 0.015625, p50 = 0.125 and p70…p100 = 0.25 (linear interpolation
+  over 8 values: position 7·p/100), all exact in binary floating point;
+* n identical tasks share the realizations, so a machine holding n of them carries 0.25·n cores
+  in the 4 odd realizations (it overflows c = 1 there iff n ≥ 5) and 0 in the 4 even ones.
+
+With identical tasks, First and Best Fit fill one machine at a time with the largest k that
+passes the method's test, so m_abs = ⌈N / k⌉.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tracelab.analysis.packing.inputs import TaskSource
+from tracelab.analysis.packing.stage import (
+    Method,
+    PackingParams,
+    evaluated_runs,
+    item_moments,
+    observed_statistics,
+    packing_summary,
+)
+
+R = 8
+TWO_POINT = np.tile([0.0, 0.25], R // 2)
+#: only the methods experiment, every family at the paper's parameters
+METHODS_ONLY = PackingParams(
+    statistics_experiment=False, capacity_experiment=False, clairvoyance_experiment=False
+)
+
+
+def _two_point(n: int) -> np.ndarray:
+    return np.tile(TWO_POINT, (n, 1))
+
+
+def _rows(runs: pl.DataFrame, *, rebalance: bool = False, fit: str = "best") -> pl.DataFrame:
+    return runs.filter((pl.col("rebalance") == rebalance) & (pl.col("fit") == fit))
+
+
+def _m_abs(rows: pl.DataFrame) -> dict[str, int]:
+    return dict(zip(rows["method"], rows["m_abs"], strict=True))
+
+
+# k per machine for μ = σ = 0.125, c = 1:
+#   GPA ρ (z = Φ⁻¹(1 − ρ)): largest n with 0.125·n + z·0.125·√n ≤ 1, i.e. n + z√n ≤ 8:
+#     ρ 0.1   z 1.2816: n 5 → 7.87, n 6 → 9.14            → k 5, ⌈24/5⌉ = 5 machines
+#     ρ 0.05  z 1.6449: n 4 → 7.29, n 5 → 8.68            → k 4, 6 machines
+#     ρ 0.01  z 2.3263: n 3 → 7.03, n 4 → 8.65            → k 3, 8 machines
+#     ρ 0.001 z 3.0902: n 2 → 6.37, n 3 → 8.35            → k 2, 12 machines
+#   Cantelli b: size μ + b·σ = 0.125·(1 + b): b 1 → 0.25 (k 4), b 1.7 → 0.3375 (k 2),
+#     b 4.4 → 0.675 (k 1)                                 → 6, 12, 24 machines
+#   av f: size f·μ: f 1 → 0.125 (k 8), 1.25 → 0.15625 (k 6), 2 → 0.25 (k 4) → 3, 4, 6 machines
+#   perc p: p50 → 0.125 (k 8, 3 machines), p70…p100 → 0.25 (k 4, 6 machines)
+EXPECTED_M_ABS = {
+    "GPA 0.1": 5,
+    "GPA 0.05": 6,
+    "GPA 0.01": 8,
+    "GPA 0.001": 12,
+    "Cantelli 1": 6,
+    "Cantelli 1.7": 12,
+    "Cantelli 4.4": 24,
+    "av 1": 3,
+    "av 1.25": 4,
+    "av 2": 6,
+    "perc 50": 3,
+    "perc 70": 6,
+    "perc 90": 6,
+    "perc 95": 6,
+    "perc 99": 6,
+    "perc 100": 6,
+}
+
+
+def test_each_method_packs_with_its_own_statistic() -> None:
+    inst = _two_point(24)
+    runs = evaluated_runs(0, "methods", METHODS_ONLY, inst, inst)
+    for fit in ("first", "best"):
+        assert _m_abs(_rows(runs, fit=fit)) == EXPECTED_M_ABS
+    rows = _rows(runs)
+    # m_norm = ⌈Σ x̄_i / c⌉ = ⌈24 · 0.125⌉ = 3
+    assert set(rows["m_norm"]) == {3}
+    assert rows.filter(pl.col("method") == "Cantelli 1.7")["m"].item() == pytest.approx(4.0)
+
+
+def test_overflows_are_counted_on_the_machines_loads() -> None:
+    inst = _two_point(24)
+    rows = _rows(evaluated_runs(0, "methods", METHODS_ONLY, inst, inst)).filter(
+        pl.col("method").is_in(["GPA 0.1", "GPA 0.05", "av 1", "av 1.25"])
+    )
+    got = {
+        m: (o, e, q) for m, o, e, q in rows.select("method", "overflows", "evaluations", "q").rows()
+    }
+    # GPA 0.1: machines of 5, 5, 5, 5, 4 tasks; the four with 5 overflow (1.25 > 1) in the 4 odd
+    # realizations: 16 overflows of 5 · 8 = 40 evaluations
+    assert got["GPA 0.1"] == (16, 40, pytest.approx(0.4))
+    # GPA 0.05: 4 tasks per machine carry exactly 1.0, which is not an overflow
+    assert got["GPA 0.05"] == (0, 48, 0.0)
+    # av 1: 3 machines of 8 (2.0 cores in odd realizations); av 1.25: 4 machines of 6 (1.5)
+    assert got["av 1"] == (12, 24, pytest.approx(0.5))
+    assert got["av 1.25"] == (16, 32, pytest.approx(0.5))
+
+
+def test_item_moments_hand_values() -> None:
+    stats = observed_statistics(np.array([[0.0, 1.0, 2.0, 3.0, 4.0]]), [50.0, 100.0])
+    assert stats.mean[0] == pytest.approx(2.0)
+    assert stats.std[0] == pytest.approx(math.sqrt(2.0))  # population std: Σ(x − 2)²/5 = 2
+    assert (stats.percentiles[50.0][0], stats.percentiles[100.0][0]) == (2.0, 4.0)
+    mu, var, z = item_moments(Method("gpa", 0.05), stats)
+    assert (mu[0], var[0]) == pytest.approx((2.0, 2.0))
+    assert z == pytest.approx(1.6448536)  # Φ⁻¹(0.95)
+    assert item_moments(Method("cantelli", 2.0), stats)[0][0] == pytest.approx(2 + 2 * 2**0.5)
+    assert item_moments(Method("av", 1.25), stats)[0][0] == pytest.approx(2.5)
+    size, var, z = item_moments(Method("perc", 100.0), stats)
+    assert (size[0], var[0], z) == (4.0, 0.0, 0.0)
+
+
+def test_statistics_experiment_estimates_on_avg_and_evaluates_on_inst() -> None:
+    inst = _two_point(24)
+    avg = np.full((24, R), 0.0625)  # μ 0.0625, σ 0
+    runs = evaluated_runs(0, "statistics", PackingParams(), inst, avg)
+    assert set(runs["statistics"]) == {"avg"}
+    assert set(runs["fit"]) == {"best"}
+    rows = _rows(runs).filter(pl.col("method") == "av 1.25")
+    # size 1.25 · 0.0625 = 0.078125: 12 per machine (0.9375; 13 would be 1.016), 2 machines. On
+    # inst each carries 12 · 0.25 = 3 cores in the 4 odd realizations: 8 overflows of 16. (On
+    # avg, 12 · 0.0625 = 0.75 would never overflow; inst statistics would give 4 machines.)
+    assert rows.select("m_abs", "overflows", "evaluations").row(0) == (2, 8, 16)
+    # m_norm comes from inst: ⌈24 · 0.125⌉ = 3
+    assert set(runs["m_norm"]) == {3}
+
+
+def test_clairvoyance_observes_the_first_realizations_and_evaluates_the_rest() -> None:
+    # the first 4 realizations are a flat 0.0625 cores, the last 4 the two-point pattern
+    inst = np.tile(np.r_[np.full(4, 0.0625), TWO_POINT[:4]], (24, 1))
+    params = dataclasses.replace(PackingParams(), clairvoyance=(0.5,))
+    rows = _rows(evaluated_runs(0, "clairvoyance", params, inst, inst)).filter(
+        pl.col("method") == "GPA 0.01"
+    )
+    # |O| = 0.5 · 8 = 4; observed σ = 0 so GPA packs by means: 16 per machine (16 · 0.0625 = 1),
+    # machines of 16 and 8 tasks; evaluated on realizations 4–7 only, both overflow in the two
+    # odd ones (4 and 2 cores): 4 overflows of 2 · 4 = 8 evaluations
+    assert rows.select("observations", "m_abs", "overflows", "evaluations").row(0) == (4, 2, 4, 8)
+
+
+# Constant tasks of 0.875, 0.5, 0.375, 0.125 and 0.25 cores, av 1 (size = the constant):
+# Best and First Fit both give machine 0 = {0.875, 0.125}, machine 1 = {0.5, 0.375}, machine 2 =
+# {0.25}. Rebalancing round robin: machine 0's first task (0.875) does not fit machine 2 (1st
+# failure); machine 1's (0.5) does (0.75): moved. Then 0.875 again, 0.375 (1.125), … five
+# failures in a row end it: one move. Stopping after one failure would move nothing.
+CONSTANT = np.repeat(np.array([[0.875], [0.5], [0.375], [0.125], [0.25]]), R, axis=1)
+
+
+def test_rebalancing_uses_the_papers_failure_bound() -> None:
+    assert PackingParams().max_failures == 5  # the SLO-aware Colocation paper, §4
+    runs = evaluated_runs(0, "methods", METHODS_ONLY, CONSTANT, CONSTANT)
+    for fit in ("first", "best"):
+        on = _rows(runs, rebalance=True, fit=fit).filter(pl.col("method") == "av 1")
+        off = _rows(runs, fit=fit).filter(pl.col("method") == "av 1")
+        assert on.select("moves", "m_abs", "overflows").row(0) == (1, 3, 0)
+        assert off.select("moves", "m_abs").row(0) == (0, 3)
+    one = dataclasses.replace(METHODS_ONLY, max_failures=1)
+    runs = evaluated_runs(0, "methods", one, CONSTANT, CONSTANT)
+    assert _rows(runs, rebalance=True).filter(pl.col("method") == "av 1")["moves"].item() == 0
+
+
+def _summary_runs() -> pl.DataFrame:
+    # instance 0: 24 two-point tasks (as above); instance 1: 20 of them, so GPA 0.1 fills 4
+    # machines of 5 that all overflow in 4 of 8 realizations: q = 16/32 = 0.5
+    return pl.concat(
+        [
+            evaluated_runs(0, "methods", METHODS_ONLY, _two_point(24), _two_point(24)),
+            evaluated_runs(1, "methods", METHODS_ONLY, _two_point(20), _two_point(20)),
+        ]
+    )
+
+
+def test_summary_means_over_instances_with_rebalancing() -> None:
+    source = TaskSource((), "trace", 40, False, "hand-made")
+    summary = packing_summary(_summary_runs(), METHODS_ONLY, source)
+    # rebalancing (the summary's base case) cannot help GPA 0.1 on instance 0: machine 4 takes
+    # one task from machine 0 (4 + 1 = 5 fits), then the 6th does not: still four machines of 5
+    assert summary.gpa_q["0.1"] == pytest.approx((0.4 + 0.5) / 2)
+    assert summary.gpa_q["0.05"] == 0.0
+    assert summary.gpa_relative_error["0.1"] == pytest.approx((0.45 - 0.1) / 0.1)
+    # m = m_abs / m_norm; m_norm is 3 on both (⌈20 · 0.125⌉ = 3): Cantelli 1.7 needs 12 and 10
+    # machines, GPA 0.05 needs 6 and 5: ratio (22/6) / (11/6) = 2
+    assert summary.m_by_method["Cantelli 1.7"] == pytest.approx((12 / 3 + 10 / 3) / 2)
+    assert summary.machines_ratio_cantelli_to_gpa_95["1.7"] == pytest.approx(2.0)
+    assert summary.machines_ratio_cantelli_to_gpa_95["4.4"] == pytest.approx((24 + 20) / (6 + 5))
+    # Fig. 13's mean over the GPA/av packings with q_off > 0 (Best Fit), by hand:
+    #   GPA 0.1: instance 0 as above (0), instance 1 four full machines, no move (0);
+    #   av 1 (8 per machine): instance 0 three full machines (0); instance 1 machines of 8, 8, 4
+    #     (the 4 carry exactly 1.0: 2 of 3 overflow, q_off = 8/24); the last takes 4 tasks
+    #     (8, 8, 4 → 6, 6, 8), now all three overflow: q_on = 12/24, decrease −0.5;
+    #   av 1.25 (6 per machine): instance 0 four full machines (0); instance 1 machines of 6, 6,
+    #     6, 2 → 4, 5, 5, 6: three overflow before and after (0);
+    #   GPA 0.05/0.01/0.001 and av 2 never overflow (q_off = 0: left out).
+    assert summary.rebalancing_q_decrease == pytest.approx(-0.5 / 6)
+    assert summary.first_best_max_machine_difference == 0
+    assert summary.q_by_method["av 1"] == pytest.approx(0.5)
+    assert summary.experiments == ("methods",)
+    assert (summary.population, summary.data) == (40, "hand-made")

@@ -1,0 +1,223 @@
+"""Placement stage wiring (issue 24, bullet 4): the code between the replay kernel and the summary.
+
+Every expected value is worked out by hand in the comments: a summary that averages the wrong
+replays, subtracts another pool's baseline, counts LARS sets of the wrong policy, swaps a ratio of
+the predictor's hierarchy or scores censored VMs fails here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from tracelab.analysis.placement.model import (
+    LifetimePrior,
+    deployment_posteriors,
+    feature_posteriors,
+    predicted_classes,
+    predicted_long,
+)
+from tracelab.analysis.placement.replay import ReplayResult
+from tracelab.analysis.placement.stage import (
+    PlacementParams,
+    _pools_table,
+    _wilson,
+    placement_summary,
+    placement_tables,
+    prediction_quality,
+    predictions,
+    replay_inputs,
+)
+from tracelab.analysis.placement.stream import VmStream
+
+H = 3600
+CENSORED = 2_591_700
+PRIOR = LifetimePrior(shape=2.0, rate_hours=40.0, record="test")
+
+
+def _result(
+    pool: int,
+    policy: str,
+    predictor: str,
+    empty: float,
+    *,
+    vms: int,
+    cpu: float = 0.0,
+    defrag: tuple[tuple[float, int, int, int, int], ...] = (),
+) -> ReplayResult:
+    return ReplayResult(
+        pool=pool,
+        policy=policy,
+        predictor=predictor,
+        hosts=10,
+        vms=vms,
+        events=2 * vms,
+        empty_host_pct=empty,
+        hosts_used_mean=10 - empty / 10,
+        hosts_used_peak=9,
+        stranded_cpu_pct=cpu,
+        stranded_memory_pct=2 * cpu,
+        rejected_vms=1,
+        deadline_misses=0,
+        class_lowerings=0,
+        series_hours=np.zeros(0),
+        series_empty_pct=np.zeros(0),
+        defrag=defrag,
+    )
+
+
+def _results() -> list[ReplayResult]:
+    # pool 0: Best Fit 10% empty, LAVA 13, LAS oracle 15; pool 1: 20, 19, 26
+    return [
+        _result(0, "best-fit", "none", 10.0, vms=100, cpu=4.0, defrag=((1.0, 10, 8, 7, 6),)),
+        _result(0, "lava", "model", 13.0, vms=100, cpu=2.0, defrag=((1.0, 99, 99, 0, 0),)),
+        _result(0, "las", "oracle", 15.0, vms=100, cpu=1.0),
+        _result(1, "best-fit", "none", 20.0, vms=50, cpu=6.0, defrag=((2.0, 5, 4, 4, 2),)),
+        _result(1, "lava", "model", 19.0, vms=50, cpu=3.0),
+        _result(1, "las", "oracle", 26.0, vms=50, cpu=5.0),
+    ]
+
+
+def test_summary_subtracts_each_pools_own_baseline_and_averages_over_pools() -> None:
+    s = placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.0)
+    # lava/model: (13 - 10 + 19 - 20) / 2 = 1.0; las/oracle: (5 + 6) / 2 = 5.5
+    assert s.improvement_pp == {"las/oracle": 5.5, "lava/model": 1.0}
+    assert s.empty_host_pct == {"best-fit/none": 15.0, "las/oracle": 20.5, "lava/model": 16.0}
+    assert s.stranded_cpu_pct == {"best-fit/none": 5.0, "las/oracle": 3.0, "lava/model": 2.5}
+    assert s.stranded_memory_pct["lava/model"] == 5.0
+    # VMs once per pool (the baseline's: 100 + 50); events (2 per VM) and rejections (1) over
+    # every replay: 3 x 200 + 3 x 100 and 6
+    assert (s.vms, s.events, s.rejected_vms, s.replays) == (150, 900, 6, 6)
+
+
+def test_lars_totals_come_from_the_best_fit_replays_only() -> None:
+    s = placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.0)
+    # sets (10, 8, 7, 6) and (5, 4, 4, 2); LAVA's (99, 99, 0, 0) is not a defragmentation set
+    assert (s.lars_sets, s.lars_baseline_migrations) == (2, 12)
+    assert (s.lars_model_migrations, s.lars_oracle_migrations) == (11, 8)
+    assert s.lars_saved_migrations == 1
+    assert s.lars_saved_pct == pytest.approx(100 / 12)
+    assert s.lars_oracle_saved_pct == pytest.approx(400 / 12)
+
+
+def test_tables_carry_per_pool_improvements_and_their_range() -> None:
+    streams = [_stream([0, H], [2 * H, 2 * H], [2.0, 4.0])] * 2
+    tables = placement_tables(_results(), streams, PlacementParams(pool_hosts=(10, 10)), PRIOR)
+    lava = tables["replays"].filter(policy="lava").sort("pool")
+    assert lava["improvement_pp"].to_list() == [3.0, -1.0]
+    las = tables["improvement"].filter(policy="las").row(0, named=True)
+    assert (las["improvement_pp_min"], las["improvement_pp_max"], las["pools"]) == (5.0, 6.0, 2)
+    assert las["improvement_pp_mean"] == 5.5
+
+
+def test_pool_load_is_core_hours_over_the_span_and_the_pools_cores() -> None:
+    # 2 cores x 2 h + 4 cores x 1 h = 8 core-hours over a 1 h span (last creation) on 2 x 4 cores
+    stream = _stream([0, H], [2 * H, 2 * H], [2.0, 4.0])
+    table = _pools_table([stream], PlacementParams(pool_hosts=(2,), host_cores=4))
+    assert table["mean_load"].to_list() == [1.0]
+    assert table["deployments"].to_list() == [2]
+
+
+def _stream(
+    created: list[int],
+    deleted: list[int],
+    cores: list[float],
+    dep: list[int] | None = None,
+    sub: list[int] | None = None,
+) -> VmStream:
+    n = len(created)
+    return VmStream(
+        np.asarray(created, dtype=np.int64),
+        np.asarray(deleted, dtype=np.int64),
+        np.asarray(cores, dtype=np.float64),
+        2.0 * np.asarray(cores, dtype=np.float64),
+        np.asarray(dep if dep is not None else range(n), dtype=np.int64),
+        None if sub is None else np.asarray(sub, dtype=np.int64),
+        None,
+    )
+
+
+def test_feature_posteriors_chain_group_subscription_and_deployment() -> None:
+    """A (deployment 0, subscription 0) lives 0-1 h; B (deployment 1, subscription 0) and C
+    (deployment 2, subscription 1) are created at 2 h. Prior Gamma(2, 40 h): mean rate 0.05/h,
+    two pseudo-deaths per level.
+
+    A: no history, rate 40. At 2 h everyone's history is A's one death over 1 h:
+    r_all = (1 + 2) / (1 + 2 / 0.05) = 3/41; the group is everyone: r_grp = 3 / (1 + 2 / r_all)
+    = 9/85; B's subscription saw A (another deployment): r_sub = 3 / (1 + 2 / r_grp) = 27/179.
+    Rate = 40 * r_all / r_sub: B 40 * (3/41) / (27/179) = 19.404..., C (no subscription history,
+    r_sub = r_grp) 40 * (3/41) / (9/85) = 27.642...; no VM has deployment history: shape 2.
+    """
+    s = _stream([0, 2 * H, 2 * H], [H, 5 * H, 5 * H], [1.0] * 3, dep=[0, 1, 2], sub=[0, 0, 1])
+    shape, rate = feature_posteriors(
+        PRIOR, s.deployment, s.subscriptions, s.groups, s.created_s, s.deleted_s
+    )
+    assert shape.tolist() == [2.0, 2.0, 2.0]
+    assert rate == pytest.approx([40.0, 40 * (3 / 41) / (27 / 179), 40 * (3 / 41) / (9 / 85)])
+
+
+def test_options_switch_the_predictors_features() -> None:
+    # deployment 0 has two VMs: the second (created at 2 h) saw the first die at 1 h
+    s = _stream([0, 2 * H, 2 * H], [H, 5 * H, 5 * H], [1.0] * 3, dep=[0, 0, 1], sub=[0, 0, 1])
+    base = PlacementParams(pool_hosts=(2,))
+    dep_only = predictions(replace(base, feature_history=False), s, PRIOR)
+    expected = deployment_posteriors(PRIOR, s.deployment, s.created_s, s.deleted_s)
+    assert dep_only[0].tolist() == expected[0].tolist() == [2.0, 3.0, 2.0]
+    assert dep_only[1].tolist() == expected[1].tolist() == [40.0, 41.0, 40.0]
+    none = predictions(replace(base, feature_history=False, deployment_history=False), s, PRIOR)
+    assert none[0].tolist() == [2.0] * 3
+    assert none[1].tolist() == [40.0] * 3
+    # features without deployment history: no VM's shape moves, the rates do
+    feat = predictions(replace(base, deployment_history=False), s, PRIOR)
+    assert feat[0].tolist() == [2.0] * 3
+    assert feat[1][1] < 40.0
+    # replay_inputs hands every replay of a pool the same predictions
+    items = replay_inputs(base, [s], PRIOR)
+    full = predictions(base, s, PRIOR)
+    assert {(it.config.policy, it.config.predictor) for it in items} >= {("lava", "model")}
+    for it in items:
+        assert it.shape.tolist() == full[0].tolist()
+        assert it.rate_hours.tolist() == full[1].tolist()
+
+
+def _exp_like(mean_hours: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Lomax with a huge shape is the exponential of that mean."""
+    k = np.full(len(mean_hours), 1e6)
+    return k, k * np.asarray(mean_hours)
+
+
+def test_most_probable_class_of_an_exponential_lifetime() -> None:
+    # mean 0.1 h: P(< 1 h) ~ 1; mean 5 h: P(1-10 h) = e^-0.2 - e^-2 = 0.68; mean 50 h:
+    # P(10-100 h) = e^-0.2 - e^-2 = 0.68; mean 1000 h: P(>= 100 h) = e^-0.1 = 0.90
+    shape, rate = _exp_like([0.1, 5.0, 50.0, 1000.0])
+    assert predicted_classes(shape, rate).tolist() == [1, 2, 3, 4]
+    # P(T >= 2 h) = e^-20, e^-0.4, e^-0.04, e^-0.002: short only for the first
+    assert predicted_long(shape, rate).tolist() == [False, True, True, True]
+
+
+def test_class_accuracy_skips_unknown_classes_and_reports_the_baseline() -> None:
+    """VMs: 0.5 h (LC1), 5 h (LC2), 50 h (LC3), alive at the end after 30 h (class unknown; long
+    for LA-Binary), alive after 200 h (LC4). Predicted means 0.1, 50, 50, 0.1, 1000 h give
+    classes 1, 3, 3, 1, 4: 3 of the 4 known classes right; binary 4 of 5 (the 30 h VM is called
+    short)."""
+    created = [0, 0, 0, CENSORED - 30 * H, CENSORED - 200 * H]
+    deleted = [H // 2, 5 * H, 50 * H, CENSORED, CENSORED]
+    s = _stream(created, deleted, [1.0] * 5)
+    q = prediction_quality([s], [_exp_like([0.1, 50.0, 50.0, 0.1, 1000.0])])
+    assert q["class_vms"] == 4
+    assert q["class_accuracy"] == 0.75
+    assert q["true_class_shares"] == [0.25] * 4
+    assert q["majority_class_share"] == 0.25
+    assert q["predicted_class_shares"] == [0.25, 0.0, 0.5, 0.25]
+    assert (q["binary_vms"], q["binary_accuracy"]) == (5, 0.8)
+    # Wilson 95% for 3 of 4 (published tables: 0.301-0.954)
+    assert q["class_accuracy_ci"] == pytest.approx([0.3006, 0.9544], abs=1e-4)
+
+
+def test_wilson_interval_edges() -> None:
+    lo, hi = _wilson(0, 10)
+    assert lo == pytest.approx(0.0, abs=1e-12)
+    assert hi == pytest.approx(0.2775, abs=1e-4)
+    assert all(np.isnan(_wilson(0, 0)))

@@ -1,0 +1,212 @@
+"""The yield stage's wiring on hand-made inputs (issue 24): per-instance rows and aggregates.
+
+The algorithms have their own tests; these check the code that turns their placements into the
+stage's rows and its tables and summary into the paper's aggregates, on numbers small enough to
+work out by hand (in the comments).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from tracelab.analysis.common.reduced import reduced_options
+from tracelab.analysis.vcsched.algorithms import Instance
+from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
+from tracelab.analysis.vcsched.stage import (
+    ALGORITHMS,
+    PAPER_YIELD_PARAMS,
+    InstanceOutcome,
+    YieldParams,
+    _instance_outcome,
+    _settings,
+    _Task,
+    yield_summary,
+    yield_tables,
+)
+
+
+def _outcome(
+    instance_id: int,
+    slack: float,
+    yields: dict[str, float | None],
+    *,
+    source: str = "paper",
+    n_jobs: int = 10,
+    seconds: float = 0.001,
+) -> InstanceOutcome:
+    row = {
+        "instance_id": instance_id,
+        "source": source,
+        "size_class": "small",
+        "n_hosts": 4,
+        "n_jobs": n_jobs,
+        "slack": slack,
+        "cv_cpu": 0.25,
+        "cv_memory": 0.25,
+        "replicate": 0,
+        "seed": instance_id,
+        "total_cpu_need": 1.0,
+        "total_memory": 1.0,
+        "lp_bound": yields.get("LP"),
+        "lp_bound_solver": float("nan"),
+        "milp_optimal": True,
+    }
+    results = [
+        {
+            "instance_id": instance_id,
+            "algorithm": a,
+            "solved": y is not None,
+            "min_yield": y,
+            "avg_yield": None if y is None else min(1.0, y + 0.1),
+        }
+        for a, y in yields.items()
+    ]
+    runtimes = [
+        {"instance_id": instance_id, "algorithm": a, "n_jobs": n_jobs, "seconds": seconds}
+        for a in yields
+        if a != "LP"
+    ]
+    return InstanceOutcome(row, results, runtimes)
+
+
+# three paper instances (MCB1, MCB2, MCB8, GR, MILP, LP; None = the algorithm failed) and one trace
+# instance the paper-source summary must leave out
+PAPER = [
+    _outcome(
+        0,
+        0.1,
+        {"MCB1": 0.5, "MCB2": 0.4, "MCB8": 0.25, "GR": 0.5, "MILP": 0.6, "LP": 0.8},
+        n_jobs=500,
+        seconds=0.004,
+    ),
+    _outcome(1, 0.1, {"MCB1": None, "MCB2": 0.8, "MCB8": 0.8, "GR": None, "MILP": 0.9, "LP": 1.0}),
+    _outcome(2, 0.5, {"MCB1": 0.6, "MCB2": 0.3, "MCB8": 0.6, "GR": 0.3, "MILP": 0.6, "LP": 0.6}),
+]
+TRACE = [_outcome(3, 0.1, {"MCB1": 0.1, "MCB2": None, "MCB8": 0.1, "LP": 0.2}, source="trace")]
+
+
+def _by(frame: pl.DataFrame, key: str, value: str) -> dict[Any, Any]:
+    return dict(zip(frame[key], frame[value], strict=True))
+
+
+def test_degradation_is_from_the_best_on_each_instance() -> None:
+    tables = yield_tables(PAPER + TRACE)
+    deg = tables["degradation"].filter(pl.col("source") == "paper")
+    mcb = deg.filter(pl.col("family") == "mcb")
+    # best MCB per instance: 0.5, 0.8 (MCB1 failed), 0.6; degradation 100·(best − y)/best:
+    #   MCB1: 0, —, 0          → mean 0
+    #   MCB2: 20, 0, 50        → mean 23.33, max 50
+    #   MCB8: 50, 0, 0         → mean 16.67
+    assert _by(mcb, "algorithm", "mean_pct") == pytest.approx(
+        {"MCB1": 0.0, "MCB2": 70 / 3, "MCB8": 50 / 3}
+    )
+    assert _by(mcb, "algorithm", "n_instances") == {"MCB1": 2, "MCB2": 3, "MCB8": 3}
+    assert _by(mcb, "algorithm", "max_pct") == pytest.approx({"MCB1": 0, "MCB2": 50, "MCB8": 50})
+    # the heuristics family (MCB8, GR here): best 0.5, 0.8, 0.6 → MCB8 50, 0, 0; GR 0, —, 50
+    heur = deg.filter(pl.col("family") == "heuristics")
+    assert _by(heur, "algorithm", "mean_pct") == pytest.approx({"MCB8": 50 / 3, "GR": 25.0})
+    summary = yield_summary(tables, ("paper", "trace"))
+    assert summary.mcb_degradation_pct == pytest.approx(
+        {"MCB1": 0.0, "MCB2": 70 / 3, "MCB8": 50 / 3}
+    )
+    assert summary.best_mcb == "MCB1"
+
+
+def test_failure_rates_count_the_unsolved_instances() -> None:
+    tables = yield_tables(PAPER + TRACE)
+    by_slack = tables["by_slack"].filter(pl.col("source") == "paper")
+    rows = {
+        (a, s): (n, k, f)
+        for a, s, n, k, f in by_slack.select(
+            "algorithm", "slack", "n_instances", "n_solved", "failure_rate"
+        ).iter_rows()
+    }
+    # slack 0.1: instances 0 and 1; MCB1 and GR fail on 1. Slack 0.5: instance 2 only.
+    assert rows["MCB1", 0.1] == (2, 1, 0.5)
+    assert rows["MCB1", 0.5] == (1, 1, 0.0)
+    assert rows["MCB2", 0.1] == (2, 2, 0.0)
+    assert rows["GR", 0.5] == (1, 1, 0.0)
+    summary = yield_summary(tables, ("paper", "trace"))
+    # one failure in three paper instances; the trace instance's MCB2 failure does not count
+    assert summary.failure_rate["MCB1"] == pytest.approx(1 / 3)
+    assert summary.failure_rate["MCB2"] == 0.0
+    assert summary.failure_rate["GR"] == pytest.approx(1 / 3)
+
+
+def test_summary_means_and_gaps_of_the_headline_source() -> None:
+    tables = yield_tables(PAPER + TRACE)
+    summary = yield_summary(tables, ("paper", "trace"))
+    assert summary.headline_source == "paper"
+    assert summary.n_instances == 4
+    # means over the solved paper instances (the trace instance's 0.1 is not in them)
+    assert summary.mean_min_yield == pytest.approx(
+        {"MCB1": 0.55, "MCB2": 0.5, "MCB8": 0.55, "GR": 0.4, "MILP": 0.7, "LP": 0.8}
+    )
+    # gap = 100·(mean higher / mean lower − 1) over instances where both solved:
+    #   MILP/MCB8 on all three: 0.7/0.55; LP/MILP: 0.8/0.7; MILP/GR on 0 and 2: 0.6/0.4
+    assert summary.milp_over_mcb8_pct == pytest.approx(100 * (0.7 / 0.55 - 1))
+    assert summary.lp_over_milp_pct == pytest.approx(100 * (0.8 / 0.7 - 1))
+    assert summary.milp_over_greedy_pct["GR"] == pytest.approx(50.0)
+    assert math.isnan(summary.milp_over_greedy_pct["SG"])
+    # MCB8's run time on the one 500-job instance: 4 ms
+    assert summary.mcb8_ms_500 == pytest.approx(4.0)
+    trace = yield_summary(tables, ("trace",))
+    assert trace.headline_source == "trace"
+    assert trace.mean_min_yield == pytest.approx({"MCB1": 0.1, "MCB8": 0.1, "LP": 0.2})
+    assert trace.failure_rate["MCB2"] == 1.0
+
+
+def _run_one(cpu: list[float], memory: list[float], hosts: int) -> InstanceOutcome:
+    spec = InstanceSpec(7, "paper", "small", hosts, len(cpu), 0.5, 0.25, 0.25, 0, seed=11)
+    instance = Instance(np.array(cpu), np.array(memory), hosts)
+    params = YieldParams(milp_max_jobs=4, rounding_max_jobs=4, backtrack_limit=100)
+    return _instance_outcome(_Task(spec, instance, _settings(params)))
+
+
+def test_one_instance_rows_by_hand() -> None:
+    # one host, CPU needs 0.5 and 1.0: every algorithm puts both there (load 1.5), so the minimum
+    # yield is 1/1.5 = 2/3 for every job, no CPU is left for the average phase (2/3 too), and the
+    # LP bound is min(1, 1/1.5) = 2/3
+    out = _run_one([0.5, 1.0], [0.25, 0.25], 1)
+    assert [r["algorithm"] for r in out.result_rows] == list(ALGORITHMS)
+    for row in out.result_rows:
+        assert row["solved"], row
+        assert row["min_yield"] == pytest.approx(2 / 3), row
+        if row["algorithm"] != "LP":
+            assert row["avg_yield"] == pytest.approx(2 / 3), row
+    assert out.instance_row["lp_bound"] == pytest.approx(2 / 3)
+    assert out.instance_row["lp_bound_solver"] == pytest.approx(2 / 3)
+    assert out.instance_row["total_cpu_need"] == pytest.approx(1.5)
+    assert out.instance_row["milp_optimal"] is True
+    assert {r["algorithm"] for r in out.runtime_rows} == set(ALGORITHMS) - {"LP"}
+    # memory 0.75 + 0.75 cannot share the one host: every algorithm fails, the LP is infeasible
+    out = _run_one([0.5, 0.5], [0.75, 0.75], 1)
+    assert [r["algorithm"] for r in out.result_rows] == list(ALGORITHMS)
+    assert not any(r["solved"] for r in out.result_rows)
+    assert all(r["min_yield"] is None and r["avg_yield"] is None for r in out.result_rows)
+    assert math.isnan(out.instance_row["lp_bound"])
+
+
+def test_trace_instances_are_scaled_to_the_cpu_load() -> None:
+    jobs = TraceJobs(np.array([0.1, 0.2, 0.1, 0.2]), np.full(4, 0.25), 1.0, 1.0)
+    spec = InstanceSpec(0, "trace", "small", 0, 4, 0.0, math.nan, math.nan, 0, seed=5)
+    # memory 4 · 0.25 = 1 host at slack 0; Σc = 0.6 scaled to 2 hosts' worth: × 10/3
+    loaded = trace_instance(spec, jobs, 2.0)
+    assert loaded.n_hosts == 1
+    assert sorted(loaded.cpu_need) == pytest.approx([1 / 3, 1 / 3, 2 / 3, 2 / 3])
+    assert sorted(trace_instance(spec, jobs).cpu_need) == pytest.approx([0.1, 0.1, 0.2, 0.2])
+    # at 3 hosts' worth the 0.2 tasks would need 1.0 and the 0.1 tasks 0.5: capped at one host
+    assert sorted(trace_instance(spec, jobs, 3.0).cpu_need) == pytest.approx([0.5, 0.5, 1, 1])
+
+
+def test_summary_states_what_the_grid_reduces() -> None:
+    reduced = reduced_options(YieldParams(), PAPER_YIELD_PARAMS)
+    assert reduced["large_instances"] == {"run": 1, "paper": 100}
+    assert reduced["slacks"]["paper"] == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+    assert 0.1 in YieldParams().slacks
+    assert "trace_cpu_load" not in reduced
