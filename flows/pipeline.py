@@ -171,7 +171,12 @@ def _raw_timings(
     raw = raw_dir or settings.raw_dir / trace
     timings: list[StageTiming] = []
     manifest = read_manifest(settings.lake_dir / trace)
-    if raw_dir is None and not raw_files_present(raw) and not partial_sample(raw) and manifest.height:
+    if (
+        raw_dir is None
+        and not raw_files_present(raw)
+        and not partial_sample(raw)
+        and manifest.height
+    ):
         # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
         # generated sample is put beside real rows
         note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"

@@ -17,7 +17,7 @@ from tracelab.analysis.statistics.calibration import (
     calibration_rows,
     load_calibration_inputs,
 )
-from tracelab.reports.frames import fmt_num, read_json
+from tracelab.reports.frames import read_json
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     HtmlTable,

@@ -19,7 +19,7 @@ from matplotlib.patches import Rectangle
 
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
-from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan, series_on_grid
+from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
 from tracelab.reports.numfmt import fmt_pct
 
