@@ -20,6 +20,12 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import (
+    NOT_ENOUGH_DATA,
+    SHORTFALLS,
+    Shortfall,
+    write_shortfall,
+)
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.common.stage_params import AnalyzeOptions
 from tracelab.analysis.export.params import write_stage_params
@@ -31,6 +37,12 @@ from tracelab.analysis.statistics import (
     inst_vs_avg,
     time_invariance,
     variability,
+)
+from tracelab.analysis.statistics.needs import (
+    analysis_shortfall,
+    clustering_shortfall,
+    gamma_fit_shortfalls,
+    gamma_fits_shortfall,
 )
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
@@ -79,18 +91,14 @@ def check_inputs(settings: Settings, trace: str, stages: tuple[str, ...]) -> Non
         )
     paths = _paths(settings, trace)
     for stage in stages:
-        tables, needs_lake = _STAGE_INPUTS[stage]
+        # the task_usage lake is not checked here: a stage without long tasks says so itself
+        tables, _ = _STAGE_INPUTS[stage]
         for name in tables:
             if not paths[name].exists():
                 raise TracelabError(
                     f"derived table {paths[name]} is missing (needed by stage {stage}); "
                     f"run `tracelab derive --trace {trace}` first"
                 )
-        if needs_lake and not any(paths["lake"].glob("*.parquet")):
-            raise TracelabError(
-                f"no task_usage Parquet files in {paths['lake']} (needed by stage {stage}); "
-                f"run `tracelab ingest --trace {trace}` first"
-            )
 
 
 def _samples(settings: Settings, trace: str, batch_rows: int) -> Iterator[TaskSampleBatch]:
@@ -206,14 +214,14 @@ def clustering_stage(
     logger.info("clustering %d histograms (k=%d, scan %s)", h.shape[0], k, list(k_range))
     stage_dir = paths["results"] / "clustering"
     reason = clustering.too_few_histograms(h.shape[0], k)
-    if reason is not None:
+    shortfall = clustering_shortfall(settings.data_dir, k)
+    if reason is not None and shortfall is not None:
         logger.warning("clustering skipped: %s", reason)
         # no centroids this run: the params export must not keep an earlier run's
-        write_stage_params(stage_dir, [])
         skipped = clustering.clustering_skipped_summary(
             k=k, n_histograms=int(h.shape[0]), reason=reason
         )
-        return _finish(stage_dir, {}, skipped, started)
+        return _shortfall_summary(stage_dir, shortfall, skipped, started)
     limit = clustering.kmeans_thread_limit(threads)
     chosen = clustering.histogram_clusters(
         h, k=k, seed=seed, n_init=n_init, minibatch_threshold=minibatch_threshold, threads=limit
@@ -314,18 +322,34 @@ def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int
     for _, reason in result.skipped:
         get_run_logger().warning("gamma fit skipped: %s", reason)
     stage_dir = paths["results"] / "gamma_fits"
-    write_stage_params(stage_dir, [f.to_parameter(trace) for f in result.fits])
-    return _finish(
-        stage_dir,
-        gamma_fits.gamma_fits_tables(result),
-        gamma_fits.gamma_fits_summary(result),
-        started,
+    short = gamma_fit_shortfalls(
+        settings.data_dir, result.skipped, n_finished=result.n_finished_incarnations
     )
+    summary = {**gamma_fits.gamma_fits_summary(result), SHORTFALLS: [f.text for f in short]}
+    if not result.fits:
+        whole = gamma_fits_shortfall(short)
+        return _shortfall_summary(stage_dir, whole, summary, started)
+    write_stage_params(stage_dir, [f.to_parameter(trace) for f in result.fits])
+    return _finish(stage_dir, gamma_fits.gamma_fits_tables(result), summary, started)
+
+
+def _shortfall_summary(
+    stage_dir: Path, shortfall: Shortfall, extra: dict[str, Any], started: float
+) -> dict[str, Any]:
+    """The summary of a stage that lacked data: only what it needed and found, no results."""
+    summary = {**extra, "seconds": round(time.perf_counter() - started, 3)}
+    write_shortfall(stage_dir, shortfall, summary)
+    get_run_logger().warning("stage %s not run: %s", stage_dir.name, shortfall.text)
+    return {**summary, NOT_ENOUGH_DATA: shortfall.to_dict()}
 
 
 def _stage_summary(
     settings: Settings, trace: str, stage: str, params: AnalyzeOptions
 ) -> dict[str, Any]:
+    shortfall = analysis_shortfall(stage, settings.data_dir, ad_sizes=params.ad_sizes, k=params.k)
+    if shortfall is not None and stage != "clustering":
+        stage_dir = _paths(settings, trace)["results"] / stage
+        return _shortfall_summary(stage_dir, shortfall, {}, time.perf_counter())
     if stage == "inst_vs_avg":
         return inst_vs_avg_stage(settings, trace, params.seed, params.ks, params.batch_rows)
     if stage == "variability":
@@ -376,15 +400,27 @@ def analyze_flow(
         print(f"[analyze] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
         summaries[stage] = _stage_summary(settings, trace, stage, params)
         seconds = summaries[stage]["seconds"]
-        print(f"[analyze] {n}/{len(stages)} {stage} done in {seconds:.1f} s", file=sys.stderr)
+        short = summaries[stage].get(NOT_ENOUGH_DATA)
+        done = f"not run: {short['text']}" if short else f"done in {seconds:.1f} s"
+        print(f"[analyze] {n}/{len(stages)} {stage} {done}", file=sys.stderr)
     publish_summary("analyze", trace, _headline(summaries))
     return summaries
 
 
 def _headline(summaries: dict[str, dict[str, Any]]) -> tuple[tuple[str, str], ...]:
     return tuple(
-        (stage, f"{summary.get('seconds', 0):.1f} s") for stage, summary in summaries.items()
+        (stage, "not enough data" if NOT_ENOUGH_DATA in s else f"{s.get('seconds', 0):.1f} s")
+        for stage, s in summaries.items()
     )
+
+
+def _shortfalls(summaries: dict[str, dict[str, Any]]) -> tuple[str, ...]:
+    """What the stages could not do: whole stages first, then the parts of those that ran."""
+    whole = [s[NOT_ENOUGH_DATA]["text"] for s in summaries.values() if NOT_ENOUGH_DATA in s]
+    parts = [
+        p for s in summaries.values() if NOT_ENOUGH_DATA not in s for p in s.get(SHORTFALLS, ())
+    ]
+    return (*whole, *parts)
 
 
 def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageResult:
@@ -398,4 +434,5 @@ def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageRe
         outputs=tuple(f"results/{trace}/{stage}" for stage in summaries),
         headline=_headline(summaries),
         seconds=time.perf_counter() - started,
+        shortfalls=_shortfalls(summaries),
     )

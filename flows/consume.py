@@ -17,6 +17,7 @@ from typing import Any
 
 from prefect import flow
 
+from tracelab.analysis.common.shortfall import SHORTFALLS
 from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.analysis.common.stage_outputs import record_parameters
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -101,7 +102,8 @@ def consuming_stage(
             )
         # the page's "Parameters of this run" reads this record, never the results
         record_parameters(out_dir, params)
-        headline = headline_of(summary.to_dict())
+        doc = summary.to_dict()
+        headline = headline_of(doc)
         publish_summary(name, trace, headline, page)
         return StageResult(
             stage=name,
@@ -109,6 +111,7 @@ def consuming_stage(
             outputs=(f"results/{trace}/{name}",),
             headline=headline,
             seconds=time.perf_counter() - started,
+            shortfalls=tuple(str(s) for s in doc.get(SHORTFALLS, ())),
         )
 
     body.__name__ = f"{name}_flow"

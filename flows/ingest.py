@@ -65,7 +65,17 @@ from tracelab.analysis.lake.ingest_run import (
     converted_plan,
     converted_row,
     failed_conversion,
+    kinds_in_lake,
     not_converted_row,
+    sha256_backfilled,
+    with_sources,
+)
+from tracelab.analysis.lake.provenance import (
+    Kind,
+    check_not_mixing,
+    drop_trace_data,
+    file_kinds,
+    write_ingest_note,
 )
 from tracelab.analysis.lake.schemas import trace_tables
 from tracelab.flows.observe import flow_run_name
@@ -152,10 +162,12 @@ def _convert_all(
     ledger: ManifestLedger,
     sizes: tuple[int, int, float],
     show_progress: bool,
+    kinds: dict[str, Kind],
 ) -> list[ManifestRow]:
     """Convert every planned file in batches (threads or Dask), recording each batch as it ends.
 
-    ``sizes`` = (chunk MB, batch MB, wrong-format share), as :func:`ingest_flow` takes them.
+    ``sizes`` = (chunk MB, batch MB, wrong-format share), as :func:`ingest_flow` takes them;
+    ``kinds``: each file's kind (real or synthetic) by its path.
     """
     chunk_mb, batch_mb, wrong_format_share = sizes
     logger = get_run_logger()
@@ -176,7 +188,9 @@ def _convert_all(
                 done: list[Converted] = future.result()
             except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
                 done = [Converted(failed_conversion(exc), plan.checksum) for plan in batch]
-            batch_rows = [converted_row(p, d) for p, d in zip(batch, done, strict=True)]
+            batch_rows = with_sources(
+                [converted_row(p, d) for p, d in zip(batch, done, strict=True)], kinds
+            )
             rows.extend(batch_rows)
             ledger.record(batch_rows)
             progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
@@ -228,6 +242,11 @@ def ingest_flow(
         )
     manifest = read_manifest(lake_trace_dir)
     previous = manifest_rows(manifest)
+    kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
+    # before anything is written: a lake holds the rows of one kind only
+    check_not_mixing(lake_trace_dir, kinds_in_lake(previous.values(), kinds), kinds)
+    ignored = [(p.path, p.reason) for p in found.problems if not p.is_error]
+    write_ingest_note(lake_trace_dir, raw_dir, ignored)
     first = files_to_checksum_first(found.files, previous, lake_trace_dir)
     checksums = checksums_of(first, 2) if first else {}
     plans = plan_files(found.files, checksums, previous, lake_trace_dir)
@@ -240,6 +259,7 @@ def ingest_flow(
             if plan.action == "duplicate":
                 remove_outputs(lake_paths(lake_trace_dir, plan.raw))
             rows.append(not_converted_row(plan, now))
+    rows = with_sources(sha256_backfilled(rows, plans), kinds)
     ledger = ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
     ledger.record(rows)
     try:
@@ -250,6 +270,7 @@ def ingest_flow(
             ledger,
             (chunk_mb, batch_mb, wrong_format_share),
             show_progress,
+            kinds,
         )
     finally:
         # also when interrupted: what finished stays recorded
@@ -293,7 +314,33 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (logs and summary only)"
     )
+    add_replace_argument(parser)
     add_scaleout_arguments(parser)
+
+
+def add_replace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="first delete this trace's lake, derived tables, results and params export (and "
+        "its generated sample in DATA/raw): needed to put real files where synthetic ones were, "
+        "or the reverse, since one lake never mixes the two",
+    )
+
+
+def prepare_source(settings: Settings, trace: str, raw_dir: Path, *, replace: bool) -> None:
+    """Before ingesting ``raw_dir``: ``replace`` drops the trace's data; then a raw folder of the
+    other kind than the lake's (real / synthetic) is refused in one line naming the fix."""
+    if replace:
+        removed = drop_trace_data(settings.data_dir, trace, raw_dir)
+        shown = ", ".join(str(p.relative_to(settings.data_dir)) for p in removed) or "nothing"
+        print(f"--replace: removed {shown}", flush=True)
+    if not raw_dir.is_dir():
+        return  # nothing to ingest: the run generates the default sample, or says so
+    found = discover_raw_files(trace, raw_dir)
+    kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
+    lake = settings.lake_dir / trace
+    check_not_mixing(lake, kinds_in_lake(manifest_rows(read_manifest(lake)).values(), kinds), kinds)
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
@@ -307,6 +354,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             f"raw folder {raw_dir} does not exist; pass --raw DIR (the published root with "
             "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
         )
+    prepare_source(settings, args.trace, raw_dir, replace=args.replace)
     settings = settings_with_scaleout(args, settings)
     return ingest_trace(
         settings,

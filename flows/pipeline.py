@@ -30,13 +30,14 @@ from tracelab.analysis.common.fingerprints import (
     stage_output_digests,
     write_stage_state,
 )
+from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.lake.catalog import write_catalog
-from tracelab.analysis.lake.ingest import raw_files_present
+from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.synthetic import partial_sample
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
-from tracelab.flows.ingest import ingest_trace
+from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.registry import (
     ALL,
@@ -57,6 +58,7 @@ from tracelab.flows.run_config import (
 )
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
+from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.site import SiteBuild
 
@@ -108,7 +110,9 @@ def incremental_timing(
         note = f"inputs unchanged since the successful run of {state.finished_at} (same checksums)"
         print(f"[{stage.name}] {trace} unchanged: {note}", flush=True)
         publish_summary(stage.name, trace, (("status", "unchanged"), ("since", state.finished_at)))
-        return StageTiming(stage.name, trace, "unchanged", 0.0, note)
+        # what it lacked then, it lacks now: the run's summary still lists it
+        short = recorded_shortfalls(stage.output_paths(settings.data_dir, trace))
+        return StageTiming(stage.name, trace, "unchanged", 0.0, note, short)
     timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
     if timing.status == "ok":
         outputs = stage_output_digests(
@@ -140,11 +144,24 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
         if isinstance(rc, StageResult):
             # the index shows each stage's headline numbers beside its timing
             note = "; ".join(f"{label} {value}" for label, value in rc.headline[:4])
+            if rc.shortfalls:
+                # what it could not do matters more than the timings of what it did; the
+                # whole sentences follow the run's summary table
+                parts = ", ".join(text.split(":", 1)[0] for text in rc.shortfalls)
+                note = f"not enough data for: {parts}"
     seconds = time.perf_counter() - started
     print(
         f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
     )
-    return StageTiming(name, trace, status, seconds, note)
+    shortfalls = rc.shortfalls if status == "ok" and isinstance(rc, StageResult) else ()
+    return StageTiming(name, trace, status, seconds, note, shortfalls)
+
+
+def shortfall_timing(stage: Stage, trace: str, shortfall: Shortfall, data_dir: Path) -> StageTiming:
+    """Record that ``stage`` lacks the data it needs (status ``no data``: not a failure)."""
+    record_shortfall(stage, trace, shortfall, data_dir)
+    print(f"[{stage.name}] {trace} not run: {shortfall.text}", flush=True)
+    return StageTiming(stage.name, trace, "no data", 0.0, shortfall.text, (shortfall.text,))
 
 
 def _raw_timings(
@@ -153,6 +170,18 @@ def _raw_timings(
     """Generate the default sample when needed, then ingest ``trace``."""
     raw = raw_dir or settings.raw_dir / trace
     timings: list[StageTiming] = []
+    manifest = read_manifest(settings.lake_dir / trace)
+    if (
+        raw_dir is None
+        and not raw_files_present(raw)
+        and not partial_sample(raw)
+        and manifest.height
+    ):
+        # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
+        # generated sample is put beside real rows
+        note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"
+        print(f"[ingest] {trace} unchanged: {note}", flush=True)
+        return [StageTiming("ingest", trace, "unchanged", 0.0, note)]
     if raw_dir is None and not raw_files_present(raw):
         print(f"no raw data in {raw}: generating the default {scale} sample", flush=True)
         timings.append(
@@ -208,11 +237,15 @@ def _stage_timings(
         fingerprint = _stage_fingerprint(
             stage, trace, params, sorted(set(upstream)), settings, code
         )
+        shortfall = stage.shortfall(settings.data_dir, trace, params)
         missing = stage.missing_input(settings.data_dir, trace)
-        if missing is not None:
+        if shortfall is not None:
+            timing = shortfall_timing(stage, trace, shortfall, settings.data_dir)
+        elif missing is not None:
             timing = StageTiming(stage.name, trace, "failed", 0.0, missing)
         else:
             timing = incremental_timing(stage, trace, params, fingerprint, settings)
+            clear_shortfall_record(stage, trace, settings.data_dir)
         fingerprints[(stage.name, trace)] = fingerprint
         timings.append(timing)
         if timing.status == "failed":
@@ -314,20 +347,42 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
             "the latest run (default: reuse them and record this run with links to them)"
         ),
     )
+    add_replace_argument(parser)
     add_config_argument(parser)
     add_scaleout_arguments(parser)
+
+
+def require_ingestible(trace: str, raw: Path) -> None:
+    """One line naming why ``raw`` holds no file of ``trace`` that ingest reads, if so."""
+    found = discover_raw_files(trace, raw)
+    if found.files:
+        return
+    left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
+    named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
+    raise TracelabError(
+        f"--raw {raw}: no {trace} file named as published (<table>/part-NNNNN-of-NNNNN.csv.gz); "
+        + (named or "check the folder")
+    )
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.raw is not None and args.trace is None:
         raise TracelabError("--raw needs --trace (which trace is in that folder?)")
+    if args.replace and args.trace is None:
+        raise TracelabError("--replace needs --trace (which trace's data should go?)")
     if args.raw is not None and not raw_files_present(args.raw):
         raise TracelabError(
             f"--raw {args.raw}: no files there; point it at the trace's published root"
         )
+    if args.raw is not None:
+        require_ingestible(args.trace, args.raw)
     traces = (args.trace,) if args.trace else TRACES
     # the whole file is checked before anything runs
     options = stage_options_from_config(args.config)
+    for trace in traces:
+        raw = args.raw or settings.raw_dir / trace
+        if args.replace or raw_files_present(raw):
+            prepare_source(settings, trace, raw, replace=args.replace)
     # ingest and derive read --workers / --dask-address from the settings
     settings = settings_with_scaleout(args, settings)
     result = pipeline_flow(
@@ -349,6 +404,14 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         print(f"params export: {result.params_export.resolve()}")
     else:
         print("params export: not written in this run")
+    short = [text for t in result.timings for text in t.shortfalls]
+    if short:
+        print(
+            f"not enough data for {len(short)} stage(s) or part(s) (nothing failed; their pages "
+            "say the same):"
+        )
+        for text in short:
+            print(f"  {text}")
     failed = [t for t in result.timings if t.status == "failed"]
     for t in failed:
         print(f"tracelab run: stage {t.stage} ({t.trace}) failed: {t.note}", file=sys.stderr)

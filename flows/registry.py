@@ -34,6 +34,7 @@ from tracelab.analysis.common.datapaths import (
 from tracelab.analysis.statistics import ANALYSES
 
 if TYPE_CHECKING:
+    from tracelab.analysis.common.shortfall import Shortfall
     from tracelab.flows.settings import Settings
 
 TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
@@ -51,18 +52,25 @@ class StageResult:
     #: (label, formatted value) pairs, in reading order
     headline: tuple[tuple[str, str], ...] = ()
     seconds: float = 0.0
+    #: the parts the stage left out for lack of data (``<part>: needs …; found …``)
+    shortfalls: tuple[str, ...] = ()
 
 
 #: ``run(settings, trace, options) -> StageResult``: the stage's Prefect flow
 StageRun = Callable[["Settings", str, Any], StageResult]
+#: ``needs(data_dir, trace, options) -> Shortfall | None``: what data the stage needs beyond its
+#: input files (:mod:`tracelab.analysis.common.shortfall`)
+StageNeeds = Callable[[Path, str, Any], "Shortfall | None"]
 
 
 @dataclass(frozen=True)
 class StageCode:
-    """A stage's code: its frozen options dataclass and the flow that runs it."""
+    """A stage's code: its frozen options dataclass, the flow that runs it and, for a stage that
+    can lack data, what it needs (short of it, the stage is not run and says what it found)."""
 
     options: type[Any]
     run: StageRun
+    needs: StageNeeds | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,11 @@ class Stage:
 
     def runner(self) -> StageRun:
         return self.code().run
+
+    def shortfall(self, data_dir: Path, trace: str, params: object) -> Shortfall | None:
+        """What keeps the stage from running on this data, or None."""
+        needs = self.code().needs
+        return needs(data_dir, trace, params) if needs is not None else None
 
     def output_paths(self, data_dir: Path, trace: str) -> tuple[Path, ...]:
         return tuple(o.path(data_dir, trace) for o in self.outputs)
@@ -150,9 +163,10 @@ def _fit() -> StageCode:
 @cache
 def _export() -> StageCode:
     from tracelab.analysis.common.stage_params import ExportOptions
+    from tracelab.analysis.lake.availability import export_needs
     from tracelab.flows.export import run_stage
 
-    return StageCode(ExportOptions, run_stage)
+    return StageCode(ExportOptions, run_stage, export_needs)
 
 
 @cache
@@ -167,18 +181,22 @@ def _calibration() -> StageCode:
 
 @cache
 def _packing() -> StageCode:
+    from tracelab.analysis.lake.availability import packing_needs
     from tracelab.analysis.packing.stage import PackingParams, packing_results
     from tracelab.flows.consume import consuming_stage
 
-    return StageCode(PackingParams, consuming_stage("packing", packing_results, "google-packing"))
+    run = consuming_stage("packing", packing_results, "google-packing")
+    return StageCode(PackingParams, run, packing_needs)
 
 
 @cache
 def _yield() -> StageCode:
+    from tracelab.analysis.lake.availability import yield_needs
     from tracelab.analysis.vcsched.stage import YieldParams, yield_results
     from tracelab.flows.consume import consuming_stage
 
-    return StageCode(YieldParams, consuming_stage("yield", yield_results, "google-yield"))
+    run = consuming_stage("yield", yield_results, "google-yield")
+    return StageCode(YieldParams, run, yield_needs)
 
 
 @cache
@@ -233,7 +251,6 @@ STAGES: tuple[Stage, ...] = (
             derived_table("fct_task_usage_stats"),
             derived_table("fct_task_usage_histograms"),
             derived_table("fct_task_times"),
-            lake_table("task_usage"),
         ),
         outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
         pages=(
@@ -292,11 +309,8 @@ STAGES: tuple[Stage, ...] = (
         help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
         code=_packing,
-        inputs=(
-            derived_table("fct_task_usage_stats"),
-            lake_table("task_usage"),
-            PARAMS_EXPORT,
-        ),
+        # the long tasks it draws are checked by its `needs` (analysis/lake/availability.py)
+        inputs=(derived_table("fct_task_usage_stats"), PARAMS_EXPORT),
         outputs=(stage_results("packing"),),
         pages=("google-packing",),
         upstream=("ingest", "derive", "export"),
@@ -308,7 +322,9 @@ STAGES: tuple[Stage, ...] = (
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
         traces=(_G,),
         code=_yield,
-        inputs=(lake_table("task_events"), lake_table("machine_events")),
+        # the paper's instances need no data; the trace's need task_events and machine_events
+        # (without them the stage runs the paper's only and says so)
+        inputs=(LAKE_MANIFEST,),
         outputs=(stage_results("yield"),),
         pages=("google-yield",),
         upstream=("ingest",),

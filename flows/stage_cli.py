@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shutil
 import typing
 from pathlib import Path
 from typing import Any
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import Shortfall, read_shortfall, write_shortfall
 from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
 from tracelab.flows.registry import ALL, STAGES, TRACES, Stage, StageResult
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
@@ -132,9 +135,44 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
     )
     if missing is not None:
         raise TracelabError(missing)
+    shortfall = stage.shortfall(settings.data_dir, trace, params)
+    if shortfall is not None:
+        # its page says the same; asked for this stage alone, not running it is the answer
+        record_shortfall(stage, trace, shortfall, settings.data_dir)
+        raise TracelabError(f"not run, not enough data: {shortfall.text}")
     result = stage.runner()(settings, trace, params)
+    clear_shortfall_record(stage, trace, settings.data_dir)
     print_result(result, settings.data_dir)
     return 0
+
+
+def record_shortfall(stage: Stage, trace: str, shortfall: Shortfall, data_dir: Path) -> None:
+    """Make the stage's outputs say what it lacked instead of holding results.
+
+    Results folders get only a summary naming the shortfall (what its page shows); an output
+    file (the export) is deleted, so no later stage reads what an earlier run wrote from other
+    data. A stage whose outputs are not results folders records it in ``results/<trace>/<stage>``.
+    """
+    outputs = stage.output_paths(data_dir, trace)
+    results = _shortfall_folder(stage, trace, data_dir).parent
+    folders = [p for p in outputs if p.parent == results]
+    for path in outputs:
+        if path not in folders and path.is_file():
+            path.unlink()
+    for folder in folders or [_shortfall_folder(stage, trace, data_dir)]:
+        write_shortfall(folder, shortfall)
+
+
+def _shortfall_folder(stage: Stage, trace: str, data_dir: Path) -> Path:
+    """``results/<trace>/<stage>``: where a stage that writes no results folder records it."""
+    return stage_results(stage.name).path(data_dir, trace)
+
+
+def clear_shortfall_record(stage: Stage, trace: str, data_dir: Path) -> None:
+    """Remove a shortfall an earlier run recorded outside the stage's outputs (it ran now)."""
+    record = _shortfall_folder(stage, trace, data_dir)
+    if record not in stage.output_paths(data_dir, trace) and read_shortfall(record) is not None:
+        shutil.rmtree(record)
 
 
 def print_result(result: StageResult, data_dir: Path) -> None:

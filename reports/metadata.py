@@ -12,6 +12,8 @@ from typing import Any
 
 import polars as pl
 
+from tracelab.analysis.lake.provenance import generated_sample, lake_source
+
 #: packages whose versions a reader needs to reproduce a run
 _PACKAGES = (
     "tracelab",
@@ -36,6 +38,9 @@ class StageTiming:
     status: str
     seconds: float
     note: str = ""
+    #: what the stage (status ``no data``) or parts of it could not do for lack of data, each
+    #: ``<stage>: needs …; found …``
+    shortfalls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,9 @@ class InputFile:
     bytes: int
     checksum: str
     status: str
+    #: real or synthetic ("" when not recorded)
+    kind: str = ""
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +107,8 @@ def trace_inputs(manifest: Path) -> TraceInputs:
         ("path", pl.String, "?"),
         ("checksum", pl.String, ""),
         ("status", pl.String, ""),
+        ("source", pl.String, ""),
+        ("sha256", pl.String, ""),
         ("bytes", pl.Int64, 0),
         ("rows_read", pl.Int64, 0),
         ("rows_written", pl.Int64, 0),
@@ -139,6 +149,8 @@ def trace_inputs(manifest: Path) -> TraceInputs:
             bytes=int(r["bytes"]),
             checksum=str(r["checksum"] or ""),
             status=str(r["status"] or ""),
+            kind=str(r["source"] or ""),
+            sha256=str(r["sha256"] or ""),
         )
         for r in df.sort("path").iter_rows(named=True)
     )
@@ -207,27 +219,44 @@ def recorded_timings(data_dir: Path) -> tuple[StageTiming, ...]:
 
 
 def data_sources(data_dir: Path, traces: Sequence[str]) -> dict[str, str]:
-    """Per trace, one sentence saying what the data is: the synthetic sample (scale, seed) or
-    real files (how many, from the ingest manifest)."""
+    """Per trace (and ``all``), one sentence saying what the data is, from the lake manifest's
+    record of each file's kind: the published trace's files or tracelab's generated sample."""
     out: dict[str, str] = {}
     for trace in traces:
-        truth = data_dir / "raw" / trace / "TRUTH.json"
-        manifest = data_dir / "lake" / trace / "_manifest.parquet"
-        files = pl.read_parquet(manifest).height if manifest.is_file() else 0
-        if truth.is_file():
-            try:
-                doc = json.loads(truth.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                doc = {}
-            out[trace] = (
-                f"synthetic {trace} sample from tracelab's generator (scale "
-                f"{doc.get('scale', '?')}, seed {doc.get('seed', '?')}; {files} files), "
-                "not the published trace"
-            )
-        elif files:
-            out[trace] = (
-                f"real {trace} files: {files} ingested (DATA/lake/{trace}/_manifest.parquet)"
-            )
+        source = lake_source(data_dir / "lake" / trace)
+        sentence = _source_sentence(data_dir, trace, source)
+        if sentence:
+            out[trace] = sentence
     if out:
         out["all"] = "; ".join(out.values())
     return out
+
+
+def _source_sentence(data_dir: Path, trace: str, source: dict[str, Any]) -> str:
+    files = source["files"]
+    tables: dict[str, int] = {}
+    for f in files:
+        tables[f["table"]] = tables.get(f["table"], 0) + 1
+    counts = ", ".join(f"{t} {n}" for t, n in sorted(tables.items()))
+    if source["kind"] == "real":
+        return (
+            f"real {trace} trace files: {len(files)} ingested ({counts}), not generated; "
+            "their sha256 are in run.json and the params export"
+        )
+    if source["kind"] == "synthetic":
+        truth = generated_sample(data_dir, trace)
+        made = (
+            f"scale {truth.get('scale', '?')}, seed {truth.get('seed', '?')}; "
+            if truth
+            else "scale and seed not recorded; "
+        )
+        return (
+            f"synthetic {trace} sample from tracelab's generator ({made}{len(files)} files), "
+            "not the published trace"
+        )
+    if source["kind"] == "unrecorded":
+        return (
+            f"{trace}: {len(files)} files ingested before tracelab recorded whether files are "
+            f"real or generated; run `tracelab ingest --trace {trace}` once to record it"
+        )
+    return ""

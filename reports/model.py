@@ -20,6 +20,11 @@ class InputsMissing(Exception):
     """A page's inputs are absent or lack a column; the page says so instead of failing the site."""
 
 
+class NotEnoughData(Exception):
+    """The inputs are there but hold too little to draw anything: the page says what it needed
+    and found (``<what>: needs …; found …``) instead of empty axes or NaN."""
+
+
 @dataclass(frozen=True)
 class Number:
     """A computed number inside a paragraph: 3 significant digits (:func:`numfmt.fmt`), a share
@@ -88,6 +93,8 @@ class Page:
     sections: tuple[Section, ...] = ()
     unavailable: str = ""
     numbers: dict[str, float] = field(default_factory=dict)
+    #: parts of the stage left out for lack of data (``<part>: needs …; found …``)
+    notes: tuple[str, ...] = ()
 
     @property
     def file(self) -> str:

@@ -36,9 +36,12 @@ from typing import Any
 import jinja2
 
 from tracelab.analysis.common.atomic import atomic_write_text
-from tracelab.analysis.common.datapaths import PARAMS_EXPORT
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT, stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_dirs
+from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
+from tracelab.analysis.lake.availability import derived_shortfall
+from tracelab.analysis.lake.provenance import data_source
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     InputFile,
@@ -52,7 +55,14 @@ from tracelab.reports.metadata import (
     trace_inputs,
     versions,
 )
-from tracelab.reports.model import InputsMissing, Number, Page, PageContext, PageSpec
+from tracelab.reports.model import (
+    InputsMissing,
+    NotEnoughData,
+    Number,
+    Page,
+    PageContext,
+    PageSpec,
+)
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 RUN_FILE = "run.json"
@@ -91,6 +101,8 @@ class RunInfo:
     page_inputs: tuple[str, ...] = ()
     #: per trace (and "all"), what the data is: the synthetic sample or real files
     sources: dict[str, str] = field(default_factory=dict)
+    #: ``{"kind": real|synthetic|mixed|…, "files": [{trace, table, path, kind, sha256}]}``
+    source: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -225,6 +237,7 @@ def _run_info(
         pages_fingerprint=shown.fingerprint,
         page_inputs=shown.inputs,
         sources=data_sources(data_dir, traces),
+        source=data_source(data_dir, traces),
     )
 
 
@@ -422,6 +435,10 @@ def _page(
     base = Page(
         slug=spec.slug, title=spec.title, trace=spec.trace, stage=spec.stage, sources=spec.inputs
     )
+    short = _page_shortfall(spec, data_dir)
+    if short is not None:
+        # what the stage needed and found, instead of figures over no data
+        return replace(base, unavailable=f"not enough data: {short[0]}"), short[1]
     missing = [p for p in spec.inputs if not (data_dir / p).exists()]
     if missing:
         reason = f"missing {', '.join(missing)} — run `{spec.command}` to produce it."
@@ -431,6 +448,9 @@ def _page(
         sections = tuple(spec.build(ctx))
     except InputsMissing as exc:
         return replace(base, unavailable=f"{exc} — run `{spec.command}`."), tuple(ctx.reads)
+    except NotEnoughData as exc:
+        shutil.rmtree(ctx.out_dir, ignore_errors=True)
+        return replace(base, unavailable=f"not enough data: {exc}"), tuple(ctx.reads)
     except Exception as exc:
         if strict:
             raise
@@ -438,7 +458,31 @@ def _page(
         last = traceback.format_exception_only(exc)[-1].strip()
         return replace(base, unavailable=f"{_BUILD_ERROR} ({last})."), tuple(ctx.reads)
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
-    return replace(base, sections=sections, numbers=numbers), tuple(ctx.reads)
+    notes = read_shortfalls(data_dir / _results_folder(spec))
+    return replace(base, sections=sections, numbers=numbers, notes=notes), tuple(ctx.reads)
+
+
+def _results_folder(spec: PageSpec) -> Path:
+    """``results/<trace>/<stage>`` of the page (``analyze/variability``: its ``variability``)."""
+    return Path(stage_results(spec.stage.split("/")[-1]).relative(spec.trace))
+
+
+def _page_shortfall(spec: PageSpec, data_dir: Path) -> tuple[str, tuple[str, ...]] | None:
+    """Why the page's stage had too little data to draw anything, and the files that say so.
+
+    The stage's own record first (a stage that did not run); then a derived table the page
+    draws that has no rows, with what the lake tables behind it hold.
+    """
+    folder = _results_folder(spec)
+    recorded = read_shortfall(data_dir / folder)
+    if recorded is not None:
+        return recorded.text, (f"{folder.as_posix()}/summary.json",)
+    for rel in spec.inputs:
+        if rel.startswith("derived/") and rel.endswith(".parquet"):
+            empty = derived_shortfall(data_dir, spec.trace, Path(rel).stem, spec.title)
+            if empty is not None:
+                return empty.text, (rel, f"lake/{spec.trace}/_manifest.parquet")
+    return None
 
 
 def refresh_index_from_runs(site_dir: Path) -> bool:

@@ -67,6 +67,8 @@ def stage_results(folder: str, document: str = "", producer: str = "") -> DataEn
 
 
 LAKE_MANIFEST = DataEntry("lake.manifest", "lake/{trace}/_manifest.parquet", ("ingest",))
+#: what the last ingest read from and the files it left out (analysis/lake/provenance.py)
+INGEST_NOTE = DataEntry("lake.ingest_note", "lake/{trace}/_ingest.json", ("ingest",))
 DERIVED_FOLDER = DataEntry("derived", "derived/{trace}", ("derive",))
 #: the versioned params document every later stage reads
 PARAMS_EXPORT = DataEntry("exports.params", "exports/params.json", ("export",))

@@ -27,8 +27,10 @@ def write_stage_outputs(
     """Write ``tables`` as ``<name>.parquet`` and ``summary`` as ``summary.json``; returns the paths.
 
     Tables of an earlier run that this run did not write are removed, so the folder never mixes
-    two runs.
+    two runs. A frame without columns is not written: no reader (DuckDB's catalog views among
+    them) can open a Parquet file without a column.
     """
+    tables = {name: frame for name, frame in tables.items() if frame.width}
     stage_dir.mkdir(parents=True, exist_ok=True)
     for stale in stage_dir.glob("*.parquet"):
         if stale.stem not in tables:
@@ -45,6 +47,15 @@ def read_summary(stage_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` a stage wrote."""
     doc: dict[str, Any] = json.loads((stage_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     return doc
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path``; empty when the file is absent, unreadable or not an object."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def record_parameters(stage_dir: Path, params: object) -> Path | None:

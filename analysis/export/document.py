@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 from tracelab.analysis.common.atomic import atomic_write_text
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.params import STAGE_PARAMS_FILE, FittedParameter
+from tracelab.analysis.lake.provenance import data_source
 
 SCHEMA_VERSION = "1.2.0"
 SUPPORTED_MAJOR = 1
@@ -231,6 +232,8 @@ def params_document(
             {"trace": s.trace, "path": s.path, "checksum": s.checksum}
             for s in source_files(data_dir / "lake", traces)
         ],
+        # real or synthetic, per file with its sha256: what every number below comes from
+        "source": data_source(data_dir, traces),
         "stage_files": [
             {"path": p.relative_to(data_dir).as_posix(), "sha256": _sha256_file(p)} for p in files
         ],

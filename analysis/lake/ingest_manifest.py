@@ -40,7 +40,13 @@ MANIFEST_SCHEMA: dict[str, pl.DataType] = {
     "error": pl.String(),
     #: native (Polars reader), validated (line-by-line checks) or none
     "method": pl.String(),
+    #: real (the published trace) or synthetic (tracelab's generator): analysis/lake/provenance.py
+    "source": pl.String(),
+    #: hex sha256 of the raw file as stored ("" until computed)
+    "sha256": pl.String(),
 }
+#: columns added after the first manifests were written: empty in an older manifest's rows
+_LATER_COLUMNS = ("source", "sha256")
 
 Action = Literal["convert", "skip", "duplicate"]
 
@@ -61,6 +67,8 @@ class ManifestRow:
     status: Status
     error: str
     method: str
+    source: str = ""
+    sha256: str = ""
 
 
 @dataclass(frozen=True)
@@ -86,7 +94,10 @@ def read_manifest(lake_trace_dir: Path) -> pl.DataFrame:
     path = manifest_path(lake_trace_dir)
     if not path.is_file():
         return pl.DataFrame(schema=MANIFEST_SCHEMA)
-    return pl.read_parquet(path).cast(MANIFEST_SCHEMA)  # type: ignore[arg-type]
+    frame = pl.read_parquet(path)
+    missing = [c for c in _LATER_COLUMNS if c not in frame.columns]
+    frame = frame.with_columns(pl.lit("", dtype=pl.String).alias(c) for c in missing)
+    return frame.select(list(MANIFEST_SCHEMA)).cast(MANIFEST_SCHEMA)  # type: ignore[arg-type]
 
 
 def manifest_rows(manifest: pl.DataFrame) -> dict[tuple[str, str], ManifestRow]:

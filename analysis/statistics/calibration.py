@@ -24,6 +24,7 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import NOT_ENOUGH_DATA
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary, write_stage_outputs
 
@@ -566,7 +567,9 @@ def _parquet(path: Path) -> pl.DataFrame | None:
 
 
 def _summary(stage_dir: Path) -> dict[str, Any] | None:
-    return read_summary(stage_dir) if (stage_dir / "summary.json").is_file() else None
+    """The stage's summary; None when it is absent or says the stage lacked data."""
+    doc = read_summary(stage_dir) if (stage_dir / "summary.json").is_file() else None
+    return None if doc is None or NOT_ENOUGH_DATA in doc else doc
 
 
 def load_calibration_inputs(

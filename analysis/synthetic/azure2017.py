@@ -47,7 +47,6 @@ scale-outs within one 5-minute slot appear as one, as they would in the real tra
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import math
 from dataclasses import asdict, dataclass
@@ -60,6 +59,7 @@ import polars as pl
 from scipy.special import gammaincinv, ndtr, ndtri
 
 from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.synthetic.csvparts import marked_gzip
 
 WINDOW_S = 2_592_000
 GRID_S = 300
@@ -266,7 +266,7 @@ def generate_azure_2017(
     columns = AZURE_2017["vmtable"].column_names
 
     bar = _progress_bar(progress, None if target_bytes else n_in_window)
-    with csv_path.open("wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+    with csv_path.open("wb") as raw, marked_gzip(raw, level=9) as gz:
         done = 0
         while True:
             if target_bytes is None:

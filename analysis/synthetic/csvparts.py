@@ -1,7 +1,9 @@
 """Headerless gzip CSV part files written exactly as the published traces are.
 
 Integers without decimals, floats as plain decimals (never scientific), booleans as 0/1,
-NULL as an empty field. The gzip header carries no file name and mtime 0, so the same rows give
+NULL as an empty field. The gzip header carries mtime 0 and, as its file name, the generator's
+mark ``tracelab-synthetic`` (which the published files never carry, so ingest can tell a
+generated part from a published one: ``analysis/lake/provenance.py``); the same rows give
 byte-identical files.
 """
 
@@ -14,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 import polars as pl
+
+from tracelab.analysis.lake.provenance import SYNTHETIC_MARK
 
 #: gzip level: 1 is ~3x faster than the default 9 and only ~15% larger on these tables
 GZIP_LEVEL = 1
@@ -61,9 +65,20 @@ def write_gzip_bytes(path: Path, raw: bytes) -> None:
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"_{path.name}.tmp")
-    with tmp.open("wb") as fh:
-        fh.write(gzip.compress(raw, compresslevel=GZIP_LEVEL, mtime=0))
+    with (
+        tmp.open("wb") as fh,
+        marked_gzip(fh) as gz,
+    ):
+        gz.write(raw)
     tmp.replace(path)
+
+
+def marked_gzip(fh: io.BufferedWriter, level: int = GZIP_LEVEL) -> gzip.GzipFile:
+    """A gzip writer onto ``fh`` whose header names the generator (mtime 0: reproducible), so
+    ingest tells a generated file from a published one (``analysis/lake/provenance.py``)."""
+    return gzip.GzipFile(
+        filename=SYNTHETIC_MARK, mode="wb", fileobj=fh, compresslevel=level, mtime=0
+    )
 
 
 class GzipPartStream:
@@ -71,7 +86,7 @@ class GzipPartStream:
 
     Published parts are single-member gzip files; appending batches keeps memory at one batch
     whatever the part size. The file appears under ``path`` only when closed; the gzip header has
-    no file name and mtime 0, and deflate's output does not depend on how the input was split,
+    the generator's mark as its file name and mtime 0, and deflate's output does not depend on how the input was split,
     so the same rows give byte-identical parts. Calls must not overlap.
     """
 
@@ -80,9 +95,7 @@ class GzipPartStream:
         self._path = path
         self._tmp = path.with_name(f"_{path.name}.tmp")
         self._fh = self._tmp.open("wb")
-        self._gz = gzip.GzipFile(
-            filename="", mode="wb", fileobj=self._fh, compresslevel=GZIP_LEVEL, mtime=0
-        )
+        self._gz = marked_gzip(self._fh)
 
     def write(self, raw: bytes) -> None:
         self._gz.write(raw)

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import (
     MapFn,
@@ -30,6 +31,7 @@ from tracelab.analysis.common.stage_api import (
     serial_map,
 )
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.lake.availability import trace_requests_shortfall
 from tracelab.analysis.vcsched.algorithms import (
     MCB_VARIANTS,
     PAPER_BACKTRACK_LIMIT,
@@ -161,6 +163,8 @@ class YieldSummary:
     reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: mean Σc_j / hosts of the trace instances (the CPU load the yields are measured at)
     trace_mean_cpu_load: float = float("nan")
+    #: sources left out for lack of data (``<part>: needs …; found …``)
+    shortfalls: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -422,15 +426,31 @@ def yield_results(
     progress: Progress = no_progress,
     map_fn: MapFn = serial_map,
 ) -> YieldSummary:
-    """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary."""
+    """Run the grid, write the tables and ``summary.json`` to ``out_dir``, return the summary.
+
+    Without task_events or machine_events rows the trace's instances are left out (the paper's
+    need no data) and the summary says what they needed and found.
+    """
+    asked = params
+    short = (
+        trace_requests_shortfall("yield trace instances", data_dir)
+        if "trace" in params.sources
+        else None
+    )
+    if short is not None:
+        params = replace(params, sources=tuple(s for s in params.sources if s != "trace"))
+        if not params.sources:
+            raise TracelabError(f"not enough data: {short.text}")
     outcomes = _run_in_chunks(_build_tasks(params, data_dir), map_fn, progress)
     tables = yield_tables(outcomes)
     summary = replace(
         yield_summary(tables, params.sources),
-        reduced=reduced_options(params, PAPER_YIELD_PARAMS),
+        reduced=reduced_options(asked, PAPER_YIELD_PARAMS),
         trace_mean_cpu_load=_mean_cpu_load(tables["instances"], "trace"),
+        shortfalls=(short.text,) if short is not None else (),
     )
-    parameters = {**option_values(params), **yield_grid(params)}
+    # the options as given (the summary's shortfalls say which source had no data), the grid run
+    parameters = {**option_values(asked), **yield_grid(params)}
     write_stage_outputs(out_dir, tables, summary.to_dict() | {"parameters": parameters})
     return summary
 

@@ -6,7 +6,6 @@ derived tables and analysis results (google-2011, and agg_azure_population of az
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,6 +18,7 @@ from tracelab.analysis.statistics.calibration import (
     load_calibration_inputs,
 )
 from tracelab.reports.frames import read_json
+from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     HtmlTable,
     InputsMissing,
@@ -138,17 +138,7 @@ def _named(text: str) -> str:
 
 
 def _data_source(data_dir: Path) -> str:
-    """Which data the run read: the generated sample (trace, scale, seed) or real files."""
-    parts = []
-    for trace in ("google-2011", "azure-2017"):
-        truth = data_dir / "raw" / trace / "TRUTH.json"
-        if truth.is_file():
-            doc = json.loads(truth.read_text(encoding="utf-8"))
-            version = doc.get("generator_version", "")
-            parts.append(
-                f"{trace} synthetic sample (generator {version}, scale {doc.get('scale')}, "
-                f"seed {doc.get('seed')})".replace("generator , ", "")
-            )
-        else:
-            parts.append(f"{trace} files under raw/{trace}")
-    return "; ".join(parts)
+    """Which data the run read, per trace with a lake: the published trace's files or the
+    generated sample (from the manifest's record of each file's kind)."""
+    sources = data_sources(data_dir, ("google-2011", "azure-2017"))
+    return sources.get("all", "no ingested data")

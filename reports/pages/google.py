@@ -20,7 +20,7 @@ from matplotlib.patches import Rectangle
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
-from tracelab.reports.model import Figure, HtmlTable, Number, PageContext, Section
+from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
 from tracelab.reports.numfmt import fmt_pct
 
 TRACE = "google-2011"
@@ -816,6 +816,14 @@ class UsageNumbers:
     classes: tuple[UsageClass, ...]
 
 
+def usage_covered_windows(usage: pl.DataFrame) -> pl.DataFrame:
+    """The windows some task_usage record covers: elsewhere the table's use is 0 for want of
+    records (a few parts of the trace), not because nothing ran, and would read as idle."""
+    covered = usage.group_by("window_start").agg(pl.col("usage_records").sum() > 0)
+    keep = covered.filter(pl.col("usage_records"))["window_start"].implode()
+    return usage.filter(pl.col("window_start").is_in(keep))
+
+
 def usage_numbers(usage: pl.DataFrame) -> UsageNumbers:
     """Sums over the windows of ``agg_usage_by_priority``, per priority class."""
     sums = usage.group_by("priority_class").agg(pl.col(v).sum() for v in _USAGE)
@@ -847,8 +855,15 @@ def usage_numbers(usage: pl.DataFrame) -> UsageNumbers:
 
 def usage_sections(ctx: PageContext) -> Sequence[Section]:
     """Fig. 9 of the paper: CPU and memory requested vs used, production vs non-production."""
-    lf = scan(ctx.derived("agg_usage_by_priority"), ("window_start", "priority_class", *_USAGE))
-    df = collect(lf.select("window_start", "priority_class", *_USAGE)).sort("window_start")
+    columns = ("window_start", "priority_class", "usage_records", *_USAGE)
+    lf = scan(ctx.derived("agg_usage_by_priority"), columns)
+    df = usage_covered_windows(collect(lf.select(columns)).sort("window_start"))
+    windows = df["window_start"].n_unique()
+    if windows < 2:
+        raise NotEnoughData(
+            "Usage vs requests by priority: needs ≥ 2 usage windows with task_usage records "
+            f"(a time series of use beside the requests); found {windows}"
+        )
     nums = usage_numbers(df)
     figs = [*_usage_figure(df, "cpu", ctx.out_dir), *_usage_figure(df, "memory", ctx.out_dir)]
     table = HtmlTable(
@@ -943,6 +958,13 @@ def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
     """Fig. 10 of the paper: relative change of cluster CPU/memory use between windows."""
     lf = scan(ctx.derived("agg_utilization_change"), _CHANGE)
     df = collect(lf.select(_CHANGE))
+    if not any(_abs_change(df, c).size for c in _CHANGE):
+        # one usage window (or none with use) gives no change to draw
+        used = collect(lf.filter((pl.col("used_cpu") > 0) | (pl.col("used_memory") > 0)))
+        raise NotEnoughData(
+            "Utilization change between windows: needs ≥ 2 consecutive usage windows with "
+            f"task_usage records; found {used.height:,} window(s) with use, none next to another"
+        )
     nums = utilization_change_numbers(df)
     frags: list[str | Number] = []
     for k, c in enumerate(_CHANGE):

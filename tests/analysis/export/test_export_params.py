@@ -89,6 +89,19 @@ def test_document_is_valid_against_the_schema_file(data_dir: Path) -> None:
     assert doc["sources"] == [
         {"trace": "azure-2017", "path": "vmtable/vmtable.csv.gz", "checksum": "sha256:abc"}
     ]
+    # a manifest written before kinds were kept: the export says it does not know
+    assert doc["source"] == {
+        "kind": "unrecorded",
+        "files": [
+            {
+                "trace": "azure-2017",
+                "table": "?",
+                "path": "vmtable/vmtable.csv.gz",
+                "kind": "",
+                "sha256": "",
+            }
+        ],
+    }
     assert [f["path"] for f in doc["stage_files"]] == [
         "results/azure-2017/priors/params.json",
         "results/google-2011/analysis/params.json",

@@ -126,17 +126,26 @@ def test_trace_instance_hosts_leave_the_slack(data_dir: Path) -> None:
     assert len(pairs) == 20
 
 
-def test_missing_lake_names_file_and_command(tmp_path: Path) -> None:
+def test_without_trace_tables_the_paper_instances_run_and_the_summary_says_why(
+    tmp_path: Path,
+) -> None:
+    small = dataclasses.replace(TINY, large_jobs=())
+    summary = yield_results(small, tmp_path, tmp_path / "out")
+    # the paper's generator alone needs no input; the trace's instances are left out, saying why
+    assert summary.headline_source == "paper"
+    assert summary.sources == ("paper",)
+    assert summary.shortfalls == (
+        "yield trace instances: needs task_events (CPU and memory requests) and machine_events "
+        "(capacities) rows; found task_events: 0 rows ingested, no "
+        "task_events/part-NNNNN-of-NNNNN.csv[.gz] file was given; machine_events: 0 rows "
+        "ingested, no machine_events/part-NNNNN-of-NNNNN.csv[.gz] file was given",
+    )
+    # asked for the trace's instances alone: one line, what they need and found
     with pytest.raises(TracelabError) as err:
-        yield_results(TINY, tmp_path, tmp_path / "out")
+        yield_results(dataclasses.replace(small, sources=("trace",)), tmp_path, tmp_path / "o")
     message = str(err.value)
     assert "\n" not in message
-    assert "machine_events" in message
-    assert "tracelab ingest --trace google-2011" in message
-    # the paper's generator alone needs no input
-    paper_only = dataclasses.replace(TINY, sources=("paper",), large_jobs=())
-    summary = yield_results(paper_only, tmp_path, tmp_path / "out")
-    assert summary.headline_source == "paper"
+    assert message.startswith("not enough data: yield trace instances: needs task_events")
 
 
 def test_outputs_and_summary(serial_out: Path) -> None:
