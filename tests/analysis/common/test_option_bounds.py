@@ -126,9 +126,10 @@ def test_a_huge_exported_arrival_rate_is_refused_before_the_runs(tmp_path: Path)
     from tracelab.analysis.common.errors import TracelabError
 
     # 1e9 arrivals per hour over a week: 1.7e11 deployments drawn up front in every run
+    # (arrival_rate 0: the stage takes the exported rate)
     write_params(tmp_path, arrival=1e9)
     with pytest.raises(TracelabError, match="GB of memory"):
-        admission_results(AdmissionParams(), tmp_path, tmp_path / "out")
+        admission_results(AdmissionParams(arrival_rate=0.0), tmp_path, tmp_path / "out")
 
 
 @pytest.mark.parametrize(
@@ -149,7 +150,7 @@ def test_an_exported_prior_the_model_cannot_draw_from_is_one_line(
     # NaN is exported as null (the schema allows a failed fit); both used to reach the model
     write_params(tmp_path, **edit)  # type: ignore[arg-type]
     with pytest.raises(TracelabError, match=message.replace("(", r"\(")):
-        admission_results(AdmissionParams(), tmp_path, tmp_path / "out")
+        admission_results(AdmissionParams(arrival_rate=0.0), tmp_path, tmp_path / "out")
 
 
 @pytest.mark.parametrize(
