@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 from browser.html import read_refs
 
 from tracelab.analysis.synthetic import generate_trace
+from tracelab.analysis.synthetic.csvparts import marked_gzip
 from tracelab.flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
 
 # a job that the generator never makes (its ids start far lower): SUBMIT, SCHEDULE, FINISH
@@ -68,7 +68,10 @@ def test_second_night_does_no_work_and_a_new_part_is_ingested_alone(
     assert derived.read_bytes() == first_derived_bytes
 
     new_part = raw / "task_events/part-00098-of-00099.csv.gz"
-    new_part.write_bytes(gzip.compress(_NEW_PART.encode()))
+    # a part added to a generated sample carries the generator's mark: an unmarked (published)
+    # file beside synthetic ones would be refused as a mix of sources
+    with new_part.open("wb") as fh, marked_gzip(fh) as gz:
+        gz.write(_NEW_PART.encode())
     third = nightly_flow(data_dir=str(data), traces=("google-2011",))
     manifest = _manifest(data)
     converted = manifest.filter(pl.col("status") == "ok")
