@@ -72,6 +72,7 @@ from tracelab.analysis.lake.ingest_run import (
     sha256_backfilled,
     with_sources,
 )
+from tracelab.analysis.lake.ingest_stream import reuse_freed_memory
 from tracelab.analysis.lake.provenance import (
     Kind,
     check_not_mixing,
@@ -84,6 +85,7 @@ from tracelab.flows.observe import flow_run_name
 from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from tracelab.flows.settings import Settings
+from tracelab.flows.temp_server import wait_until_ready
 
 
 @task(name="discover-raw-files", cache_policy=NO_CACHE)
@@ -386,6 +388,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
         )
     prepare_source(settings, args.trace, raw_dir, replace=args.replace)
+    reuse_freed_memory()  # before the conversion threads start
     settings = settings_with_scaleout(args, settings)
     return ingest_trace(
         settings,
@@ -408,6 +411,7 @@ def ingest_trace(
 ) -> int:
     """Ingest ``raw_dir`` (on Dask when the settings say so), print the summary; 1 if any error."""
     runner = dask_task_runner(settings)
+    wait_until_ready()  # the temporary server the CLI started early, if any
     run = ingest_flow if runner is None else ingest_flow.with_options(task_runner=runner)
     summary = run(
         trace=trace,

@@ -13,6 +13,7 @@ conversion threads decompress at once.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import io
 import queue
@@ -141,6 +142,29 @@ class RawStream:
         if content is not None:
             content.update(block)
         return block
+
+
+#: glibc's mallopt parameters (malloc.h)
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+
+
+def reuse_freed_memory() -> bool:
+    """Let glibc reuse the memory of freed chunks instead of mapping it anew (False if not glibc).
+
+    Every chunk is a few fresh buffers of ~24 MB (decompressed bytes, the line-aligned copy);
+    by default glibc maps each from the kernel and unmaps it when freed (the read-ahead thread's
+    arena is too small for them), so every chunk page-faults its bytes anew: ~94,000 faults per
+    published-size part for the stream alone, ~25,000 with these settings (one arena, no mmap
+    below 256 MB, freed memory kept up to 1 GB). Peak RSS stays flat: the same few buffers are
+    reused. Called by the command before its threads start; library callers keep their malloc.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return False
+    settings = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, 256 << 20), (_M_TRIM_THRESHOLD, 1 << 30))
+    return all(mallopt(option, value) == 1 for option, value in settings)
 
 
 def read_ahead(items: Iterator[bytes], depth: int = 1) -> Iterator[bytes]:
