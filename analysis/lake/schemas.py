@@ -195,7 +195,14 @@ AZURE_2017: dict[str, Table] = {
     )
 }
 
-TRACES: dict[str, dict[str, Table]] = {"google-2011": GOOGLE_2011, "azure-2017": AZURE_2017}
+# imported here, after Table is defined: the module builds its tables from it
+from tracelab.analysis.lake.schemas_alibaba2018 import ALIBABA_2018  # noqa: E402
+
+TRACES: dict[str, dict[str, Table]] = {
+    "google-2011": GOOGLE_2011,
+    "azure-2017": AZURE_2017,
+    "alibaba-2018": ALIBABA_2018,
+}
 
 
 def trace_tables(trace: str) -> dict[str, Table]:
