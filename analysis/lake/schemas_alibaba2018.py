@@ -19,25 +19,34 @@ the generator's gzip files).
 
 from __future__ import annotations
 
-from tracelab.analysis.lake.schemas import Column, Kind, Table
+from typing import Literal
 
 TRACE = "alibaba-2018"
 #: s; the sampling period is 8 days (trace_2018.md §2.1); times count from its start
 PERIOD_S = 8 * 86_400
 
 
-def _c(name: str, kind: Kind, mandatory: bool = False) -> Column:
-    # the lake names are the official names (already snake_case)
-    return Column(name=name, kind=kind, mandatory=mandatory, official=name)
+#: (name, kind, mandatory); the lake name is the official name (already snake_case).
+#: :mod:`analysis.lake.schemas` builds the ``Table`` objects (``ALIBABA_2018`` there), so this
+#: module imports nothing from it
+Spec = tuple[str, Literal["int", "float", "str", "bool"], bool]
 
 
-def _table(name: str, *columns: Column) -> Table:
-    return Table(TRACE, name, tuple(columns), f"{name}/*.csv*")
+def _c(name: str, kind: Literal["int", "float", "str", "bool"], mandatory: bool = False) -> Spec:
+    return (name, kind, mandatory)
 
 
-ALIBABA_2018: dict[str, Table] = {
-    t.name: t
-    for t in (
+def _table(name: str, *columns: Spec) -> tuple[str, tuple[Spec, ...]]:
+    return name, columns
+
+
+def raw_glob(table: str) -> str:
+    """Where a table's files are under the raw root: any ``<table>/*.csv[.gz]``."""
+    return f"{table}/*.csv*"
+
+
+COLUMNS: dict[str, tuple[Spec, ...]] = dict(
+    (
         _table(
             "machine_meta",
             _c("machine_id", "str", True),
@@ -115,4 +124,4 @@ ALIBABA_2018: dict[str, Table] = {
             _c("mem_max", "float"),
         ),
     )
-}
+)

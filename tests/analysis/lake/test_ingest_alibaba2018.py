@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+from repo_paths import TESTS
 
-from tests.repo_paths import TESTS
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.ingest_run import IngestSummary
 from tracelab.flows.ingest import ingest_flow
