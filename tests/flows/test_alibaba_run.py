@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 from pathlib import Path
 
 import polars as pl
@@ -61,3 +62,52 @@ def test_run_on_the_real_excerpt(excerpt_run: Path) -> None:
     assert set(manifest["source"]) == {"real"}
     assert pl.read_parquet(lake / "batch_task").height == 5_000
     assert pl.read_parquet(lake / "machine_meta")["machine_id"].n_unique() == 4_034
+
+
+def _derived(data: Path, name: str) -> pl.DataFrame:
+    return pl.read_parquet(data / "derived" / TRACE / f"{name}.parquet")
+
+
+def test_derived_tables_on_the_generated_sample_match_its_truth(generated_run: Path) -> None:
+    truth = json.loads((generated_run / "raw" / TRACE / "TRUTH.json").read_text())
+    counts = _derived(generated_run, "agg_alibaba_transition_counts").filter(
+        pl.col("level") == "task"
+    )
+    # every task's status is the last state of its row: Waiting as a first state, the rest
+    # reached from Running (the generator starts every non-Waiting task)
+    last = {
+        r["state"]: r["n"]
+        for r in counts.iter_rows(named=True)
+        if r["prev_state"] is not None or r["state"] == "Waiting"
+    }
+    ran = counts.filter(pl.col("prev_state").is_null() & (pl.col("state") == "Running"))
+    last["Running"] = ran["n"].sum() - sum(n for s, n in last.items() if s != "Waiting")
+    assert {s: n for s, n in last.items() if n} == truth["tasks"]["status_counts"]
+    assert counts["n_times_inconsistent"].sum() == 0
+    capacity = _derived(generated_run, "agg_alibaba_machine_capacity")
+    assert capacity["machines"][0] == truth["machines"]["present_at_start"]
+    assert capacity["machines"][-1] == truth["machines"]["n"]
+    assert capacity["cpus"][-1] == 96 * truth["machines"]["n"]
+    usage = _derived(generated_run, "fct_alibaba_container_usage_stats")
+    assert usage.height == truth["containers"]["n"]
+    # mean over containers of their used share of the request: the truth's within 0.02
+    assert abs(usage["used_over_requested"].mean() - truth["containers"]["mean_util_share"]) < 0.02  # type: ignore[operator]
+    running = _derived(generated_run, "agg_alibaba_running_tasks")
+    assert running["running_tasks"][-1] == truth["tasks"]["status_counts"].get("Running", 0)
+
+
+def test_derived_tables_on_the_real_excerpt(excerpt_run: Path) -> None:
+    counts = _derived(excerpt_run, "agg_alibaba_transition_counts")
+    # the excerpt's 5,000 tasks (PROVENANCE.md): Terminated 4,920, Running 39, Failed 28, Waiting 13
+    got = {(r["prev_state"], r["state"]): r["n"] for r in counts.iter_rows(named=True)}
+    assert got == {
+        (None, "Running"): 4_987,
+        (None, "Waiting"): 13,
+        ("Running", "Failed"): 28,
+        ("Running", "Terminated"): 4_920,
+    }
+    running = _derived(excerpt_run, "agg_alibaba_running_tasks")
+    assert running["running_tasks"][-1] == 39
+    capacity = _derived(excerpt_run, "agg_alibaba_machine_capacity")
+    assert capacity["machines"][-1] == 4_034
+    assert _derived(excerpt_run, "fct_alibaba_task_usage_stats").height == 0
