@@ -37,7 +37,8 @@ if TYPE_CHECKING:
     from tracelab.analysis.common.shortfall import Shortfall
     from tracelab.flows.settings import Settings
 
-TRACES: tuple[str, ...] = ("google-2011", "azure-2017", "alibaba-2018")
+TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
+TRACES += ("alibaba-2018",)
 #: stages outside the registry that run before it, in this order (their own commands)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 

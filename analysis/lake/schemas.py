@@ -202,11 +202,8 @@ ALIBABA_2018: dict[str, Table] = {
     for name, cols in alibaba.COLUMNS.items()
 }
 
-TRACES: dict[str, dict[str, Table]] = {
-    "google-2011": GOOGLE_2011,
-    "azure-2017": AZURE_2017,
-    "alibaba-2018": ALIBABA_2018,
-}
+TRACES: dict[str, dict[str, Table]] = {"google-2011": GOOGLE_2011, "azure-2017": AZURE_2017}
+TRACES["alibaba-2018"] = ALIBABA_2018
 
 
 def trace_tables(trace: str) -> dict[str, Table]:

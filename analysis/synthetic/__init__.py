@@ -14,7 +14,8 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 
 #: trace ids the generator knows
-GENERATED_TRACES = ("google-2011", "azure-2017", "alibaba-2018")
+GENERATED_TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
+GENERATED_TRACES += ("alibaba-2018",)
 
 
 #: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import duckdb
 import polars as pl
 import pytest
 from repo_paths import TESTS
 
+from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.ingest_run import IngestSummary
 from tracelab.flows.ingest import ingest_flow
@@ -107,6 +109,32 @@ def test_real_counts_reconcile(real_lake: tuple[Path, IngestSummary]) -> None:
     assert manifest["rows_rejected"].to_list() == [1, 0, 0]
     assert (manifest["rows_read"] == manifest["rows_written"] + manifest["rows_rejected"]).all()
     assert set(manifest["source"]) == {"real"}
+
+
+@pytest.mark.real_data
+def test_real_samples_derive_the_status_counts(
+    real_lake: tuple[Path, IngestSummary], tmp_path: Path
+) -> None:
+    lake, _ = real_lake
+    con = duckdb.connect()
+    derive.create_input_views(con, TRACE, lake)
+    params = derive.DeriveParams().as_sql_params()
+    deps = derive.table_dependencies(TRACE)
+    for name in derive.tables_needed(["agg_alibaba_transition_counts"], deps):
+        derive.materialise_table(con, name, params, tmp_path)
+    got = {
+        (r[0], r[1]): (r[2], r[3])
+        for r in con.sql(
+            "select prev_state, state, n, n_times_inconsistent from agg_alibaba_transition_counts"
+        ).fetchall()
+    }
+    # the 50,000 tasks' statuses (above): every started task ran; none has times against it
+    assert got == {
+        (None, "Running"): (49_229 + 296 + 390, 0),
+        (None, "Waiting"): (85, 0),
+        ("Running", "Failed"): (296, 0),
+        ("Running", "Terminated"): (49_229, 0),
+    }
 
 
 def test_excerpt_counts(excerpt_lake: tuple[Path, IngestSummary]) -> None:
