@@ -319,7 +319,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--trace",
         choices=TRACES,
         default=None,
-        help="run one trace only (default: google-2011 and azure-2017)",
+        help=f"run one trace only (default: {', '.join(TRACES)})",
     )
     parser.add_argument(
         "--raw",
