@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from tracelab.flows.settings import Settings
 
 TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
+TRACES += ("alibaba-2018",)
 #: stages outside the registry that run before it, in this order (their own commands)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
@@ -226,7 +227,7 @@ STAGES: tuple[Stage, ...] = (
         name="derive",
         command="derive",
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
-        traces=(_G, _A),
+        traces=(_G, _A, "alibaba-2018"),
         code=_derive,
         inputs=(LAKE_MANIFEST,),
         outputs=(DERIVED_FOLDER,),

@@ -31,6 +31,7 @@ CATALOG_FILE = "tracelab.duckdb"
 _TIME_COLUMNS: dict[str, tuple[int, int]] = {
     "google-2011": (1_000_000, WINDOW_START_US),
     "azure-2017": (1, 0),
+    "alibaba-2018": (1, 0),
 }
 
 

@@ -99,7 +99,10 @@ class CheckResult:
 
 
 def trace_of_table(name: str) -> str:
-    """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017)."""
+    """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017,
+    ``_alibaba_`` = alibaba-2018)."""
+    if "_alibaba_" in f"_{name}":
+        return "alibaba-2018"
     return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
 
 

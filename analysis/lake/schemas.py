@@ -17,6 +17,8 @@ from typing import Literal
 import polars as pl
 import pyarrow as pa
 
+from tracelab.analysis.lake import schemas_alibaba2018 as alibaba
+
 Kind = Literal["int", "float", "str", "bool"]
 
 #: columns that ingest adds to every lake table
@@ -195,7 +197,13 @@ AZURE_2017: dict[str, Table] = {
     )
 }
 
+ALIBABA_2018: dict[str, Table] = {
+    name: Table(alibaba.TRACE, name, tuple(_c(*c, c[0]) for c in cols), alibaba.raw_glob(name))
+    for name, cols in alibaba.COLUMNS.items()
+}
+
 TRACES: dict[str, dict[str, Table]] = {"google-2011": GOOGLE_2011, "azure-2017": AZURE_2017}
+TRACES["alibaba-2018"] = ALIBABA_2018
 
 
 def trace_tables(trace: str) -> dict[str, Table]:

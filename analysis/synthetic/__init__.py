@@ -14,7 +14,8 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 
 #: trace ids the generator knows
-GENERATED_TRACES = ("google-2011", "azure-2017")
+GENERATED_TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
+GENERATED_TRACES += ("alibaba-2018",)
 
 
 #: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)
@@ -102,6 +103,10 @@ def generate_trace(
                 part_mb=part_mb,
                 progress=progress,
             )
+        if trace == "alibaba-2018":
+            from tracelab.analysis.synthetic.alibaba2018 import generate_alibaba_2018
+
+            return generate_alibaba_2018(out, seed=seed, scale=scale, target_mb=target_mb)
         # imported lazily: the Azure generator is a separate module with its own owner
         from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 
