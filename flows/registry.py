@@ -238,6 +238,7 @@ STAGES: tuple[Stage, ...] = (
             "google-task-times",
             "google-usage",
             "google-utilization-change",
+            "compare-traces",
         ),
         upstream=("ingest",),
         methods="§1",

@@ -123,6 +123,10 @@ class PageContext:
     def derived(self, table: str) -> Path:
         return self._read(Path(derived_table(table).relative(self.trace)))
 
+    def derived_for(self, trace: str, table: str) -> Path:
+        """A derived table of another trace (pages that compare traces)."""
+        return self._read(Path(derived_table(table).relative(trace)))
+
     def results(self, stage: str) -> Path:
         return self._read(Path(stage_results(stage).relative(self.trace)))
 

@@ -42,6 +42,7 @@ from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_di
 from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
 from tracelab.analysis.lake.availability import derived_shortfall
 from tracelab.analysis.lake.provenance import data_source
+from tracelab.analysis.lake.schemas import TRACES as LAKE_TRACES
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     InputFile,
@@ -66,7 +67,8 @@ from tracelab.reports.model import (
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 RUN_FILE = "run.json"
-TRACES = ("google-2011", "azure-2017")
+#: every trace the lake knows, in its registry order
+TRACES = tuple(LAKE_TRACES)
 #: how a page that raised says so (such a run's pages are never reused: the next run retries)
 _BUILD_ERROR = "the page could not be built"
 

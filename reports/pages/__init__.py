@@ -7,6 +7,7 @@ from tracelab.reports.model import PageSpec
 from tracelab.reports.pages import admission as adm
 from tracelab.reports.pages import analysis as a
 from tracelab.reports.pages import calibration as cal
+from tracelab.reports.pages import compare as cmp
 from tracelab.reports.pages import google as g
 from tracelab.reports.pages import packing as pck
 from tracelab.reports.pages import params as pp
@@ -78,6 +79,16 @@ GOOGLE_DERIVED_PAGES: tuple[PageSpec, ...] = (
         (_derived("agg_utilization_change"),),
         _DERIVE,
         g.utilization_change_sections,
+    ),
+    PageSpec(
+        "compare-traces",
+        "Traces side by side",
+        "all",
+        "derive",
+        # which traces are present varies; the page says when none is
+        (),
+        "tracelab derive --trace T",
+        cmp.compare_sections,
     ),
 )
 

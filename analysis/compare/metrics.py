@@ -1,0 +1,259 @@
+"""The same metrics for every trace present: how tasks end, queue and running counts, task
+durations, usage against request, machine churn (issue 27's comparison page).
+
+Each trace keeps these in its own derived tables with its own codes and units; a
+:class:`TraceTables` says where, and the functions here turn them into :class:`Estimate` rows
+with one meaning across traces. They read through a ``read(trace, table, columns)`` callable that
+returns the table or None when it was not derived, so a page can note every file it reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from tracelab.analysis.compare.intervals import (
+    NO_DATA,
+    Estimate,
+    poisson_rate,
+    quantile_interval,
+    time_average,
+)
+
+#: (trace, table, columns) -> those columns of the derived table, or None when it is absent
+Reader = Callable[[str, str, tuple[str, ...]], pl.DataFrame | None]
+
+#: the common names of how a unit ends, in the order the page shows them
+OUTCOMES = ("finish", "fail", "kill", "evict", "lost")
+_DAY_S = 86_400.0
+#: the trace's end-of-window marker (2^63 - 1) and its start-of-window point 0 are not times
+_AFTER_WINDOW = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class TraceTables:
+    """Where one trace keeps what the comparison reads, and what its codes and units mean."""
+
+    trace: str
+    #: what one row of the task-times table is
+    unit: str
+    #: seconds per unit of the trace's time columns
+    time_unit_s: float
+    task_times: str
+    outcome_column: str
+    #: the trace's terminal codes (event types or states) -> a name in OUTCOMES
+    outcomes: Mapping[object, str]
+    #: (table, column) of the queue-length series; None when the trace does not record it
+    queue: tuple[str, str] | None
+    running: tuple[str, str]
+    #: (table, used column, requested column, what a row is)
+    usage: tuple[str, str, str, str]
+    #: columns whose rows are summed into one before the ratio (google-2011: per window)
+    usage_group: tuple[str, ...]
+    machines: str
+    #: the machine table's column counting departures (REMOVE events, or status changes)
+    departures: str
+    departures_mean: str
+    #: why a metric is absent for this trace
+    notes: Mapping[str, str]
+
+
+TRACE_TABLES: tuple[TraceTables, ...] = (
+    TraceTables(
+        trace="google-2011",
+        unit="task incarnation",
+        time_unit_s=1e-6,
+        task_times="fct_task_times",
+        outcome_column="terminal_event_type",
+        outcomes={2: "evict", 3: "fail", 4: "finish", 5: "kill", 6: "lost"},
+        queue=("agg_queue_length", "queue_length"),
+        running=("agg_running_tasks", "running_tasks"),
+        usage=("agg_usage_by_priority", "used_cpu", "requested_cpu", "5-minute window"),
+        usage_group=("window_index",),
+        machines="agg_machine_capacity",
+        departures="removes",
+        departures_mean="REMOVE events",
+        notes={},
+    ),
+    TraceTables(
+        trace="google-2019",
+        unit="instance incarnation",
+        time_unit_s=1e-6,
+        task_times="fct_g2019_instance_times",
+        outcome_column="terminal_event_type",
+        outcomes={4: "evict", 5: "fail", 6: "finish", 7: "kill", 8: "lost"},
+        queue=("agg_g2019_queue_length", "queue_length"),
+        running=("agg_g2019_running_instances", "running_instances"),
+        usage=("fct_g2019_instance_usage_stats", "avg_mean", "cpu_request", "instance"),
+        usage_group=(),
+        machines="agg_g2019_machine_capacity",
+        departures="removes",
+        departures_mean="REMOVE events",
+        notes={},
+    ),
+    TraceTables(
+        trace="alibaba-2018",
+        unit="batch task",
+        time_unit_s=1.0,
+        task_times="fct_alibaba_task_times",
+        outcome_column="terminal_state",
+        # Interrupted: a backup instance stopped (v2017 docs); Cancelled: stopped by the user
+        outcomes={
+            "Terminated": "finish",
+            "Failed": "fail",
+            "Cancelled": "kill",
+            "Interrupted": "evict",
+        },
+        queue=None,
+        running=("agg_alibaba_running_tasks", "running_tasks"),
+        usage=("fct_alibaba_container_usage_stats", "cpu_used_mean", "cpu_request", "container"),
+        usage_group=(),
+        machines="agg_alibaba_machine_capacity",
+        departures="status_changes",
+        departures_mean="status changes",
+        notes={
+            "queue": "batch_task records no submission time, so no queue length",
+            "scheduling": "batch_task records no submission time, so no scheduling delay",
+        },
+    ),
+)
+
+
+@dataclass(frozen=True)
+class OutcomeCounts:
+    """How the units that ended did: count per name in OUTCOMES (``other`` for unknown codes)."""
+
+    trace: str
+    unit: str
+    ended: int
+    counts: Mapping[str, int]
+
+
+def outcome_counts(spec: TraceTables, times: pl.DataFrame) -> OutcomeCounts:
+    """Counts of each outcome among the rows of the task-times table that ended."""
+    codes = times[spec.outcome_column].drop_nulls().to_list()
+    counts = dict.fromkeys((*OUTCOMES, "other"), 0)
+    for code in codes:
+        counts[spec.outcomes.get(code, "other")] += 1
+    return OutcomeCounts(spec.trace, spec.unit, len(codes), counts)
+
+
+def _series(frame: pl.DataFrame, column: str, time_unit_s: float) -> tuple[np.ndarray, np.ndarray]:
+    """(hours, values) of a per-timestamp series, without the before/after-window points."""
+    inside = frame.filter((pl.col("time") > 0) & (pl.col("time") < _AFTER_WINDOW)).sort("time")
+    hours = inside["time"].cast(pl.Float64).to_numpy() * time_unit_s / 3600.0
+    return hours, inside[column].cast(pl.Float64).to_numpy()
+
+
+def window_hours(frame: pl.DataFrame, time_unit_s: float) -> tuple[float, float]:
+    """First and last time (hours) of a per-timestamp series inside the trace's window."""
+    hours, _ = _series(frame, "time", time_unit_s)
+    return (float(hours[0]), float(hours[-1])) if hours.size else (float("nan"), float("nan"))
+
+
+def series_average(frame: pl.DataFrame | None, column: str, time_unit_s: float) -> Estimate:
+    """Time-weighted mean of a per-timestamp count (queue length, running tasks)."""
+    if frame is None or frame.height == 0:
+        return NO_DATA
+    hours, values = _series(frame, column, time_unit_s)
+    return time_average(hours, values)
+
+
+def duration_quantiles(times: pl.DataFrame, column: str) -> tuple[Estimate, Estimate]:
+    """Median and 90th percentile (seconds) of a duration column, nulls (unknown) left out."""
+    values = times[column].drop_nulls().cast(pl.Float64).to_numpy()
+    return quantile_interval(values, 0.5), quantile_interval(values, 0.9)
+
+
+def usage_ratio(
+    frame: pl.DataFrame, used: str, requested: str, group: tuple[str, ...] = ()
+) -> Estimate:
+    """Median over rows of used / requested CPU (rows with a positive request); with ``group``,
+    the rows of each group are summed first (google-2011's priority classes of one window)."""
+    if group:
+        frame = frame.group_by(group).agg(pl.col(used).sum(), pl.col(requested).sum())
+    rows = frame.filter(pl.col(requested) > 0).drop_nulls([used, requested])
+    ratios = (rows[used].cast(pl.Float64) / rows[requested].cast(pl.Float64)).to_numpy()
+    return quantile_interval(ratios, 0.5)
+
+
+def departure_rate(frame: pl.DataFrame, column: str, time_unit_s: float) -> Estimate:
+    """Departures (``column`` summed) per machine-day: the count over the time-integral of the
+    number of machines, with an exact Poisson interval."""
+    hours, machines = _series(frame, "machines", time_unit_s)
+    if hours.size < 2:
+        return NO_DATA
+    inside = frame.filter((pl.col("time") > 0) & (pl.col("time") < _AFTER_WINDOW))
+    events = int(inside[column].sum())
+    machine_days = float(np.sum(machines[:-1] * np.diff(hours))) / 24.0
+    return poisson_rate(events, machine_days)
+
+
+@dataclass(frozen=True)
+class TraceComparison:
+    """Every metric of one trace; absent tables give NO_DATA and a note saying why."""
+
+    trace: str
+    window_h: tuple[float, float]
+    outcomes: OutcomeCounts | None
+    queue: Estimate
+    running: Estimate
+    execution_median: Estimate
+    execution_p90: Estimate
+    scheduling_median: Estimate
+    usage: Estimate
+    usage_row: str
+    departures: Estimate
+    departures_meaning: str
+    notes: Mapping[str, str]
+
+
+def trace_comparison(spec: TraceTables, read: Reader) -> TraceComparison | None:
+    """The trace's metrics from its derived tables; None when it has no task-times table."""
+    times = read(
+        spec.trace,
+        spec.task_times,
+        (spec.outcome_column, "execution_time_s", "scheduling_time_s"),
+    )
+    if times is None:
+        return None
+    running = read(spec.trace, spec.running[0], ("time", spec.running[1]))
+    queue = read(spec.trace, spec.queue[0], ("time", spec.queue[1])) if spec.queue else None
+    usage = read(spec.trace, spec.usage[0], (*spec.usage[1:3], *spec.usage_group))
+    machines = read(spec.trace, spec.machines, ("time", "machines", spec.departures))
+    execution = duration_quantiles(times, "execution_time_s")
+    scheduling = duration_quantiles(times, "scheduling_time_s")[0]
+    notes = dict(spec.notes)
+    for name, table in (("running", running), ("usage", usage), ("machines", machines)):
+        if table is None:
+            notes[name] = f"{name}: table not derived in this data directory"
+    return TraceComparison(
+        trace=spec.trace,
+        window_h=window_hours(running, spec.time_unit_s) if running is not None else (0.0, 0.0),
+        outcomes=outcome_counts(spec, times),
+        queue=series_average(queue, spec.queue[1], spec.time_unit_s) if spec.queue else NO_DATA,
+        running=series_average(running, spec.running[1], spec.time_unit_s),
+        execution_median=execution[0],
+        execution_p90=execution[1],
+        scheduling_median=scheduling,
+        usage=usage_ratio(usage, *spec.usage[1:3], spec.usage_group)
+        if usage is not None
+        else NO_DATA,
+        usage_row=spec.usage[3],
+        departures=(
+            departure_rate(machines, spec.departures, spec.time_unit_s)
+            if machines is not None
+            else NO_DATA
+        ),
+        departures_meaning=spec.departures_mean,
+        notes=notes,
+    )
+
+
+def comparisons(read: Reader) -> tuple[TraceComparison, ...]:
+    """Every known trace whose derived tables are present, in TRACE_TABLES' order."""
+    out = (trace_comparison(spec, read) for spec in TRACE_TABLES)
+    return tuple(c for c in out if c is not None)
