@@ -319,7 +319,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--trace",
         choices=TRACES,
         default=None,
-        help=f"run one trace only (default: {', '.join(TRACES)})",
+        help="run one trace only (default: every trace)",
     )
     parser.add_argument(
         "--raw",
@@ -352,13 +352,6 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_scaleout_arguments(parser)
 
 
-def _published_layout(trace: str) -> str:
-    """``<table>/part-NNNNN-of-NNNNN.csv.gz`` (google-2011) or ``<table>/<table>.csv`` (the others)."""
-    if trace == "google-2011":
-        return "<table>/part-NNNNN-of-NNNNN.csv.gz"
-    return "<table>/<table>.csv[.gz]"
-
-
 def require_ingestible(trace: str, raw: Path) -> None:
     """One line naming why ``raw`` holds no file of ``trace`` that ingest reads, if so."""
     found = discover_raw_files(trace, raw)
@@ -367,7 +360,7 @@ def require_ingestible(trace: str, raw: Path) -> None:
     left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
     named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
     raise TracelabError(
-        f"--raw {raw}: no {trace} file named as published ({_published_layout(trace)}); "
+        f"--raw {raw}: no {trace} file named as published (<table>/part-NNNNN-of-NNNNN.csv.gz); "
         + (named or "check the folder")
     )
 

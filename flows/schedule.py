@@ -161,7 +161,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--trace",
         choices=TRACES,
         default=None,
-        help=f"schedule one trace only (default: {', '.join(TRACES)})",
+        help="schedule one trace only (default: every trace)",
     )
     parser.add_argument(
         "--raw",

@@ -363,9 +363,10 @@ def _entry_problems(
                 "(move it into its table folder)",
             )
         ]
-    # alibaba-2018 and azure-2017 read any <name>.csv[.gz]; google-2011 only the published parts
-    name = "part-NNNNN-of-MMMMM.csv[.gz]" if "part-" in glob else "<name>.csv[.gz]"
-    reason = f"ignored: does not match {glob} with suffix .csv or .csv.gz (rename it to {name} to ingest it)"
+    reason = (
+        f"ignored: does not match {glob} with suffix .csv or .csv.gz "
+        "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)"
+    )
     return [RawProblem(path=rel, reason=reason, is_error=False)]
 
 
