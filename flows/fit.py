@@ -5,6 +5,11 @@ azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / `
 from that one vmtable CSV(.gz) (``queries/``, :mod:`analysis.azure_vmtable`) into
 ``DATA/derived/azure-2017/``; fits the priors (:mod:`analysis.priors`) into
 ``DATA/results/azure-2017/priors/``.
+
+``--trace alibaba-2018`` (issue 27, step 4) fits the priors that trace supports
+(:mod:`analysis.priors.alibaba`: Gamma execution times of the Terminated tasks and per-task mean
+CPU) from ``DATA/derived/alibaba-2018/`` into ``DATA/results/alibaba-2018/priors/``; the azure-only
+options do not apply there.
 """
 
 from __future__ import annotations
@@ -18,11 +23,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.shortfall import recorded_shortfalls
+from tracelab.analysis.common.stage_outputs import record_parameters, write_stage_outputs
 from tracelab.analysis.common.stage_params import FitOptions
 from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
+from tracelab.analysis.priors import alibaba
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
 from tracelab.analysis.priors.vmtable import (
     TRACE,
@@ -113,8 +120,48 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     return path
 
 
+@task(cache_policy=NONE, task_run_name="fit alibaba-2018 priors")
+def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.AlibabaFits:
+    """Priors from ``fct_alibaba_task_times`` and ``fct_alibaba_task_usage_stats`` ->
+    ``DATA/results/alibaba-2018/priors/`` (params.json, summary.json with the options)."""
+    logger = get_run_logger()
+    derived = settings.derived_dir / alibaba.TRACE
+    task_times = pl.read_parquet(
+        derived / "fct_alibaba_task_times.parquet", columns=["terminal_state", "execution_time_s"]
+    )
+    task_usage = pl.read_parquet(
+        derived / "fct_alibaba_task_usage_stats.parquet", columns=["avg_mean"]
+    )
+    fits = alibaba.alibaba_fits(task_times, task_usage, seed=params.seed, n_bootstrap=params.n_boot)
+    out = settings.results_dir / alibaba.TRACE / alibaba.STAGE
+    write_stage_outputs(out, {}, alibaba.alibaba_summary(fits, task_times, task_usage))
+    record_parameters(out, params)
+    write_stage_params(out, list(fits.records))
+    for record in fits.records:
+        logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
+    for name, why in fits.skipped:
+        logger.warning("%s not fitted: %s", name, why)
+    return fits
+
+
+@flow(name="tracelab-fit-alibaba", flow_run_name=flow_run_name("fit"))
+def fit_alibaba_flow(settings: Settings, trace: str, params: FitOptions) -> alibaba.AlibabaFits:
+    """Fit the alibaba-2018 priors on derive's alibaba tables."""
+    print(
+        f"[fit] 1/1 fitting the alibaba-2018 priors ({params.n_boot} bootstrap replicates per fit) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    fits = fit_alibaba_priors(settings, params)
+    headline = tuple((r.name, f"{r.n:,} values") for r in fits.records)
+    publish_summary("fit", trace, headline, "alibaba-priors")
+    return fits
+
+
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
     """The registry's entry point: the fit flow with typed parameters."""
+    if trace == alibaba.TRACE:
+        return _run_alibaba(settings, trace, params)
     if params.vmtable and not Path(params.vmtable).is_file():
         raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
     started = time.perf_counter()
@@ -125,4 +172,22 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
         trace=trace,
         outputs=(f"derived/{trace}", priors) if params.vmtable else (priors,),
         seconds=time.perf_counter() - started,
+    )
+
+
+def _run_alibaba(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+    if params.vmtable:
+        raise TracelabError(
+            f"--vmtable is an azure-2017 option; `tracelab fit --trace {trace}` reads "
+            f"DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
+        )
+    started = time.perf_counter()
+    fits = fit_alibaba_flow(settings, trace, params)
+    return StageResult(
+        stage="fit",
+        trace=trace,
+        outputs=(f"results/{trace}/{alibaba.STAGE}",),
+        headline=tuple((r.name, f"{r.n:,} values") for r in fits.records),
+        seconds=time.perf_counter() - started,
+        shortfalls=recorded_shortfalls((settings.results_dir / trace / alibaba.STAGE,)),
     )

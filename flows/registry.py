@@ -93,6 +93,17 @@ class Stage:
     upstream: tuple[str, ...] = ()
     #: the section of docs/methods.md the stage implements
     methods: str = ""
+    #: ``(trace, inputs)``: what the stage reads on that trace instead of ``inputs`` (a stage
+    #: whose traces record different tables: fit reads azure deployments, alibaba task times)
+    trace_inputs: tuple[tuple[str, tuple[DataEntry, ...]], ...] = ()
+
+    def inputs_for(self, trace: str) -> tuple[DataEntry, ...]:
+        """What the stage reads on ``trace``."""
+        return dict(self.trace_inputs).get(trace, self.inputs)
+
+    def all_inputs(self) -> tuple[DataEntry, ...]:
+        """Every entry the stage reads on any of its traces."""
+        return self.inputs + tuple(e for _, entries in self.trace_inputs for e in entries)
 
     def params_type(self) -> type[Any]:
         return self.code().options
@@ -113,7 +124,7 @@ class Stage:
 
     def missing_input(self, data_dir: Path, trace: str) -> str | None:
         """One line naming the first missing input and the command that makes it, or None."""
-        for entry in self.inputs:
+        for entry in self.inputs_for(trace):
             if not entry.present(data_dir, trace):
                 return (
                     f"{data_dir / entry.relative(trace)} is missing (needed by "
@@ -269,14 +280,24 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="fit",
         command="fit",
-        help="Gamma priors of the Azure deployment model, with censoring",
-        traces=(_A,),
+        help="Gamma priors of the Azure deployment model, with censoring; on alibaba-2018 the "
+        "Gamma priors that trace supports (execution time, mean CPU)",
+        traces=(_A, "alibaba-2018"),
         code=_fit,
         inputs=(derived_table("fct_azure_deployments"),),
         outputs=(stage_results("priors", producer="fit"),),
-        pages=("azure-priors",),
+        pages=("azure-priors", "alibaba-priors"),
         upstream=("derive",),
-        methods="§2.6",
+        methods="§2.6, §2.7",
+        trace_inputs=(
+            (
+                "alibaba-2018",
+                (
+                    derived_table("fct_alibaba_task_times"),
+                    derived_table("fct_alibaba_task_usage_stats"),
+                ),
+            ),
+        ),
     ),
     Stage(
         name="calibration",
@@ -423,7 +444,10 @@ def stages_markdown() -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for s in run_order():
-        reads = "<br>".join(f"`{r.template}`" for r in s.inputs)
+        reads = "<br>".join(
+            [f"`{r.template}`" for r in s.inputs]
+            + [f"{t}: `{r.template}`" for t, entries in s.trace_inputs for r in entries]
+        )
         writes = "<br>".join(f"`{o.template}`" for o in s.outputs)
         pages = ", ".join(f"`{p}.html`" for p in s.pages)
         lines.append(

@@ -33,7 +33,8 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.params import STAGE_PARAMS_FILE, FittedParameter
 from tracelab.analysis.lake.provenance import data_source
 
-SCHEMA_VERSION = "1.2.0"
+#: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid)
+SCHEMA_VERSION = "1.3.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
 MANIFEST_NAME = "_manifest.parquet"

@@ -9,22 +9,26 @@ usage (``avg_mean``), not of google-2011's long tasks' mean *inst* usage; there 
 (one figure per instance, no series), and no long-task filter (no window count). Every record
 names the trace ``alibaba-2018``.
 
-Not yet a stage: nothing writes these records to ``DATA/results/alibaba-2018/<stage>/params.json``,
-so ``tracelab export`` does not carry them (docs/derive.md says what remains).
+``tracelab fit --trace alibaba-2018`` (:mod:`flows.fit`) writes them with :func:`alibaba_summary`
+to ``DATA/results/alibaba-2018/priors/``, the folder azure-2017's priors use, so ``tracelab
+export`` carries them beside the other traces' records.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
 from tracelab.analysis.export.params import FittedParameter
 from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, gamma_fit
 
 TRACE = "alibaba-2018"
-STAGE = "alibaba_fits"
+#: the results folder and record stage of every trace's priors (azure-2017's too)
+STAGE = "priors"
 #: the status of a task that ended normally (the parallel of google-2011's FINISH)
 TERMINATED = "Terminated"
 
@@ -70,3 +74,45 @@ def alibaba_fits(
             continue
         records.append(fit.to_parameter(TRACE, STAGE))
     return AlibabaFits(tuple(records), tuple(skipped))
+
+
+def alibaba_summary(
+    fits: AlibabaFits, task_times: pl.DataFrame, task_usage: pl.DataFrame
+) -> dict[str, Any]:
+    """``summary.json`` of the stage: which rows each sample holds and what could not be fitted.
+
+    The options it ran with are added as ``parameters`` by the stage (``record_parameters``);
+    the entries here are what it derived from them and from the inputs.
+    """
+    statuses = task_times["terminal_state"].value_counts(sort=True)
+    return {
+        "trace": TRACE,
+        "stage": STAGE,
+        "parameters": {"location": 0.0, "terminal_state": TERMINATED},
+        "inputs": {
+            "fct_alibaba_task_times": task_times.height,
+            "fct_alibaba_task_usage_stats": task_usage.height,
+            "terminal_states": {
+                str(r["terminal_state"] or "not ended"): int(r["count"])
+                for r in statuses.iter_rows(named=True)
+            },
+        },
+        SHORTFALLS: [s.text for s in alibaba_shortfalls(fits, task_times, task_usage)],
+        "fits": {r.name: r.to_dict() for r in fits.records},
+    }
+
+
+def alibaba_shortfalls(
+    fits: AlibabaFits, task_times: pl.DataFrame, task_usage: pl.DataFrame
+) -> tuple[Shortfall, ...]:
+    """One shortfall per sample that could not be fitted, naming the rows behind it."""
+    found = {
+        "alibaba_task_execution_time": f"{terminated_execution_times(task_times).size:,} "
+        f"Terminated tasks with an execution time among {task_times.height:,} tasks",
+        "alibaba_task_avg_mean": f"{task_usage.height:,} tasks in fct_alibaba_task_usage_stats "
+        "(built from batch_instance)",
+    }
+    return tuple(
+        Shortfall(f"fit {name}", "2 distinct positive values", found.get(name, why))
+        for name, why in fits.skipped
+    )

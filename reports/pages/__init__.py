@@ -5,6 +5,7 @@ from __future__ import annotations
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.reports.model import PageSpec
 from tracelab.reports.pages import admission as adm
+from tracelab.reports.pages import alibaba_priors as alp
 from tracelab.reports.pages import analysis as a
 from tracelab.reports.pages import calibration as cal
 from tracelab.reports.pages import compare as cmp
@@ -169,6 +170,18 @@ AZURE_PAGES: tuple[PageSpec, ...] = (
     ),
 )
 
+ALIBABA_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "alibaba-priors",
+        "Gamma priors of alibaba-2018",
+        "alibaba-2018",
+        "fit/priors",
+        (_result("priors", "params.json", "alibaba-2018"),),
+        "tracelab fit --trace alibaba-2018",
+        alp.alibaba_priors_sections,
+    ),
+)
+
 CALIBRATION_PAGES: tuple[PageSpec, ...] = (
     PageSpec(
         "calibration",
@@ -237,6 +250,7 @@ PAGE_SPECS: dict[str, PageSpec] = {
     for p in GOOGLE_DERIVED_PAGES
     + GOOGLE_ANALYSIS_PAGES
     + AZURE_PAGES
+    + ALIBABA_PAGES
     + CALIBRATION_PAGES
     + EXPORT_PAGES
     + CONSUMER_PAGES

@@ -151,7 +151,7 @@ def test_run_order_sorts_a_hand_made_graph_and_refuses_cycles_and_unknown_names(
 
 @pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
 def test_every_declared_input_is_produced_by_a_declared_upstream_stage(stage: Stage) -> None:
-    for entry in stage.inputs:
+    for entry in stage.all_inputs():
         assert set(entry.producers) & set(stage.upstream), (
             f"{stage.name} reads {entry.name} (made by {', '.join(entry.producers)}) "
             f"but its upstream is {stage.upstream}"
@@ -168,3 +168,14 @@ def test_the_registry_names_its_code_by_reference_not_by_string() -> None:
         code = stage.code()
         assert dataclasses.is_dataclass(code.options)
         assert callable(code.run)
+
+
+def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> None:
+    fit = stage_named("fit")
+    names = [e.name for e in fit.inputs_for("alibaba-2018")]
+    assert names == ["derived.fct_alibaba_task_times", "derived.fct_alibaba_task_usage_stats"]
+    assert [e.name for e in fit.inputs_for("azure-2017")] == ["derived.fct_azure_deployments"]
+    missing = fit.missing_input(tmp_path, "alibaba-2018")
+    assert missing is not None
+    assert "derived/alibaba-2018/fct_alibaba_task_times.parquet is missing" in missing
+    assert "tracelab derive --trace alibaba-2018" in missing
