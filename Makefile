@@ -73,7 +73,7 @@ bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-plac
 ## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants.
 MUTATION_DIR := build/mutation
 mutation: $(LINKED)
-	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/tracelab
+	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
 	touch $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
