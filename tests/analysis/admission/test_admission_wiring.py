@@ -27,9 +27,9 @@ from tracelab.analysis.admission.stage import (
     admission_results,
     pilot_chunk,
 )
-from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
+from tracelab.analysis.common.errors import TracelabError
 
 
 def _run(
