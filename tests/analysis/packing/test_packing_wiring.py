@@ -30,6 +30,7 @@ from tracelab.analysis.packing.stage import (
     PackingParams,
     evaluated_runs,
     experiment_settings,
+    method_table,
     item_moments,
     observation_count,
     observed_statistics,
@@ -301,3 +302,23 @@ def test_experiments_run_what_the_options_and_the_source_allow() -> None:
     assert all(s.fits == ("best",) for s in (*capacity, *clair))
     with pytest.raises(ValueError, match="unknown experiment"):
         experiment_settings("nope", every)
+
+
+def test_method_table_means_medians_and_pooled_q_by_hand() -> None:
+    table = method_table(_summary_runs()).filter(
+        (pl.col("method") == "GPA 0.1") & ~pl.col("rebalance") & (pl.col("fit") == "best")
+    )
+    row = table.row(0, named=True)
+    # instance 0: 5 machines, 16 overflows of 40 (q 0.4); instance 1: 4 machines, 16 of 32 (0.5);
+    # m_norm 3 on both
+    assert row["instances"] == 2
+    assert row["m_mean"] == pytest.approx((5 / 3 + 4 / 3) / 2)
+    assert row["m_median"] == pytest.approx(1.5)
+    assert row["m_abs_mean"] == pytest.approx(4.5)
+    assert (row["q_mean"], row["q_median"]) == (pytest.approx(0.45), pytest.approx(0.45))
+    assert (row["overflows"], row["evaluations"]) == (32, 72)
+    assert row["q_pooled"] == pytest.approx(32 / 72)
+    assert row["q_pooled_stderr"] == pytest.approx(math.sqrt((32 / 72) * (40 / 72) / 72))
+    assert row["gpa_rel_error"] == pytest.approx((0.45 - 0.1) / 0.1)
+    av = method_table(_summary_runs()).filter(pl.col("method") == "av 1")
+    assert av["gpa_rel_error"].is_null().all()  # only GPA has a target overflow probability

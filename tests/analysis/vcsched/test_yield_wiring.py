@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.common.reduced import reduced_options
-from tracelab.analysis.vcsched.algorithms import Instance
+from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
 from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
 from tracelab.analysis.vcsched.stage import (
     ALGORITHMS,
@@ -26,6 +26,7 @@ from tracelab.analysis.vcsched.stage import (
     _best_peak_load,
     _instance_outcome,
     _mean_cpu_load,
+    _rounding_placements,
     _settings,
     _Task,
     instance_specs,
@@ -318,3 +319,27 @@ def test_trace_cpu_load_is_the_mean_of_need_over_hosts() -> None:
     )
     assert _mean_cpu_load(instances, "trace") == pytest.approx((1.5 + 1.0) / 2)
     assert math.isnan(_mean_cpu_load(instances.filter(pl.col("source") == "paper"), "trace"))
+
+
+def test_rounding_draws_from_the_instances_seed_for_both_variants() -> None:
+    # 12 jobs of CPU 0.5 and memory 0.3 on 4 hosts: the LP spreads them, so a rounding has many
+    # outcomes and a placement drawn from another stream would differ. RRND and RRNZ use the same
+    # stream, (instance seed, 1), and differ only by ε (§3.2)
+    hosts, n = 4, 12
+    spec = InstanceSpec(3, "paper", "small", hosts, n, 0.5, 0.25, 0.25, 0, seed=123)
+    inst = Instance(np.full(n, 0.5), np.full(n, 0.3), hosts)
+    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.01)
+    got = _rounding_placements(_Task(spec, inst, _settings(params)))
+    relaxed = lp_relaxation(inst)
+    assert relaxed is not None
+    for name, eps in (("RRND", 0.0), ("RRNZ", 0.01)):
+        expected = rounding_placement(inst, relaxed[1], np.random.default_rng((123, 1)), eps)
+        host, seconds, lp_value = got[name]
+        assert host is not None
+        assert expected is not None
+        assert host.tolist() == expected.tolist()
+        assert seconds >= 0.0
+        assert lp_value == pytest.approx(relaxed[0])
+    # above the job limit the rounding is not run at all
+    small = YieldParams(rounding_max_jobs=n - 1)
+    assert _rounding_placements(_Task(spec, inst, _settings(small))) == {}
