@@ -70,7 +70,9 @@ bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-plac
 ## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the
 ## code under tracelab/ (the installed names); [tool.mutmut] in pyproject.toml says what it mutates.
-## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants.
+## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants;
+## MUTANTS="$$(cat docs/mutation-sample.txt)" is the recorded sample (docs/development.md).
+## build/mutation/mutants/ (mutmut's verdicts) is kept: a second run checks only new mutants.
 MUTATION_DIR := build/mutation
 mutation: $(LINKED)
 	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab

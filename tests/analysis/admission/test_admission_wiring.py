@@ -300,3 +300,32 @@ def test_importance_pilot_runs_in_chunks_on_its_own_seed_stream() -> None:
     assert scheme == importance_scheme(bm, params.is_quantiles, params.is_redraw)
     assert scheme is not None
     assert scheme.pilot_runs == 210
+
+
+def test_stage_runs_the_importance_pilot_through_its_map(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=24.0,
+        runs=2,
+        policies=("zeroth",),
+        observations=(),
+        tuning_iterations=1,
+        upper_bound=False,
+        bootstrap=100,
+        importance_sampling=True,
+        is_pilot_runs=10,
+    )
+    mapped: list[int] = []
+
+    def counting_map(fn, items):  # type: ignore[no-untyped-def]
+        mapped.append(len(items))
+        return [fn(x) for x in items]
+
+    summary = admission_results(params, tmp_path, tmp_path / "out", map_fn=counting_map)
+    # the pilot (one chunk of 10 runs) goes through the stage's map like every run batch:
+    # then one tuning step and the verification, 2 runs each
+    assert mapped == [1, 2, 2]
+    assert summary.importance_sampling
+    assert summary.importance is not None
+    assert summary.importance.pilot_runs == 10

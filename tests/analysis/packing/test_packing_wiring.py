@@ -18,12 +18,16 @@ passes the method's test, so m_abs = ⌈N / k⌉.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from packing_helpers import write_packing_params
 
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource
 from tracelab.analysis.packing.stage import (
     Method,
@@ -34,6 +38,7 @@ from tracelab.analysis.packing.stage import (
     method_table,
     observation_count,
     observed_statistics,
+    packing_results,
     packing_runs,
     packing_summary,
     selected_experiments,
@@ -322,3 +327,22 @@ def test_method_table_means_medians_and_pooled_q_by_hand() -> None:
     assert row["gpa_rel_error"] == pytest.approx((0.45 - 0.1) / 0.1)
     av = method_table(_summary_runs()).filter(pl.col("method") == "av 1")
     assert av["gpa_rel_error"].is_null().all()  # only GPA has a target overflow probability
+
+
+def test_stage_entry_writes_the_runs_it_summarises(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_packing_params(data)
+    params = dataclasses.replace(
+        METHODS_ONLY, source="params", instances=2, tasks=6, realizations=10
+    )
+    seen: list[tuple[int, int, str]] = []
+    summary = packing_results(params, data, tmp_path / "out", progress=lambda *a: seen.append(a))
+    runs = pl.read_parquet(tmp_path / "out" / "runs.parquet")
+    # 2 instances × the methods experiment = 2 cells; 16 methods × 2 fits × 2 (rebalancing) rows
+    assert seen == [(0, 2, "cells"), (2, 2, "cells")]
+    assert runs.height == 2 * 16 * 2 * 2
+    assert set(runs["n_tasks"]) == {6}
+    assert summary.experiments == ("methods",)
+    assert read_summary(tmp_path / "out")["source"] == "params"
+    assert summary.to_dict()["parameters"]["tasks"] == 6
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["instances"] == 2

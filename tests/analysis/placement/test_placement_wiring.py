@@ -7,12 +7,17 @@ the predictor's hierarchy or scores censored VMs fails here.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
+from placement_helpers import write_export, write_lake
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.placement.model import (
     LifetimePrior,
     deployment_posteriors,
@@ -28,6 +33,7 @@ from tracelab.analysis.placement.stage import (
     _replay_pairs,
     _series_table,
     _wilson,
+    placement_results,
     placement_summary,
     placement_tables,
     prediction_quality,
@@ -267,3 +273,31 @@ def test_check_names_the_option_to_fix() -> None:
         _check(PlacementParams(target_load=2.0))
     # Best Fit alone needs no predictor
     _check(PlacementParams(policies=("best-fit",), predictors=()))
+
+
+def test_stage_entry_replays_the_chosen_source_and_writes_its_summary(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_lake(data)
+    write_export(data)
+    params = PlacementParams(
+        pool_hosts=(4,),
+        host_cores=32,
+        host_memory_gb=64.0,
+        target_load=0.35,
+        policies=("best-fit", "las"),
+        predictors=("model",),
+    )
+    for source in ("vmtable", "params"):
+        out = tmp_path / source
+        seen: list[tuple[int, int, str]] = []
+        summary = placement_results(
+            replace(params, source=source), data, out, progress=lambda *a, into=seen: into.append(a)
+        )
+        # one pool, Best Fit and LAS/model: 2 replays, in one map
+        assert seen == [(0, 2, "replays"), (2, 2, "replays")]
+        assert (summary.source, summary.replays) == (source, 2)
+        assert read_summary(out) == json.loads(json.dumps(summary.to_dict()))
+        pools = pl.read_parquet(out / "pools.parquet")
+        assert summary.vms == pools["vms"].sum() > 0
+        assert pl.read_parquet(out / "replays.parquet").height == 2
+        assert summary.prediction["class_vms"] > 0
