@@ -74,10 +74,12 @@ bench-check: $(LINKED)
 ## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the
 ## code under tracelab/ (the installed names); [tool.mutmut] in pyproject.toml says what it mutates.
-## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants.
+## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants;
+## MUTANTS="$$(cat docs/mutation-sample.txt)" is the recorded sample (docs/development.md).
+## build/mutation/mutants/ (mutmut's verdicts) is kept: a second run checks only new mutants.
 MUTATION_DIR := build/mutation
 mutation: $(LINKED)
-	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/tracelab
+	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
 	touch $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
