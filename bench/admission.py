@@ -144,6 +144,20 @@ def table2(
     return wall, cpu
 
 
+def _reduced(args: argparse.Namespace) -> AdmissionParams:
+    """``PAPER_ADMISSION_PARAMS`` with the part-2 flags given (a machine too loaded for it)."""
+    over: dict[str, Any] = {}
+    if args.runs is not None:
+        over["runs"] = args.runs
+    if args.hours is not None:
+        over["horizon_hours"] = args.hours
+    if args.observations is not None:
+        over["observations"] = tuple(int(k) for k in args.observations.split(",") if k)
+    if args.policies is not None:
+        over["policies"] = tuple(p for p in args.policies.split(",") if p)
+    return dataclasses.replace(PAPER_ADMISSION_PARAMS, **over)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="part 1 small, part 2 tiny")
@@ -153,6 +167,13 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--dask-address")
     ap.add_argument("--table2-only", action="store_true", help="skip part 1 (moment speed)")
+    ap.add_argument("--runs", type=int, help="part 2: runs per threshold (default: the reduced)")
+    ap.add_argument("--hours", type=float, help="part 2: hours per run (default: the reduced)")
+    ap.add_argument(
+        "--observations",
+        help="part 2: Fig. 1's prior observations, comma-separated ('' = no Fig. 1)",
+    )
+    ap.add_argument("--policies", help="part 2: Table 2's policies, comma-separated ('' = none)")
     args = ap.parse_args()
     path = _params_path(args.params)
     # the naive variant costs deployments x grid per arrival: a quarter-year is enough
@@ -173,7 +194,7 @@ def main() -> None:
             lookahead_steps=12,
         )
     else:
-        params = PAPER_ADMISSION_PARAMS
+        params = _reduced(args)
     print(f"part 2: Table 2 and Fig. 1 with tuning: {params}")
     wall, cpu = table2(path, params, args)
     extra = (
