@@ -255,7 +255,7 @@ def _observations_change(rec: Mapping[str, Any]) -> str:
         return (
             "Fig. 1 is not run: each value of --observations adds two tuned policies (first "
             "and second moment with the marginal heuristic), each costing about what one "
-            f"Table 2 policy does; `--observations {','.join(map(str, paper))}` runs the "
+            f"Table 2 policy does; --observations {','.join(map(str, paper))} runs the "
             "paper's points"
         )
     missing = [k for k in paper if k not in observations]
