@@ -169,3 +169,34 @@ def test_the_stage_run_through_the_registry_leads_with_oracle_and_says_why_stran
     assert "1.75 GB per core" in text  # (1 - 12.5%) x 2 GB per core
     assert "stranded CPU (%)" not in sections[1].tables[0].columns
     assert [r[0] for r in sections[-1].tables[0].rows] == list(options)
+
+
+@pytest.mark.browser
+def test_chromium_shows_the_lars_saving_with_its_interval_and_method(data_dir: Path) -> None:
+    import re
+    from html import unescape
+
+    from browser.chromium import CHROMIUM, render
+
+    from tracelab.reports.numfmt import fmt
+    from tracelab.reports.pages import ALL_PAGES
+    from tracelab.reports.site import build_site
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser; CI installs Debian's chromium)")
+    summary = placement_results(SMALL, data_dir, data_dir / "results" / "azure-2017" / "placement")
+    assert summary.lars_sets > 0
+    low, high = summary.lars_saved_pct_ci
+    assert low <= summary.lars_saved_pct <= high
+    spec = next(s for s in ALL_PAGES if s.slug == "azure-placement")
+    build = build_site(data_dir, specs=(spec,), now=datetime(2026, 11, 24, tzinfo=UTC), strict=True)
+    dom = render((build.run_dir / f"{spec.slug}.html").as_uri()).dom
+    text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", dom)))
+    lars = text.split("LARS: migration order")[1].split("Paper.")[0]
+    # white space around the number spans aside: "1.38% [0.69%, 2.13%] fewer"
+    saved = f"{fmt(summary.lars_saved_pct)}%[{fmt(low)}%,{fmt(high)}%]fewer"
+    assert saved in re.sub(r"\s", "", lars)
+    assert (
+        "Intervals: percentile bootstrap, 95%, 2,000 resamples of the defragmentation sets" in lars
+    )
+    assert f"over {summary.lars_sets:,} sets" in lars

@@ -112,6 +112,22 @@ def test_lars_totals_come_from_the_best_fit_replays_only() -> None:
     assert s.lars_oracle_saved_pct == pytest.approx(400 / 12)
 
 
+def test_lars_intervals_resample_whole_defragmentation_sets() -> None:
+    s = placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.0)
+    # set A (8 -> 7 with LARS, 6 with the oracle), set B (4 -> 4, 2). A resample of two sets is
+    # AA, AB or BB with probabilities 1/4, 1/2, 1/4; LARS saves 2/16 = 12.5%, 1/12 = 8.3% or 0/8
+    # = 0%, so with 2,000 resamples ~500 are 0 and ~500 are 12.5: the 2.5% and 97.5% points are
+    # the extremes. The oracle saves 4/16 = 25%, 4/12 = 33.3% or 4/8 = 50%.
+    assert s.lars_saved_pct_ci == (0.0, 12.5)
+    assert s.lars_oracle_saved_pct_ci == (25.0, 50.0)
+    d = s.to_dict()
+    assert d["lars_saved_pct_ci"] == [0.0, 12.5]
+    assert "bootstrap" in d["lars_interval_method"]
+    # one set: every resample is that set, so the interval is the point (100 x 1 / 8 = 12.5)
+    one = placement_summary(_results()[:3], PlacementParams(pool_hosts=(10,)), 1.0)
+    assert one.lars_saved_pct_ci == (12.5, 12.5)
+
+
 def test_tables_carry_per_pool_improvements_and_their_range() -> None:
     streams = [_stream([0, H], [2 * H, 2 * H], [2.0, 4.0])] * 2
     tables = placement_tables(_results(), streams, PlacementParams(pool_hosts=(10, 10)), PRIOR)
