@@ -100,6 +100,8 @@ class CheckResult:
 
 def trace_of_table(name: str) -> str:
     """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017)."""
+    if "_g2019_" in f"_{name}":
+        return "google-2019"
     return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
 
 

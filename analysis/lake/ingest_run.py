@@ -15,6 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from tracelab.analysis.lake.ingest import Conversion, convert_file, file_checksum, lake_paths
+from tracelab.analysis.lake.ingest_jsonl import convert_jsonl_file
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
@@ -69,13 +70,17 @@ def converted_plan(
                 digest = file_checksum(plan.raw.path)
             except OSError:
                 digest = ""  # unreadable: convert_file reports it with what to do
-        result = convert_file(
-            table(trace, plan.raw.table),
-            plan.raw,
-            lake_paths(lake_trace_dir, plan.raw),
-            chunk_bytes=chunk_bytes,
-            wrong_format_share=wrong_format_share,
-        )
+        spec, paths = table(trace, plan.raw.table), lake_paths(lake_trace_dir, plan.raw)
+        if spec.format == "jsonl":
+            result = convert_jsonl_file(spec, plan.raw, paths, chunk_bytes=chunk_bytes)
+        else:
+            result = convert_file(
+                spec,
+                plan.raw,
+                paths,
+                chunk_bytes=chunk_bytes,
+                wrong_format_share=wrong_format_share,
+            )
     except Exception as exc:
         result = failed_conversion(exc)
     return Converted(result, digest, _sha256_or_empty(plan.raw.path))
