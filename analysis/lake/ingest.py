@@ -444,6 +444,13 @@ def publish_outputs(paths: LakePaths, *, has_rejects: bool) -> None:
         paths.rejects.unlink(missing_ok=True)
 
 
+def publish_rejects_only(paths: LakePaths) -> None:
+    """A file declared the wrong format: no typed output, every line in its rejects."""
+    paths.parquet_tmp.unlink(missing_ok=True)
+    paths.parquet.unlink(missing_ok=True)
+    paths.rejects_tmp.replace(paths.rejects)
+
+
 def remove_outputs(paths: LakePaths) -> None:
     """Delete a raw file's typed output and rejects (and their temp files), if present."""
     for path in (paths.parquet, paths.rejects, paths.parquet_tmp, paths.rejects_tmp):
@@ -493,9 +500,7 @@ def convert_file(
     error = _wrong_format_error(table, counts, wrong_format_share)
     if error:
         _reject_everything(table, raw, paths, counts, chunk_bytes)
-        paths.parquet_tmp.unlink(missing_ok=True)
-        paths.parquet.unlink(missing_ok=True)
-        paths.rejects_tmp.replace(paths.rejects)
+        publish_rejects_only(paths)
         return Conversion(
             status="error",
             method="validated",

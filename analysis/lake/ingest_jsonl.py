@@ -49,6 +49,7 @@ from tracelab.analysis.lake.ingest import (
     _lake_arrow_schema,
     _physical_lines,
     publish_outputs,
+    publish_rejects_only,
     remove_outputs,
 )
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table
@@ -292,9 +293,7 @@ def convert_jsonl_file(
         raise
     if counts.rows_read and counts.rows_rejected >= GARBAGE_SHARE * counts.rows_read:
         _reject_everything(shape, raw, paths, counts, chunk_bytes)
-        paths.parquet_tmp.unlink(missing_ok=True)
-        paths.parquet.unlink(missing_ok=True)
-        paths.rejects_tmp.replace(paths.rejects)
+        publish_rejects_only(paths)
         error = (
             f"{counts.rows_rejected} of {counts.rows_read} lines rejected — is this an original "
             f"{table.name} export shard (JSON lines, compressed at most once)? (every line kept "
