@@ -319,7 +319,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--trace",
         choices=TRACES,
         default=None,
-        help="run one trace only (default: google-2011 and azure-2017)",
+        help="run one trace only (default: every trace)",
     )
     parser.add_argument(
         "--raw",
@@ -359,10 +359,15 @@ def require_ingestible(trace: str, raw: Path) -> None:
         return
     left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
     named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
+    layout = _PUBLISHED_LAYOUT.get(trace, "<table>/part-NNNNN-of-NNNNN.csv.gz")
     raise TracelabError(
-        f"--raw {raw}: no {trace} file named as published (<table>/part-NNNNN-of-NNNNN.csv.gz); "
+        f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")
     )
+
+
+#: how a trace's files are named when it is not as google-2011's parts
+_PUBLISHED_LAYOUT = {"google-2019": "<table>/<table>-NNNNNNNNNNNN.json.gz"}
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:

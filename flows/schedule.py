@@ -161,7 +161,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--trace",
         choices=TRACES,
         default=None,
-        help="schedule one trace only (default: google-2011 and azure-2017)",
+        help="schedule one trace only (default: every trace)",
     )
     parser.add_argument(
         "--raw",
