@@ -17,7 +17,8 @@ What a valid line is (docs/ingest.md, "google-2019"):
   ``1e400`` are rejected); booleans as ``true``/``false`` (or those words as strings); text as
   JSON strings without a NUL; repeated numbers as arrays; ``constraint`` as an array, kept as
   its compact JSON text;
-* a blank line, invalid UTF-8, a NUL byte or a line that is not JSON is rejected with the reason.
+* a blank line, invalid UTF-8, a NUL byte, a line that is not JSON or an object with the same key
+  twice (the parser would keep one value) is rejected with the reason.
 
 Each line is parsed with the standard library's ``json`` (a few hundred thousand lines a
 second): exact reasons per line matter more here than the CSV path's vectorised speed.
@@ -77,6 +78,9 @@ def _int(value: Any, name: str) -> int:
 
 
 def _float(value: Any, name: str) -> float:
+    # the export writes FLOAT as a JSON number: the common case first
+    if type(value) is float and math.isfinite(value):
+        return value
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise _Invalid(f"{name}: expected a number, found {json.dumps(value)}")
     if isinstance(value, str) and not _DECIMAL.fullmatch(value):
@@ -115,6 +119,9 @@ def _typed(column: Column, value: Any) -> object:
     if column.kind in ("int_list", "float_list"):
         if not isinstance(value, list):
             raise _Invalid(f"{name}: expected an array, found {json.dumps(value)}")
+        floats = column.kind == "float_list" and all(type(v) is float for v in value)
+        if floats and all(map(math.isfinite, value)):
+            return value
         convert = _int if column.kind == "int_list" else _float
         return [convert(v, f"{name}[{i}]") for i, v in enumerate(value)]
     if column.kind == "int":
@@ -124,6 +131,18 @@ def _typed(column: Column, value: Any) -> object:
     if column.kind == "bool":
         return _bool(value, name)
     return _text(value, name)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys: the other value would be lost without a word
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Invalid(f"duplicate field {key!r}")
+            seen.add(key)
+    return obj
 
 
 @dataclass(frozen=True)
@@ -153,7 +172,9 @@ def parse_line(shape: JsonShape, text: str | None, raw_size: int) -> list[object
     if "\x00" in text:
         return "NUL byte in line"
     try:
-        obj = json.loads(text)
+        obj = json.loads(text, object_pairs_hook=_object)
+    except _Invalid as exc:
+        return str(exc)
     except (json.JSONDecodeError, RecursionError) as exc:
         return f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})"
     if not isinstance(obj, dict):

@@ -100,6 +100,7 @@ BAD_LINES = {
     ),
     9: ('{"time":"1","machine_id":"7","type":"1","capacity":{"gpus":"1"}}\n', "capacity.gpus"),
     10: ("[1, 2]\n", "expected a JSON object"),
+    11: ('{"time":"1","machine_id":"7","type":"1","type":"2"}\n', "duplicate field 'type'"),
 }
 
 
@@ -108,14 +109,14 @@ def test_every_line_is_in_the_lake_or_in_rejects(tmp_path: Path, prefect_harness
     lines = [GOOD] + [BAD_LINES[n][0] for n in sorted(BAD_LINES)] + [GOOD]
     _shard(raw / SHARD, lines)
     rows = _ingest(raw, lake)
-    assert rows["source_row"].to_list() == [1, 11]
+    assert rows["source_row"].to_list() == [1, 12]
     assert rows.row(0, named=True)["capacity_memory"] == 0.25
     rejects = pl.read_parquet(lake / TRACE / "_rejects" / "*.parquet").sort("source_line")
     assert rejects["source_line"].to_list() == sorted(BAD_LINES)
     for line, reason in zip(rejects["source_line"], rejects["reason"], strict=True):
         assert BAD_LINES[line][1] in reason, (line, reason)
     manifest = read_manifest(lake / TRACE)
-    assert manifest.select("rows_read", "rows_written", "rows_rejected").row(0) == (11, 2, 9)
+    assert manifest.select("rows_read", "rows_written", "rows_rejected").row(0) == (12, 2, 10)
 
 
 def test_a_csv_file_in_a_shard_folder_is_an_error_with_every_line_kept(
