@@ -42,17 +42,18 @@ from tracelab.analysis.lake.ingest import (
     GARBAGE_SHARE,
     REJECT_SCHEMA,
     REJECTS_DIR,
+    ZSTD,
     Conversion,
     LakePaths,
     RawFile,
     RawFileError,
     _chunk_lines,
     _lake_arrow_schema,
-    _physical_lines,
     publish_outputs,
     publish_rejects_only,
     remove_outputs,
 )
+from tracelab.analysis.lake.ingest_stream import RawStream
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -214,16 +215,20 @@ class _Counts:
     rows_read: int
     rows_written: int
     rows_rejected: int
+    #: digests of the stored and decompressed bytes, from the one read (see RawStream)
+    checksum: str = ""
+    content: str = ""
+    sha256: str = ""
 
 
 def _parsed_chunks(
-    shape: JsonShape, raw: RawFile, chunk_bytes: int
+    shape: JsonShape, raw: RawFile, stream: RawStream
 ) -> Iterator[tuple[pa.Table, list[tuple[int, str, str | None, bytes]]]]:
     """Per chunk of lines: the good rows as a lake table, and the rejects (line, reason, text, bytes)."""
     schema = _lake_arrow_schema(shape.table)
     names = shape.table.column_names
     line = 0
-    for chunk in _physical_lines(raw, chunk_bytes):
+    for chunk in stream.chunks():
         lines = _chunk_lines(chunk, line + 1)
         line += lines.height
         good: list[list[object]] = []
@@ -261,18 +266,19 @@ def _reject_rows(raw: RawFile, bad: list[tuple[int, str, str | None, bytes]]) ->
 def _write(shape: JsonShape, raw: RawFile, paths: LakePaths, chunk_bytes: int) -> _Counts:
     read = written = rejected = 0
     schema = _lake_arrow_schema(shape.table)
+    stream = RawStream(raw.path, raw.rel, chunk_bytes)
     with (
-        pq.ParquetWriter(paths.parquet_tmp, schema, compression="zstd") as good_out,
-        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as bad_out,
+        pq.ParquetWriter(paths.parquet_tmp, schema, store_schema=False, **ZSTD) as good_out,
+        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as bad_out,
     ):
-        for good, bad in _parsed_chunks(shape, raw, chunk_bytes):
+        for good, bad in _parsed_chunks(shape, raw, stream):
             good_out.write_table(good)
             if bad:
                 bad_out.write_table(_reject_rows(raw, bad))
             read += good.num_rows + len(bad)
             written += good.num_rows
             rejected += len(bad)
-    return _Counts(read, written, rejected)
+    return _Counts(read, written, rejected, stream.checksum, stream.content, stream.sha256)
 
 
 def _reject_everything(
@@ -282,8 +288,8 @@ def _reject_everything(
     whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
     paths.rejects_tmp.unlink(missing_ok=True)
     line = 0
-    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as out:
-        for chunk in _physical_lines(raw, chunk_bytes):
+    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as out:
+        for chunk in RawStream(raw.path, raw.rel, chunk_bytes).chunks():
             lines = _chunk_lines(chunk, line + 1)
             line += lines.height
             rows = []
@@ -329,6 +335,9 @@ def convert_jsonl_file(
             error,
             _since(started),
             started_at,
+            counts.checksum,
+            counts.content,
+            counts.sha256,
         )
     publish_outputs(paths, has_rejects=counts.rows_rejected > 0)
     return Conversion(
@@ -340,6 +349,9 @@ def convert_jsonl_file(
         "",
         _since(started),
         started_at,
+        counts.checksum,
+        counts.content,
+        counts.sha256,
     )
 
 
