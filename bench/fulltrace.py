@@ -15,14 +15,21 @@ prints (``[stage] trace ...`` when it starts, ``… ok in X s`` when it ends):
   wrote (from their footers).
 
 From two sizes (the smallest and largest measured, this run's or earlier runs' stored in
-``--out/results-<fraction>.json``, each naming its commit and load) each stage's scaling exponent is
-``b = ln(t2/t1) / ln(n2/n1)`` on wall seconds against task_usage rows, and the stage's time on
-the full trace is ``t2 * (N/n2)^b``. With one size only, every stage is extrapolated linearly
+``--out/results-<fraction>.json``, each naming its commit and load; ``--stored-only`` just
+prints them) each stage's scaling exponent is ``b = ln(c2/c1) / ln(n2/n1)`` on CPU seconds
+against task_usage rows (on a shared machine wall time follows the other jobs' load as much as
+the input), and the stage's full-trace wall and CPU times are ``t2 * (N/n2)^b``. The wall
+estimate carries the load the larger size was measured under; the CPU estimate is what an idle
+machine needs at most (a stage that keeps both cores busy takes about half of it in wall time). With one size only, every stage is extrapolated linearly
 (``b = 1``) and the RESULT line says ``worst_exponent=nan``. The worst exponent is taken over the
 stages whose extrapolated time is at least 1% of the total (a 0.1 s stage's exponent is noise).
 The figures are only as good as the machine was idle: note ``uptime`` beside them.
 
-Last line: ``RESULT full_trace_h=… peak_rss_gb=… worst_exponent=… stage=…``. Never run in tests.
+Peak RSS is extrapolated the same way, with its own exponent per stage (``full_rss_gb``: the
+largest stage's; a stage whose memory does not grow with the input stays at its measured peak).
+
+Last line: ``RESULT full_trace_h=… full_trace_cpu_h=… peak_rss_gb=… full_rss_gb=…
+worst_exponent=… stage=…``. Never run in tests.
 """
 
 from __future__ import annotations
@@ -146,6 +153,11 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=0, help="local Dask workers (default 0)")
     parser.add_argument(
         "--out", type=Path, default=REPO / "bench/out/fulltrace", help="work folder"
+    )
+    parser.add_argument(
+        "--stored-only",
+        action="store_true",
+        help="measure nothing: print the sizes stored under --out and their extrapolation",
     )
     parser.add_argument(
         "--keep-raw", action="store_true", help="keep the generated raw trace (default: delete)"
@@ -326,8 +338,12 @@ def _exponent(small: float, large: float, n_small: int, n_large: int) -> float:
     return math.log(large / small) / math.log(n_large / n_small)
 
 
-def extrapolate(runs: list[SizeRun]) -> list[tuple[str, float, float, float]]:
-    """(stage, exponent, wall s at the largest size, extrapolated wall s on the full trace)."""
+def extrapolate(runs: list[SizeRun]) -> list[tuple[str, float, float, float, float, float]]:
+    """Per stage: exponent, wall s at the largest size, full-trace wall s, CPU s and RSS MB.
+
+    The exponent is measured on CPU seconds: on a shared machine a stage's wall time follows the
+    other jobs' load as much as its input, its CPU time much less so.
+    """
     runs = sorted(runs, key=lambda r: r.usage_rows)
     small, large = runs[0], runs[-1]
     two = len(runs) > 1 and large.usage_rows > small.usage_rows
@@ -335,11 +351,23 @@ def extrapolate(runs: list[SizeRun]) -> list[tuple[str, float, float, float]]:
     rows = []
     for stage in large.stages:
         other = by_stage.get(stage.stage)
-        b = 1.0
+        b, b_rss = 1.0, 0.0
         if two and other is not None:
-            b = _exponent(other.wall_s, stage.wall_s, small.usage_rows, large.usage_rows)
-        full = stage.wall_s * (FULL_USAGE_ROWS / large.usage_rows) ** b
-        rows.append((stage.stage, b, stage.wall_s, full))
+            b = _exponent(other.cpu_s, stage.cpu_s, small.usage_rows, large.usage_rows)
+            rss = (other.peak_rss_mb, stage.peak_rss_mb)
+            b_rss = max(0.0, _exponent(*rss, small.usage_rows, large.usage_rows))
+        growth = FULL_USAGE_ROWS / large.usage_rows
+        full_rss = stage.peak_rss_mb * growth**b_rss
+        rows.append(
+            (
+                stage.stage,
+                b,
+                stage.wall_s,
+                stage.wall_s * growth**b,
+                stage.cpu_s * growth**b,
+                full_rss,
+            )
+        )
     return rows
 
 
@@ -360,28 +388,47 @@ def _print_size(run: SizeRun) -> None:
     print(f"{'total':<12} {'':<9} {run.wall_s:>8.1f} {run.cpu_s:>8.1f} {run.peak_rss_mb:>11.0f}")
 
 
+def _print_estimate(runs: list[SizeRun]) -> None:
+    table = extrapolate(runs)
+    wall = sum(row[3] for row in table)
+    cpu = sum(row[4] for row in table)
+    sizes = ", ".join(f"{r.usage_rows:,}" for r in sorted(runs, key=lambda r: r.usage_rows))
+    print(f"\nextrapolated to {FULL_USAGE_ROWS:,} task_usage rows from sizes {sizes}")
+    print(
+        f"{'stage':<12} {'exponent':>8} {'wall s':>8} {'full h':>8} {'full CPU h':>10} "
+        f"{'full RSS GB':>11}"
+    )
+    for stage, b, measured, full_wall, full_cpu, full_rss in table:
+        print(
+            f"{stage:<12} {b:>8.2f} {measured:>8.1f} {full_wall / 3600:>8.2f} "
+            f"{full_cpu / 3600:>10.2f} {full_rss / 1e3:>11.1f}"
+        )
+    counted = [(row[1], row[0]) for row in table if row[4] >= 0.01 * cpu]
+    worst_b, worst_stage = max(counted) if len(runs) > 1 else (math.nan, "none")
+    peak_gb = max(r.peak_rss_mb for r in runs) / 1e3
+    full_rss = max(table, key=lambda row: row[5])
+    print(
+        f"RESULT full_trace_h={wall / 3600:.2f} full_trace_cpu_h={cpu / 3600:.2f} "
+        f"peak_rss_gb={peak_gb:.2f} full_rss_gb={full_rss[5] / 1e3:.1f} "
+        f"worst_exponent={worst_b:.2f} stage={worst_stage}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    for fraction in args.fraction or DEFAULT_FRACTIONS:
+    fractions = [] if args.stored_only else args.fraction or DEFAULT_FRACTIONS
+    for fraction in fractions:
         if not 0 < fraction <= 1:
             raise SystemExit(f"--fraction {fraction}: must be in (0, 1]")
         _print_size(measure(args, fraction))
     runs = _stored(args.out)
-    table = extrapolate(runs)
-    total = sum(full for *_, full in table)
-    print(f"\nextrapolated to {FULL_USAGE_ROWS:,} task_usage rows from sizes ", end="")
-    print(", ".join(f"{r.usage_rows:,}" for r in sorted(runs, key=lambda r: r.usage_rows)))
-    print(f"{'stage':<12} {'exponent':>8} {'wall s':>8} {'full h':>8}")
-    for stage, b, wall, full in table:
-        print(f"{stage:<12} {b:>8.2f} {wall:>8.1f} {full / 3600:>8.2f}")
-    counted = [(b, stage) for stage, b, _, full in table if full >= 0.01 * total]
-    worst_b, worst_stage = max(counted) if len(runs) > 1 else (math.nan, "none")
-    peak_gb = max(r.peak_rss_mb for r in runs) / 1e3
-    print(
-        f"RESULT full_trace_h={total / 3600:.2f} peak_rss_gb={peak_gb:.2f} "
-        f"worst_exponent={worst_b:.2f} stage={worst_stage}"
-    )
+    if not runs:
+        raise SystemExit(f"no measured size under {args.out}: run with --fraction first")
+    if args.stored_only:
+        for run in sorted(runs, key=lambda r: r.usage_rows):
+            _print_size(run)
+    _print_estimate(runs)
     return 0
 
 
