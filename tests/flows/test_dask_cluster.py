@@ -260,12 +260,12 @@ def test_run_on_a_cluster_of_processes_equals_the_single_process_run(
 
 
 def _executing_worker(client: Any) -> int | None:
-    """The pid of a worker that holds one of the run's tasks now, if any."""
+    """The index (its ``--name w<i>``) of a worker that holds one of the run's tasks now, if any."""
     processing: dict[str, Any] = client.processing()
     info: dict[str, Any] = client.scheduler_info()
     for worker, keys in processing.items():
         if keys:
-            return int(info["workers"][worker]["pid"])
+            return int(str(info["workers"][worker]["name"]).removeprefix("w"))
     return None
 
 
@@ -289,9 +289,9 @@ def test_run_survives_a_worker_killed_mid_run(
     data = tmp_path / "dask-data"
     run = _tracelab_run(data, raw_sample, "--dask-address", dask_cluster.address)
     with Client(dask_cluster.address, timeout=60) as client:
-        pid = _poll(lambda: _executing_worker(client), run, _RUN_TIMEOUT_S)
-    victim = next(w for w in dask_cluster.workers if w.pid == pid)
-    os.kill(pid, signal.SIGKILL)
+        index = _poll(lambda: _executing_worker(client), run, _RUN_TIMEOUT_S)
+    victim = dask_cluster.workers[index]
+    os.kill(victim.pid, signal.SIGKILL)
     victim.wait(timeout=30)
     out = _finish(run)
     assert victim.returncode == -signal.SIGKILL
