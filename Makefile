@@ -9,7 +9,7 @@ LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
 .PHONY: FORCE setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
-	bench-packing bench-admission bench-placement bench-yield bench-fulltrace mutation clean
+	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
 # tracelab itself, editable, without re-resolving its dependencies.
@@ -66,6 +66,10 @@ test: $(LINKED) browser lint typecheck
 
 bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield bench-fulltrace: $(LINKED)
 	$(BIN)/python bench/$(@:bench-%=%).py
+
+## rows of docs/benchmarks.md measured before the last change to the code their bench measures
+bench-check: $(LINKED)
+	$(BIN)/python bench/check.py
 
 ## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the

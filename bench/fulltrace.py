@@ -50,10 +50,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-MEASURES = (
-    "the whole `tracelab run` on synthetic google-2011 traces at fractions of the full trace: "
-    "per-stage wall, CPU, peak RSS and rows; per-stage scaling exponents; full-trace estimate"
-)
+#: the whole pipeline: every stage's code and SQL, and the command that runs them
+MEASURES = ("analysis", "flows", "queries", "reports")
 
 TRACE = "google-2011"
 #: task_usage rows of the whole published trace (clusterdata-2011-2)

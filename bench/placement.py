@@ -50,6 +50,13 @@ from tracelab.analysis.placement.stream import (  # noqa: E402
 )
 from tracelab.analysis.synthetic.azure2017 import AzureModel  # noqa: E402
 
+#: the code whose speed this benchmark measures: `make bench-check` lists every row of
+#: docs/benchmarks.md measured before the last change to these files
+MEASURES = (
+    "analysis/placement",
+    "analysis/synthetic/azure2017.py",
+)
+
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="Time the placement replays (issue 17).")

@@ -103,6 +103,8 @@ READ_ONLY = frozenset({"serve", "schedule", "sql"})
 #: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
 CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
+#: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py)
+EARLY_SERVER = frozenset({"ingest"})
 #: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
 WAIT_MAX_S = 86_400.0
 
@@ -122,6 +124,17 @@ def _quiet_prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     # the embedded server can take longer than Prefect's 20 s default to start on a busy machine
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+
+
+def _start_prefect_server_early() -> None:
+    """Prefect's temporary server boots while the command imports and plans (issue #29)."""
+    from tracelab.flows.orphans import mark_owner, stop_orphans
+    from tracelab.flows.temp_server import start_early
+
+    # marked first: the watchdog stops the server with the command, however it dies
+    stop_orphans()
+    mark_owner()
+    start_early()
 
 
 def version() -> str:
@@ -256,6 +269,8 @@ def main(argv: list[str] | None = None) -> int:
     _quiet_prefect_defaults()
     argv = sys.argv[1:] if argv is None else argv
     requested = _requested_command(argv)
+    if requested in EARLY_SERVER and not {"-h", "--help"} & set(argv):
+        _start_prefect_server_early()
     parser = build_parser(configure=() if requested is None else (requested,))
     try:
         args = parser.parse_args(argv)

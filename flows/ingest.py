@@ -7,7 +7,7 @@ task, because each Prefect task costs the API server CPU time that the conversio
 checksums its own files when the plan did not need their checksums. The flow's main thread
 records finished files in the manifest (atomic rewrite, at most about once a second and at the
 end) and advances a rich progress bar over raw bytes. The work itself is in
-:mod:`analysis.ingest`, :mod:`analysis.ingest_manifest` and :mod:`analysis.ingest_run`."""
+:mod:`analysis.lake.ingest`, :mod:`analysis.lake.ingest_manifest` and :mod:`analysis.lake.ingest_run`."""
 
 from __future__ import annotations
 
@@ -48,15 +48,16 @@ from tracelab.analysis.lake.ingest import (
     remove_leftover_temp_files,
     remove_outputs,
 )
+from tracelab.analysis.lake.ingest_identity import ContentLedger, Settlement
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
     conversion_batches,
     files_to_checksum_first,
-    forget_moved,
     manifest_rows,
     plan_files,
     read_manifest,
+    vanished_rows,
 )
 from tracelab.analysis.lake.ingest_run import (
     Converted,
@@ -67,9 +68,11 @@ from tracelab.analysis.lake.ingest_run import (
     failed_conversion,
     kinds_in_lake,
     not_converted_row,
+    remove_lake_outputs,
     sha256_backfilled,
     with_sources,
 )
+from tracelab.analysis.lake.ingest_stream import reuse_freed_memory
 from tracelab.analysis.lake.provenance import (
     Kind,
     check_not_mixing,
@@ -82,6 +85,7 @@ from tracelab.flows.observe import flow_run_name
 from tracelab.flows.registry import TRACES
 from tracelab.flows.scaleout import add_scaleout_arguments, dask_task_runner, settings_with_scaleout
 from tracelab.flows.settings import Settings
+from tracelab.flows.temp_server import wait_until_ready
 
 
 @task(name="discover-raw-files", cache_policy=NO_CACHE)
@@ -155,24 +159,46 @@ _WORKERS = 2
 _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=_WORKERS)
 
 
+#: what the flow's main thread keeps while files finish: the lake folder, the manifest ledger,
+#: the content ledger and the run's manifest rows by path
+_RunState = tuple[Path, ManifestLedger, ContentLedger, dict[str, ManifestRow]]
+
+
+def _settle(
+    settlement: Settlement,
+    extra: list[ManifestRow],
+    lake_trace_dir: Path,
+    ledger: ManifestLedger,
+    rows: dict[str, ManifestRow],
+) -> None:
+    """Apply a content settlement: outputs first, then the manifest rows in one write.
+
+    Deleting the outputs first keeps a kill harmless: the manifest still names the file and the
+    next run settles it again.
+    """
+    remove_lake_outputs(lake_trace_dir, settlement.remove_outputs)
+    recorded = extra + settlement.record
+    ledger.record(recorded, settlement.forget)
+    rows.update((r.path, r) for r in recorded)
+
+
 def _convert_all(
     trace: str,
     plans: list[FilePlan],
-    lake_trace_dir: Path,
-    ledger: ManifestLedger,
+    state: _RunState,
     sizes: tuple[int, int, float],
     show_progress: bool,
     kinds: dict[str, Kind],
-) -> list[ManifestRow]:
-    """Convert every planned file in batches (threads or Dask), recording each batch as it ends.
+) -> None:
+    """Convert every planned file in batches (threads or Dask), settling each file as it ends.
 
     ``sizes`` = (chunk MB, batch MB, wrong-format share), as :func:`ingest_flow` takes them;
     ``kinds``: each file's kind (real or synthetic) by its path.
     """
+    lake_trace_dir, ledger, identity, rows = state
     chunk_mb, batch_mb, wrong_format_share = sizes
     logger = get_run_logger()
     to_convert = [p for p in plans if p.action == "convert"]
-    rows: list[ManifestRow] = []
     with _progress(sum(p.raw.size_bytes for p in to_convert), show_progress) as (progress, bar):
         futures = []
         pending: dict[object, tuple[FilePlan, ...]] = {}
@@ -188,16 +214,27 @@ def _convert_all(
                 done: list[Converted] = future.result()
             except Exception as exc:  # e.g. a lost Dask worker: every file of the batch
                 done = [Converted(failed_conversion(exc), plan.checksum) for plan in batch]
-            batch_rows = with_sources(
-                [converted_row(p, d) for p, d in zip(batch, done, strict=True)], kinds
-            )
-            rows.extend(batch_rows)
-            ledger.record(batch_rows)
-            progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
             for plan, d in zip(batch, done, strict=True):
+                row = with_sources([converted_row(plan, d)], kinds)[0]
+                _settle(identity.settle(row), [], lake_trace_dir, ledger, rows)
                 if d.conversion.status == "error":
                     logger.error("%s: %s", plan.raw.rel, d.conversion.error)
-    return rows
+            progress.advance(bar, sum(plan.raw.size_bytes for plan in batch))
+
+
+def _not_converted(
+    plans: list[FilePlan], lake_trace_dir: Path, kinds: dict[str, Kind]
+) -> dict[str, ManifestRow]:
+    """Rows of the files this run does not convert (unchanged, byte-for-byte duplicates), by
+    path; a duplicate's outputs are deleted."""
+    now = datetime.now(UTC)
+    rows: list[ManifestRow] = []
+    for plan in plans:
+        if plan.action != "convert":
+            if plan.action == "duplicate":
+                remove_outputs(lake_paths(lake_trace_dir, plan.raw))
+            rows.append(not_converted_row(plan, now))
+    return {r.path: r for r in with_sources(sha256_backfilled(rows, plans), kinds)}
 
 
 @flow(
@@ -223,7 +260,7 @@ def ingest_flow(
     ``manifest_write_s`` is the least time between two manifest rewrites while files finish (a
     killed run re-converts the files that finished since the last rewrite; 0 rewrites after
     every file); files smaller than ``batch_mb`` stored MB share a conversion task (see
-    :func:`analysis.ingest_manifest.conversion_batches`).
+    :func:`analysis.lake.ingest_manifest.conversion_batches`).
     """
     logger = get_run_logger()
     started = time.perf_counter()
@@ -250,24 +287,20 @@ def ingest_flow(
     first = files_to_checksum_first(found.files, previous, lake_trace_dir)
     checksums = checksums_of(first, 2) if first else {}
     plans = plan_files(found.files, checksums, previous, lake_trace_dir)
-    # a renamed or moved file replaces the rows of its vanished path, never adds to them
-    manifest = forget_moved(manifest, plans, lake_trace_dir)
-    now = datetime.now(UTC)
-    rows: list[ManifestRow] = []
-    for plan in plans:
-        if plan.action != "convert":
-            if plan.action == "duplicate":
-                remove_outputs(lake_paths(lake_trace_dir, plan.raw))
-            rows.append(not_converted_row(plan, now))
-    rows = with_sources(sha256_backfilled(rows, plans), kinds)
+    rows = _not_converted(plans, lake_trace_dir, kinds)
     ledger = ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
-    ledger.record(rows)
+    # files are identified by content: a renamed, moved or recompressed file replaces the rows
+    # of its vanished path and a copy is a duplicate, never counted twice
+    identity = ContentLedger(
+        [p.previous for p in plans if p.action == "skip" and p.previous is not None],
+        vanished_rows(found.files, previous),
+    )
+    _settle(identity.start, list(rows.values()), lake_trace_dir, ledger, rows)
     try:
-        rows += _convert_all(
+        _convert_all(
             trace,
             plans,
-            lake_trace_dir,
-            ledger,
+            (lake_trace_dir, ledger, identity, rows),
             (chunk_mb, batch_mb, wrong_format_share),
             show_progress,
             kinds,
@@ -276,12 +309,12 @@ def ingest_flow(
         # also when interrupted: what finished stays recorded
         ledger.flush()
     order = {p.raw.rel: i for i, p in enumerate(plans)}
-    rows.sort(key=lambda r: order[r.path])
+    summary_rows = sorted(rows.values(), key=lambda r: order[r.path])
     return IngestSummary(
         trace=trace,
         raw_dir=raw_dir,
         lake_dir=lake_trace_dir,
-        rows=tuple(rows),
+        rows=tuple(summary_rows),
         discovery_errors=tuple((p.path, p.reason) for p in found.problems if p.is_error),
         ignored=tuple((p.path, p.reason) for p in found.problems if not p.is_error),
         seconds=time.perf_counter() - started,
@@ -302,7 +335,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--chunk-mb",
         type=number_arg(int, 1, 4096),
         default=32,
-        help="decompressed MB per batch when a file needs line-by-line validation (memory bound)",
+        help="decompressed MB read at once (at most 24 are typed at a time; bounds the memory)",
     )
     parser.add_argument(
         "--batch-mb",
@@ -355,6 +388,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             "<table>/part-*.csv.gz) or run `tracelab generate --out` into it"
         )
     prepare_source(settings, args.trace, raw_dir, replace=args.replace)
+    reuse_freed_memory()  # before the conversion threads start
     settings = settings_with_scaleout(args, settings)
     return ingest_trace(
         settings,
@@ -377,6 +411,7 @@ def ingest_trace(
 ) -> int:
     """Ingest ``raw_dir`` (on Dask when the settings say so), print the summary; 1 if any error."""
     runner = dask_task_runner(settings)
+    wait_until_ready()  # the temporary server the CLI started early, if any
     run = ingest_flow if runner is None else ingest_flow.with_options(task_runner=runner)
     summary = run(
         trace=trace,

@@ -53,13 +53,19 @@ def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None)
     return env
 
 
-def wait_until_healthy(api_url: str, timeout_s: float, process: subprocess.Popen[bytes]) -> None:
+def wait_until_healthy(
+    api_url: str,
+    timeout_s: float,
+    process: subprocess.Popen[bytes],
+    *,
+    poll_s: float = 0.5,
+    exit_hint: str = "see DATA/prefect/server.log",
+) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise TracelabError(
-                f"the Prefect server exited with status {process.returncode}; "
-                "see DATA/prefect/server.log"
+                f"the Prefect server exited with status {process.returncode}; {exit_hint}"
             )
         try:
             with urllib.request.urlopen(f"{api_url}/health", timeout=2) as reply:
@@ -67,7 +73,7 @@ def wait_until_healthy(api_url: str, timeout_s: float, process: subprocess.Popen
                     return
         except (urllib.error.URLError, OSError):
             pass
-        time.sleep(0.5)
+        time.sleep(poll_s)
     raise TracelabError(f"the Prefect server at {api_url} did not answer within {timeout_s:.0f} s")
 
 
@@ -102,10 +108,15 @@ def local_server(
         yield api_url
     finally:
         signal.signal(signal.SIGTERM, previous)
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process, 20)
         log.close()
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout_s``; reaped either way."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

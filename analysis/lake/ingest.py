@@ -5,21 +5,24 @@ Every physical line of a raw file ends up in exactly one place: a typed row of
 (``source_file, source_line, reason, raw_text, raw_bytes``), so that for every file
 ``rows_read = rows_written + rows_rejected``.
 
-Two paths convert a file:
+A file is read once (:class:`analysis.lake.ingest_stream.RawStream`), in chunks of whole lines of its
+decompressed bytes, which also yields its two digests: of the bytes as stored (``checksum``: an
+unchanged file) and of the decompressed bytes (``content``: the file's identity, whatever its
+name or compression). Each chunk is typed by one of two paths:
 
-* **native** — Polars' own CSV reader with the strict registry schema (booleans read as 0/1
-  integers), a 1-based row index as ``source_row``, and in-query guards that make the query fail
-  on anything the schema does not catch (a NULL mandatory field, which is also what a blank
-  line parses to; a boolean other than 0/1; a NUL byte in a text field). It streams to a temp
-  Parquet file. Polars fills the missing trailing fields of a *short* line with NULLs, so when the
-  last column has NULLs a second native pass reads the file as whole lines and counts the commas
-  of the lines whose last field is NULL (about +30% time, only for such files).
-* **validated** — used only when the native path fails (or finds a short line): the file is read
-  as raw bytes in fixed-size chunks, split into physical lines with numpy, and every check is a
-  vectorised Polars expression, which gives each reject its exact line number and a reason.
+* **fast** (:func:`fast_chunk`) — Polars' CSV reader parses the fields straight into their types
+  (booleans as 0/1 integers); the value rules (:func:`rules_hold`) are vectorised expressions
+  on the typed columns, and the chunk is kept only when every line passes. No text is kept. The
+  few ways the reader is more lenient than the rules (a number after a space or tab, a short
+  line padded with NULLs) are caught on the chunk's bytes.
+* **validated** — for a chunk with any line that is not clean: the chunk is split into physical
+  lines with numpy, typed by the same rules, and each rejected line gets its number and a reason
+  quoting its text.
+
+The manifest's ``method`` is ``native`` when every chunk took the fast path, else ``validated``.
 
 Outputs are written as ``*.tmp`` and renamed into place only when complete; the caller (the
-flow) records the outcome in the manifest (:mod:`analysis.ingest_manifest`).
+flow) records the outcome in the manifest (:mod:`analysis.lake.ingest_manifest`).
 
 Choices (documented in the README):
 
@@ -27,11 +30,12 @@ Choices (documented in the README):
 * CRLF line endings → accepted, the ``\\r`` is dropped; so is one ``\\r`` ending any field (Polars'
   reader drops it, and both paths must give the same value for the same bytes);
 * a UTF-8 BOM at the start of a file → dropped by both paths;
-* a value is valid by one definition, :func:`value_rules`, on both paths: no surrounding spaces,
-  floats finite (``1e400`` is rejected as out of range, ``inf``/``nan`` as not numbers);
+* a value is valid by one definition on both paths (:func:`invalid_parsed`):
+  what Polars' number parser accepts, with no surrounding spaces, and floats finite (``1e400`` is rejected as out of range, ``inf``/``nan`` as not numbers);
 * (nearly) every line rejected (UTF-16, a gzip of a gzip) → status error, every line in the rejects;
 * empty file (0 bytes, or a gzip of nothing) → status ok, 0 rows, an empty typed Parquet file;
-* same bytes as another file of the run → status duplicate, no output (see the flow);
+* same content as another file (any name or compression) → status duplicate, no output
+  (see :mod:`analysis.lake.ingest_identity`);
 * an integer that does not fit int64, a non-number in a numeric column, a boolean other than
   0/1, invalid UTF-8, a NUL byte, the wrong field count, a header line → rejected with the reason;
 * when at least half of a file's lines have the wrong field count the file is the wrong format:
@@ -42,16 +46,13 @@ from __future__ import annotations
 
 import errno
 import fnmatch
-import gzip
 import os
 import stat
 import time
-import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -60,8 +61,17 @@ import pyarrow.parquet as pq
 import xxhash
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Table, trace_tables
+from tracelab.analysis.lake.ingest_stream import (
+    DIGEST_PREFIX,
+    RawFileError,
+    RawStream,
+    WriteBehind,
+    read_ahead,
+)
+from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table, trace_tables
 from tracelab.analysis.synthetic import GENERATING_MARKER, partial_sample
+
+__all__ = ["RawFileError"]  # re-exported: callers catch it from here
 
 Status = Literal["ok", "skipped-unchanged", "duplicate", "error"]
 Method = Literal["native", "validated", "none"]
@@ -73,19 +83,17 @@ MANIFEST_NAME = "_manifest.parquet"
 GENERATOR_LEFTOVERS = ("_pending-*", "_*.csv.gz.tmp")
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz")
-_GZIP_MAGIC = b"\x1f\x8b"
-_UTF8_BOM = b"\xef\xbb\xbf"
 #: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
 #: real parts reject a header line or a few bad lines, never nine in ten
 GARBAGE_SHARE = 0.9
-#: a byte that never occurs in a well-formed trace line; used as the "separator" when the
-#: native reader is asked for whole lines (a line containing it sends the file down the
-#: validated path, which does not depend on it)
-_LINE_SEPARATOR = "\x1f"
-_LINE = "line"
-_GUARD = "__tracelab_guard"
-#: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
-_MAX_LINE_BYTES = 64 << 20
+#: decompressed bytes typed at once by the fast path: large enough that Polars' per-call cost
+#: is amortised, below glibc's largest mmap threshold (32 MiB) so that the chunk buffers are
+#: reused from the heap instead of being mapped and page-faulted anew for every chunk
+FAST_CHUNK_BYTES = 24 << 20
+#: zstd at level 1: with dictionary pages and delta-encoded row numbers a published-size part's
+#: lake file is 105 MB, smaller than Polars' default (level 3, no dictionary for floats: 108 MB
+#: without the two source columns), for 0.25 CPU-s less than level 3 (95 MB)
+ZSTD: dict[str, Any] = {"compression": "zstd", "compression_level": 1}
 
 REJECT_SCHEMA = pa.schema(
     [
@@ -167,10 +175,12 @@ class Conversion:
     seconds: float
     #: when the conversion began (UTC)
     started_at: datetime
-
-
-class RawFileError(Exception):
-    """The file cannot be ingested at all (unreadable, truncated or corrupt compression)."""
+    #: ``xxh3-128:`` digests of the file as stored and of its decompressed bytes, from the
+    #: conversion's one read ("" when it could not read the file to the end)
+    checksum: str = ""
+    content: str = ""
+    #: hex SHA-256 of the file as stored, from the same read ("" as above)
+    sha256: str = ""
 
 
 def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
@@ -397,9 +407,10 @@ def lake_paths(lake_trace_dir: Path, raw: RawFile) -> LakePaths:
 
 
 def file_checksum(path: Path) -> str:
-    """``xxh3-128:<hex>`` of the file's bytes as stored (compressed).
+    """``xxh3-128:<hex>`` of the file's bytes as stored (compressed), without decompressing it.
 
-    The checksum detects changed and duplicate files; nothing here defends against a forger, so
+    The checksum tells an unchanged file and a byte-for-byte copy before converting anything
+    (a conversion computes it too, in its one read, with the content digest); nothing here defends against a forger, so
     a cryptographic hash is not needed. XXH3-128 (rsync's default file checksum since 3.2.3)
     costs 0.04 CPU-s per 630 MB of gzip here against 0.34 for SHA-256 with the SHA extensions,
     i.e. ~1 % of the conversion instead of ~5 %, and 128 bits make an accidental collision among
@@ -412,7 +423,7 @@ def file_checksum(path: Path) -> str:
     with path.open("rb", buffering=0) as fh:
         while size := fh.readinto(buffer):
             digest.update(view[:size])
-    return f"xxh3-128:{digest.hexdigest()}"
+    return DIGEST_PREFIX + digest.hexdigest()
 
 
 def remove_leftover_temp_files(lake_trace_dir: Path) -> list[Path]:
@@ -440,10 +451,11 @@ def convert_file(
     chunk_bytes: int = 32 << 20,
     wrong_format_share: float = 0.5,
 ) -> Conversion:
-    """Convert one raw file into its typed Parquet and rejects, atomically.
+    """Convert one raw file into its typed Parquet and rejects, atomically, in one read.
 
-    ``chunk_bytes`` bounds the memory of the validated path; ``wrong_format_share`` is the share
-    of lines with the wrong field count from which the whole file is declared the wrong format.
+    ``chunk_bytes`` bounds the decompressed bytes handled at once (at most
+    :data:`FAST_CHUNK_BYTES`); ``wrong_format_share`` is the share of lines with the wrong field
+    count from which the whole file is declared the wrong format.
     """
     if chunk_bytes < 1:
         # a zero-byte read means end of file: every line would be lost, so refuse it
@@ -455,14 +467,7 @@ def convert_file(
     for tmp in (paths.parquet_tmp, paths.rejects_tmp):
         tmp.unlink(missing_ok=True)
     try:
-        rows = _native_convert(table, raw, paths.parquet_tmp)
-        if rows is not None:
-            paths.parquet_tmp.replace(paths.parquet)
-            paths.rejects.unlink(missing_ok=True)
-            return Conversion(
-                "ok", "native", rows, rows, 0, "", time.perf_counter() - started, started_at
-            )
-        counts = _validated_convert(table, raw, paths, chunk_bytes)
+        counts = _convert_chunks(table, raw, paths, min(chunk_bytes, FAST_CHUNK_BYTES), fast=True)
     except RawFileError as exc:
         remove_outputs(paths)
         return Conversion(
@@ -478,221 +483,26 @@ def convert_file(
         paths.parquet_tmp.unlink(missing_ok=True)
         paths.parquet.unlink(missing_ok=True)
         paths.rejects_tmp.replace(paths.rejects)
-        return Conversion(
-            status="error",
-            method="validated",
-            rows_read=counts.rows_read,
-            rows_written=0,
-            rows_rejected=counts.rows_read,
-            error=error,
-            seconds=time.perf_counter() - started,
-            started_at=started_at,
-        )
-    paths.parquet_tmp.replace(paths.parquet)
-    if counts.rows_rejected:
-        paths.rejects_tmp.replace(paths.rejects)
     else:
-        paths.rejects_tmp.unlink(missing_ok=True)
-        paths.rejects.unlink(missing_ok=True)
+        paths.parquet_tmp.replace(paths.parquet)
+        if counts.rows_rejected:
+            paths.rejects_tmp.replace(paths.rejects)
+        else:
+            paths.rejects_tmp.unlink(missing_ok=True)
+            paths.rejects.unlink(missing_ok=True)
     return Conversion(
-        status="ok",
-        method="validated",
+        status="error" if error else "ok",
+        method="validated" if counts.validated_chunks else "native",
         rows_read=counts.rows_read,
-        rows_written=counts.rows_written,
-        rows_rejected=counts.rows_rejected,
-        error="",
+        rows_written=0 if error else counts.rows_written,
+        rows_rejected=counts.rows_read if error else counts.rows_rejected,
+        error=error,
         seconds=time.perf_counter() - started,
         started_at=started_at,
+        checksum=counts.checksum,
+        content=counts.content,
+        sha256=counts.sha256,
     )
-
-
-# --------------------------------------------------------------------------- native path
-
-
-def _text_schema(table: Table) -> dict[str, pl.DataType]:
-    # every field is read as text and typed by the same rules as the validated path
-    return {c.name: pl.String() for c in table.columns}
-
-
-def native_lake_query(table: Table, source: Path, source_file: str) -> pl.LazyFrame:
-    """The native conversion as a lazy query; it raises on any line that is not clean.
-
-    Polars only splits the lines into fields; :func:`value_rules` types them, so a value is
-    valid on this path exactly when it is valid on the validated path.
-    """
-    # Polars reads an empty field as NULL already
-    typed, checks = value_rules(table, empty_is_null=True)
-    dirty = pl.any_horizontal([bad for bad, _ in checks])
-    guard_failed = pl.when(dirty).then(pl.lit("dirty")).otherwise(pl.lit("0")).cast(pl.Int8)
-    lf = pl.scan_csv(
-        source,
-        has_header=False,
-        schema=_text_schema(table),
-        quote_char=None,
-        raise_if_empty=False,
-    )
-    return (
-        lf.with_row_index(SOURCE_ROW, offset=1)
-        # one select: the casts are shared by the typed columns and the guard
-        .select(
-            *typed,
-            pl.lit(source_file, dtype=pl.String).alias(SOURCE_FILE),
-            pl.col(SOURCE_ROW).cast(pl.Int64),
-            # strict cast of "dirty" raises inside the streaming query: the whole query fails
-            guard_failed.alias(_GUARD),
-        )
-        .filter(pl.col(_GUARD) == 0)
-        .drop(_GUARD)
-    )
-
-
-#: a decimal number as the trace writes it; a float of this form that is not finite overflowed
-_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
-_DIGITS = r"^[+-]?[0-9]+$"
-
-
-def value_rules(
-    table: Table, *, empty_is_null: bool = False
-) -> tuple[list[pl.Expr], list[tuple[pl.Expr, pl.Expr]]]:
-    """The one definition of a valid value, over text columns named after the table's columns.
-
-    Returns the typed columns and, per check, (a non-null boolean "this value is invalid", the
-    reason). An empty field is NULL. Integers and booleans are what Polars' string cast accepts
-    (digits with an optional sign; no spaces, no CR, no exponent), booleans 0 or 1; floats must
-    be finite (``1e400`` is out of range, ``inf`` and ``nan`` are not numbers); text must not hold
-    a NUL byte; a mandatory field must not be empty. ``empty_is_null`` says the reader already
-    turned empty fields into NULL (Polars' CSV reader does), which saves a pass per column.
-    """
-    typed_columns: list[pl.Expr] = []
-    checks: list[tuple[pl.Expr, pl.Expr]] = []
-    for column in table.columns:
-        name = column.name
-        raw = pl.col(name)
-        value = (
-            raw
-            if empty_is_null
-            else pl.when(raw == "").then(pl.lit(None, dtype=pl.String)).otherwise(raw)
-        )
-        present = value.is_not_null()
-        if column.kind in ("int", "bool"):
-            typed = value.cast(pl.Int64, strict=False)
-        elif column.kind == "float":
-            typed = value.cast(pl.Float64, strict=False)
-        else:
-            typed = value
-        unparsed = present & typed.is_null()
-        if column.kind == "int":
-            huge = value.str.contains(_DIGITS)
-            checks.append(
-                (
-                    unparsed,
-                    pl.when(huge)
-                    .then(pl.format("{}: integer out of int64 range: '{}'", pl.lit(name), value))
-                    .otherwise(pl.format("{}: not an integer: '{}'", pl.lit(name), value)),
-                )
-            )
-        elif column.kind == "float":
-            not_finite = present & ~typed.is_finite().fill_null(True)
-            overflow = value.str.contains(_DECIMAL)
-            checks.append(
-                (
-                    unparsed | not_finite,
-                    pl.when(not_finite & overflow)
-                    .then(pl.format("{}: number out of float64 range: '{}'", pl.lit(name), value))
-                    .otherwise(pl.format("{}: not a number: '{}'", pl.lit(name), value)),
-                )
-            )
-            typed = pl.when(not_finite).then(None).otherwise(typed)
-        elif column.kind == "bool":
-            bad = unparsed | (typed.is_not_null() & ~typed.is_in([0, 1]))
-            checks.append((bad, pl.format("{}: expected 0 or 1, found '{}'", pl.lit(name), value)))
-            typed = typed.cast(pl.Boolean)
-        else:
-            has_nul = value.str.contains("\x00", literal=True)
-            checks.append((has_nul, pl.format("{}: NUL byte in text", pl.lit(name))))
-        if column.mandatory:
-            checks.append((value.is_null(), pl.lit(f"{name}: mandatory field is empty")))
-        typed_columns.append(typed.alias(name))
-    return typed_columns, [(bad.fill_null(False), message) for bad, message in checks]
-
-
-def _native_convert(table: Table, raw: RawFile, out_tmp: Path) -> int | None:
-    """Rows written by the native path, or None when the file needs the validated path."""
-    if raw.size_bytes == 0:
-        _empty_lake_file(table, out_tmp)
-        return 0
-    try:
-        native_lake_query(table, raw.path, raw.rel).sink_parquet(out_tmp, compression="zstd")
-    except pl.exceptions.PolarsError:
-        out_tmp.unlink(missing_ok=True)
-        return None
-    except OSError:
-        # unreadable / corrupt compression: the validated path reports it precisely
-        out_tmp.unlink(missing_ok=True)
-        return None
-    metadata = pq.ParquetFile(out_tmp).metadata
-    rows = int(metadata.num_rows)
-    if _last_column_nulls(metadata, len(table.columns) - 1) and _has_short_line(
-        table, raw, out_tmp
-    ):
-        out_tmp.unlink(missing_ok=True)
-        return None
-    return rows
-
-
-def _last_column_nulls(metadata: pq.FileMetaData, index: int) -> bool:
-    for g in range(metadata.num_row_groups):
-        stats = metadata.row_group(g).column(index).statistics
-        if stats is None or not stats.has_null_count or stats.null_count > 0:
-            return True
-    return False
-
-
-def _has_short_line(table: Table, raw: RawFile, written: Path) -> bool:
-    """True when a line whose last field parsed as NULL has fewer fields than the table.
-
-    Polars pads a short line with NULLs, which is indistinguishable from empty trailing fields
-    once parsed. Only lines whose last column is NULL can be short, so those line numbers are
-    read back from the just-written Parquet and only those lines' commas are counted (the file
-    is read again as whole lines, natively; no per-line work for the others).
-    """
-    last = table.columns[-1].name
-    suspects = (
-        pl.scan_parquet(written).filter(pl.col(last).is_null()).select(SOURCE_ROW).collect()
-    )[SOURCE_ROW]
-    expected = len(table.columns) - 1
-    try:
-        short = (
-            pl.scan_csv(
-                raw.path,
-                has_header=False,
-                separator=_LINE_SEPARATOR,
-                quote_char=None,
-                schema={_LINE: pl.String()},
-                raise_if_empty=False,
-            )
-            .with_row_index("n", offset=1)
-            .filter(pl.col("n").cast(pl.Int64).is_in(suspects.implode()))
-            .filter(pl.col(_LINE).str.count_matches(",", literal=True) != expected)
-            .select(pl.len())
-            .collect()
-            .item()
-        )
-    except (pl.exceptions.PolarsError, OSError):
-        return True
-    return int(short) > 0
-
-
-def _empty_lake_file(table: Table, out: Path) -> None:
-    pl.DataFrame(schema=lake_polars_schema(table)).write_parquet(out, compression="zstd")
-
-
-def lake_polars_schema(table: Table) -> dict[str, pl.DataType]:
-    """Polars schema of a lake file: typed published columns, then source_file, source_row."""
-    return {**table.polars_schema(), SOURCE_FILE: pl.String(), SOURCE_ROW: pl.Int64()}
-
-
-# ------------------------------------------------------------------------ validated path
 
 
 @dataclass(frozen=True)
@@ -703,56 +513,310 @@ class _Counts:
     #: lines with the wrong field count, and the most common such count
     wrong_field_count: int
     typical_wrong_count: int
+    #: chunks that went through the validated path (0: the fast path typed every line)
+    validated_chunks: int = 0
+    #: digests of the stored and of the decompressed bytes (see :class:`RawStream`)
+    checksum: str = ""
+    content: str = ""
+    sha256: str = ""
 
 
-def _open_raw(raw: RawFile) -> BinaryIO:
+@dataclass
+class _Tally:
+    """Running counts of one conversion."""
+
+    rows_read: int = 0
+    rows_written: int = 0
+    rows_rejected: int = 0
+    wrong: int = 0
+    validated_chunks: int = 0
+    wrong_counts: dict[int, int] = field(default_factory=dict)
+
+    def counts(self, stream: RawStream) -> _Counts:
+        wrong_counts = self.wrong_counts
+        typical = max(wrong_counts, key=lambda k: wrong_counts[k]) if wrong_counts else 0
+        return _Counts(
+            self.rows_read,
+            self.rows_written,
+            self.rows_rejected,
+            self.wrong,
+            typical,
+            self.validated_chunks,
+            stream.checksum,
+            stream.content,
+            stream.sha256,
+        )
+
+
+def _convert_chunks(
+    table: Table, raw: RawFile, paths: LakePaths, chunk_bytes: int, *, fast: bool
+) -> _Counts:
+    """One read of the file, chunk by chunk: typed rows to ``parquet_tmp``, rejects to
+    ``rejects_tmp``.
+
+    A chunk whose every line is clean is typed by the fast path (:func:`fast_chunk`), any other
+    chunk by the validated path, which gives each rejected line its number and reason; so one
+    bad line costs the validated path one chunk, not the file. ``fast=False`` validates every
+    chunk: the reference the fast path is tested against.
+    """
+    stream = RawStream(raw.path, raw.rel, chunk_bytes)
+    tally = _Tally()
+    schema = _lake_arrow_schema(table)
+    with (
+        _lake_writer(paths.parquet_tmp, schema) as good_out,
+        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as bad_out,
+        # reading ahead and writing behind: decompression, typing and writing overlap
+        WriteBehind(good_out.write_table) as write_good,
+    ):
+        for chunk in read_ahead(stream.chunks()):
+            first = tally.rows_read + 1
+            typed = fast_chunk(table, chunk) if fast else None
+            if typed is None:
+                good = _validated_chunk(table, chunk, first, raw.rel, tally, bad_out)
+            else:
+                rows = pl.int_range(first, first + typed.height, dtype=pl.Int64)
+                good = typed.with_columns(rows.alias(SOURCE_ROW))
+                tally.rows_read += typed.height
+            if good.height:
+                write_good.submit(_lake_table(good, raw.rel, schema))
+                tally.rows_written += good.height
+    return tally.counts(stream)
+
+
+def _lake_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    """The lake file's writer: zstd (:data:`ZSTD`), dictionary pages, row numbers delta-encoded.
+
+    ``source_row`` counts up by one: delta encoding stores it in a few bits per row instead of
+    eight bytes (10 MB less per published-size part) and for less CPU than a dictionary try.
+    The Arrow schema is not stored (``source_file`` is written from a one-entry dictionary):
+    every reader sees the Parquet types, String for text.
+    """
+    return pq.ParquetWriter(
+        path,
+        schema,
+        use_dictionary=[f.name for f in schema if f.name != SOURCE_ROW],
+        column_encoding={SOURCE_ROW: "DELTA_BINARY_PACKED"},
+        store_schema=False,
+        **ZSTD,
+    )
+
+
+def _lake_table(good: pl.DataFrame, source_file: str, schema: pa.Schema) -> pa.Table:
+    """Typed rows (with ``source_row``) as an Arrow table of the lake schema.
+
+    ``source_file`` is one dictionary entry and an index per row: the writer never hashes or
+    compares the same path once per row.
+    """
+    columns = good.select(*schema.names[:-2], SOURCE_ROW).to_arrow()
+    indices = pa.array(np.zeros(good.height, dtype=np.int32))
+    source = pa.DictionaryArray.from_arrays(indices, pa.array([source_file], pa.large_string()))
+    return pa.Table.from_arrays(
+        [*columns.columns[:-1], source, columns.column(SOURCE_ROW)], schema=schema
+    )
+
+
+def _validated_chunk(
+    table: Table,
+    chunk: bytes,
+    first_line: int,
+    source_file: str,
+    tally: _Tally,
+    bad_out: pq.ParquetWriter,
+) -> pl.DataFrame:
+    """The good rows of a chunk checked line by line (with ``source_row``); rejects written."""
+    good, bad = validated_frames(table, _chunk_lines(chunk, first_line))
+    tally.rows_read += good.height + bad.height
+    tally.validated_chunks += 1
+    if bad.height:
+        bad_out.write_table(_reject_table(bad, source_file))
+        tally.rows_rejected += bad.height
+        miscounted = bad.filter(pl.col("wrong_field_count"))
+        tally.wrong += miscounted.height
+        for k, v in miscounted.group_by("n_fields").len().iter_rows():
+            tally.wrong_counts[int(k)] = tally.wrong_counts.get(int(k), 0) + int(v)
+    return good.select(*_lake_columns(table), pl.col("source_line").alias(SOURCE_ROW))
+
+
+def _validated_convert(table: Table, raw: RawFile, paths: LakePaths, chunk_bytes: int) -> _Counts:
+    """Every chunk through the validated path (the reference of the differential test)."""
+    return _convert_chunks(table, raw, paths, chunk_bytes, fast=False)
+
+
+# ----------------------------------------------------------------------------- fast path
+
+
+def _read_schema(table: Table) -> dict[str, pl.DataType]:
+    """What the reader parses each column as: booleans as the integers 0/1 of the files."""
+    return {c.name: _READ_TYPE[c.kind] for c in table.columns}
+
+
+def _text_schema(table: Table) -> dict[str, pl.DataType]:
+    return {c.name: pl.String() for c in table.columns}
+
+
+def fast_chunk(table: Table, chunk: bytes) -> pl.DataFrame | None:
+    """The typed columns of a chunk of whole lines, or None when any line is not clean.
+
+    Polars' CSV reader types the fields (it raises on a value it cannot parse, on a line with
+    too many fields and on invalid UTF-8); then the chunk must pass the validated path's value
+    rules, vectorised on the typed columns (:func:`rules_hold`). No text is kept: a chunk with a failing line
+    goes to the validated path, which quotes the text in the reason. Where the reader is more
+    lenient than the validated path's cast (its number parser skips a leading space or tab) the
+    chunk is read as text and cast the validated path's way. A NUL byte is always a reject.
+    """
+    if b"\x00" in chunk:
+        return None
+    as_text = (b" " in chunk or b"\t" in chunk) and any(c.kind != "str" for c in table.columns)
     try:
-        fh = raw.path.open("rb")
-        magic = fh.read(2)
-        fh.seek(0)
-    except OSError as exc:
-        raise RawFileError(
-            f"cannot read {raw.rel}: {exc.strerror or exc}; check the file's permissions"
-        ) from exc
-    if magic == _GZIP_MAGIC:
-        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
-    return fh
+        frame = pl.read_csv(
+            chunk,
+            has_header=False,
+            schema=_text_schema(table) if as_text else _read_schema(table),
+            quote_char=None,
+            raise_if_empty=False,
+        )
+        if as_text:
+            # strict: a value the validated path's cast does not parse fails the chunk
+            frame = frame.select(
+                pl.col(c.name).cast(_READ_TYPE[c.kind], strict=True) for c in table.columns
+            )
+    except pl.exceptions.PolarsError:
+        return None
+    if not rules_hold(table, frame) or _has_short_line(table, chunk, frame):
+        return None
+    return frame.select(_lake_columns(table))
 
 
-def _physical_lines(raw: RawFile, chunk_bytes: int) -> Iterator[bytes]:
-    """Chunks of the decompressed file, each ending at a line end (the last may not)."""
-    fh = _open_raw(raw)
-    try:
-        with fh:
-            # a UTF-8 BOM is an encoding mark, not data: Polars' reader drops it too
-            carry = _read_block(fh, len(_UTF8_BOM), raw).removeprefix(_UTF8_BOM)
-            while block := _read_block(fh, chunk_bytes, raw):
-                data = carry + block
-                cut = data.rfind(b"\n")
-                if cut < 0:
-                    if len(data) > max(4 * chunk_bytes, _MAX_LINE_BYTES):
-                        raise RawFileError(
-                            f"{raw.rel} has a line longer than {len(data) >> 20} MB: it is not a "
-                            "trace CSV file (check what was copied there)"
-                        )
-                    carry = data
-                    continue
-                carry = data[cut + 1 :]
-                yield data[: cut + 1]
-    finally:
-        fh.close()
-    if carry:
-        yield carry
+def rules_hold(table: Table, frame: pl.DataFrame) -> bool:
+    """True when every row of a typed frame meets the value rules, by one reduction per column.
+
+    The rules are :func:`invalid_parsed` and "a mandatory field is not empty", the validated
+    path's; reduced instead of a mask per row: a float column's sum is finite exactly when every
+    value is (NaN and ±inf propagate; a sum that overflows on finite values only sends the
+    chunk to the validated path), an integer column of booleans has its min and max in 0..1,
+    a mandatory column has no NULL (a count Polars keeps). A blank line reads as a row of
+    NULLs, so the mandatory first column of every table rejects it too.
+    """
+    if any(frame[c.name].null_count() for c in table.columns if c.mandatory):
+        return False
+    reductions: list[pl.Expr] = []
+    for column in table.columns:
+        typed = pl.col(column.name)
+        if column.kind == "float":
+            reductions.append(typed.sum().is_finite())
+        elif column.kind == "bool":
+            reductions.append(((typed.min() >= 0) & (typed.max() <= 1)).fill_null(True))
+    if not any(c.mandatory for c in table.columns):
+        reductions.append(~pl.all_horizontal(pl.all().is_null()).any())
+    return not reductions or all(frame.select(reductions).row(0))
 
 
-def _read_block(fh: BinaryIO, size: int, raw: RawFile) -> bytes:
-    try:
-        return fh.read(size)
-    except (EOFError, OSError, zlib.error) as exc:
-        raise RawFileError(
-            f"{raw.rel} is truncated or its compression is corrupt ({exc}); "
-            "download or copy the file again"
-        ) from exc
+def _lake_columns(table: Table) -> list[pl.Expr]:
+    """The typed columns as the lake stores them: booleans from the integers 0/1."""
+    return [
+        pl.col(c.name).cast(pl.Boolean) if c.kind == "bool" else pl.col(c.name)
+        for c in table.columns
+    ]
+
+
+def _has_short_line(table: Table, chunk: bytes, frame: pl.DataFrame) -> bool:
+    """True when a line of the chunk has fewer fields than the table.
+
+    Polars pads a short line with NULLs, which looks like empty trailing fields once parsed (it
+    raises on a line with too many). So when the last column has a NULL, the chunk holds only
+    lines of the right field count exactly when it has (columns - 1) commas per line (without
+    quoting every comma separates). Counting costs ~0.4 ms per MB, only in such chunks.
+    """
+    if frame.height == 0 or frame[table.columns[-1].name].null_count() == 0:
+        return False
+    return chunk.count(b",") != frame.height * (len(table.columns) - 1)
+
+
+# ----------------------------------------------------------------------------- value rules
+
+#: a decimal number as the trace writes it; a float of this form that is not finite overflowed
+_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
+_DIGITS = r"^[+-]?[0-9]+$"
+_READ_TYPE: dict[str, pl.DataType] = {
+    "int": pl.Int64(),
+    "float": pl.Float64(),
+    "str": pl.String(),
+    "bool": pl.Int64(),
+}
+
+
+def invalid_parsed(column: Column, typed: pl.Expr) -> pl.Expr | None:
+    """A parsed value of ``column`` that is still invalid, or None when every parsed value is valid.
+
+    Parsed means what Polars' number parser accepts (digits with an optional sign for integers
+    and booleans, no space, no exponent in an integer). Floats must also be finite (``1e400``
+    overflowed, ``inf`` and ``nan`` are not numbers), booleans 0 or 1.
+    """
+    if column.kind == "float":
+        return ~typed.is_finite()
+    if column.kind == "bool":
+        return ~typed.is_in([0, 1])
+    return None
+
+
+def _text_column(name: str) -> str:
+    return f"__text_{name}"
+
+
+def _typed_from_text(table: Table) -> list[pl.Expr]:
+    """The validated path's typing: each text field cast (an empty field is NULL)."""
+    typed: list[pl.Expr] = []
+    for column in table.columns:
+        text = pl.col(_text_column(column.name))
+        value = pl.when(text == "").then(pl.lit(None, dtype=pl.String)).otherwise(text)
+        typed.append(value.cast(_READ_TYPE[column.kind], strict=False).alias(column.name))
+    return typed
+
+
+def _value_problems(table: Table) -> tuple[pl.Expr, list[pl.Expr]]:
+    """Over the text and typed columns: "some value is invalid", and each value's reason.
+
+    A value is invalid when the cast does not parse it or :func:`invalid_parsed` says so; a
+    mandatory field must not be empty. The reasons quote the text (NULL where the value is
+    fine); they are computed only for the lines that fail.
+    """
+    flags: list[pl.Expr] = []
+    reasons: list[pl.Expr] = []
+    for column in table.columns:
+        name = column.name
+        text = pl.col(_text_column(name))
+        typed = pl.col(name)
+        present = text.is_not_null() & (text != "")
+        bad = present & typed.is_null()
+        invalid = invalid_parsed(column, typed)
+        if invalid is not None:
+            bad = bad | (present & invalid)
+        flags.append(bad)
+        reasons.append(pl.when(bad).then(_value_reason(column, text)))
+        if column.mandatory:
+            flags.append(~present)
+            reasons.append(pl.when(~present).then(pl.lit(f"{name}: mandatory field is empty")))
+    return pl.any_horizontal(flags).fill_null(False), reasons
+
+
+def _value_reason(column: Column, text: pl.Expr) -> pl.Expr:
+    name = pl.lit(column.name)
+    if column.kind == "int":
+        return (
+            pl.when(text.str.contains(_DIGITS))
+            .then(pl.format("{}: integer out of int64 range: '{}'", name, text))
+            .otherwise(pl.format("{}: not an integer: '{}'", name, text))
+        )
+    if column.kind == "float":
+        return (
+            pl.when(text.str.contains(_DECIMAL))
+            .then(pl.format("{}: number out of float64 range: '{}'", name, text))
+            .otherwise(pl.format("{}: not a number: '{}'", name, text))
+        )
+    return pl.format("{}: expected 0 or 1, found '{}'", name, text)
+
+
+# ------------------------------------------------------------------------ validated path
 
 
 def _chunk_lines(chunk: bytes, first_line: int) -> pl.DataFrame:
@@ -798,32 +862,66 @@ def _expected_fields_text(table: Table) -> str:
     return f"expected {len(table.columns)} fields ({', '.join(table.column_names)})"
 
 
-def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
-    """Per line: the typed columns, and ``reason`` (NULL for a good line, else why it is rejected).
+def validated_frames(table: Table, lines: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The lines split into (good, bad), both with ``source_line``, ``text``, ``raw_bytes``,
+    ``n_fields`` (the line's field count), ``wrong_field_count`` and the typed columns.
 
-    Also ``n_fields`` (the line's field count) and ``wrong_field_count`` (rejected for that
-    reason). Values are typed by :func:`value_rules`, as on the native path. Pure: tests call it
-    directly.
+    ``bad`` also has ``reason``. Values are typed by the validated path's cast and checked by
+    the value rules on the typed columns (:func:`invalid_parsed`), as on the fast path; the
+    reasons, which quote the text, are computed for the bad lines only. Pure: tests call it.
     """
     n_cols = len(table.columns)
     text = pl.col("text")
-    fields = text.str.split_exact(",", n_cols - 1).struct.rename_fields(table.column_names)
-    typed, checks = value_rules(table)
-    problems = [pl.when(bad).then(message) for bad, message in checks]
+    texts = [_text_column(n) for n in table.column_names]
+    fields = text.str.split_exact(",", n_cols - 1).struct.rename_fields(texts)
+    n_fields = text.str.count_matches(",", literal=True) + 1
+    blank = pl.col("raw_bytes").bin.size() == 0
+    has_nul = text.str.contains("\x00", literal=True)
+    value_bad, _ = _value_problems(table)
+    frame = (
+        lines.with_columns(fields.alias("_fields"))
+        .unnest("_fields")
+        # Polars' reader drops one CR at the end of every field, as the CR of a CRLF line end
+        # (which _chunk_lines drops for the last field): the same bytes give the same value
+        .with_columns(pl.col(t).str.strip_suffix("\r") for t in texts[:-1])
+        .with_columns(
+            n_fields.cast(pl.Int64).alias("n_fields"),
+            (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
+            .fill_null(False)
+            .alias("wrong_field_count"),
+            (
+                blank
+                | text.is_null()
+                | has_nul.fill_null(False)
+                | (n_fields != n_cols).fill_null(True)
+            ).alias("_broken"),
+        )
+        .with_columns(_typed_from_text(table))
+        .with_columns((pl.col("_broken") | value_bad).alias("_bad"))
+    )
+    good = frame.filter(~pl.col("_bad")).drop("_broken", "_bad", *texts)
+    bad = frame.filter(pl.col("_bad"))
+    bad = bad.with_columns(_reason(table).alias("reason")).drop("_broken", "_bad", *texts)
+    return good, bad
+
+
+def _reason(table: Table) -> pl.Expr:
+    """Why a bad line is rejected: the first structural problem, else every invalid value."""
+    n_cols = len(table.columns)
+    text = pl.col("text")
     lowered = text.str.to_lowercase().str.split(",")
     header_like = lowered.list.eval(
         pl.element().str.strip_chars().is_in(_header_names(table))
     ).list.any()
-    n_fields = text.str.count_matches(",", literal=True) + 1
+    n_fields = pl.col("n_fields")
     expected = _expected_fields_text(table)
-    blank = pl.col("raw_bytes").bin.size() == 0
-    has_nul = text.str.contains("\x00", literal=True)
-    reason = (
-        pl.when(blank)
+    _, problems = _value_problems(table)
+    return (
+        pl.when(pl.col("raw_bytes").bin.size() == 0)
         .then(pl.lit("blank line"))
         .when(text.is_null())
         .then(pl.lit("invalid UTF-8 bytes"))
-        .when(has_nul)
+        .when(text.str.contains("\x00", literal=True))
         .then(pl.lit("NUL byte in line"))
         .when((n_fields != n_cols) & header_like)
         .then(pl.format("header line (column names), {}, found {}", pl.lit(expected), n_fields))
@@ -833,60 +931,6 @@ def validated_frame(table: Table, lines: pl.DataFrame) -> pl.DataFrame:
         .then(pl.lit("header line (column names); the published files have no header"))
         .otherwise(pl.concat_str(problems, separator="; ", ignore_nulls=True))
     )
-    # Polars' reader drops one CR at the end of every field, as the CR of a CRLF line end (which
-    # _chunk_lines drops for the last field): the same bytes give the same value on both paths
-    cr_dropped = [pl.col(c).str.strip_suffix("\r") for c in table.column_names[:-1]]
-    return (
-        lines.with_columns(fields.alias("_fields"))
-        .unnest("_fields")
-        .with_columns(cr_dropped)
-        .select(
-            "source_line",
-            "text",
-            "raw_bytes",
-            n_fields.cast(pl.Int64).alias("n_fields"),
-            (~blank & text.is_not_null() & ~has_nul & (n_fields != n_cols))
-            .fill_null(False)
-            .alias("wrong_field_count"),
-            pl.when(reason == "")
-            .then(pl.lit(None, dtype=pl.String))
-            .otherwise(reason)
-            .alias("reason"),
-            *typed,
-        )
-    )
-
-
-def _validated_convert(table: Table, raw: RawFile, paths: LakePaths, chunk_bytes: int) -> _Counts:
-    lake_schema = _lake_arrow_schema(table)
-    rows_read = written = rejected = wrong = 0
-    wrong_counts: dict[int, int] = {}
-    with (
-        pq.ParquetWriter(paths.parquet_tmp, lake_schema, compression="zstd") as good_out,
-        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as bad_out,
-    ):
-        for chunk in _physical_lines(raw, chunk_bytes):
-            frame = validated_frame(table, _chunk_lines(chunk, rows_read + 1))
-            rows_read += frame.height
-            good = frame.filter(pl.col("reason").is_null())
-            bad = frame.filter(pl.col("reason").is_not_null())
-            if good.height:
-                typed = good.select(
-                    *table.column_names,
-                    pl.lit(raw.rel, dtype=pl.String).alias(SOURCE_FILE),
-                    pl.col("source_line").alias(SOURCE_ROW),
-                )
-                good_out.write_table(typed.to_arrow().cast(lake_schema))
-                written += good.height
-            if bad.height:
-                bad_out.write_table(_reject_table(bad, raw.rel))
-                rejected += bad.height
-                miscounted = bad.filter(pl.col("wrong_field_count"))
-                wrong += miscounted.height
-                for k, v in miscounted.group_by("n_fields").len().iter_rows():
-                    wrong_counts[int(k)] = wrong_counts.get(int(k), 0) + int(v)
-    typical = max(wrong_counts, key=lambda k: wrong_counts[k]) if wrong_counts else 0
-    return _Counts(rows_read, written, rejected, wrong, typical)
 
 
 def _reject_table(bad: pl.DataFrame, source_file: str) -> pa.Table:
@@ -948,19 +992,22 @@ def _reject_everything(
         whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
     paths.rejects_tmp.unlink(missing_ok=True)
     line = 0
-    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, compression="zstd") as out:
-        for chunk in _physical_lines(raw, chunk_bytes):
-            frame = validated_frame(table, _chunk_lines(chunk, line + 1))
-            line += frame.height
-            frame = frame.with_columns(pl.col("reason").fill_null(pl.lit(whole_file)))
-            out.write_table(_reject_table(frame, raw.rel))
+    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as out:
+        for chunk in RawStream(raw.path, raw.rel, chunk_bytes).chunks():
+            good, bad = validated_frames(table, _chunk_lines(chunk, line + 1))
+            line += good.height + bad.height
+            every = pl.concat(
+                [bad, good.with_columns(pl.lit(whole_file).alias("reason"))], how="diagonal"
+            ).sort("source_line")
+            out.write_table(_reject_table(every, raw.rel))
 
 
 def _lake_arrow_schema(table: Table) -> pa.Schema:
-    # the same Arrow schema Polars writes on the native path (large strings, all nullable),
-    # so files from both paths read back identically
+    """What a lake file is written from: the typed columns, ``source_file``, ``source_row``."""
     fields = []
-    for field in table.arrow_schema():
-        dtype = pa.large_string() if pa.types.is_string(field.type) else field.type
-        fields.append(pa.field(field.name, dtype, nullable=True))
+    for field_ in table.arrow_schema():
+        dtype = pa.large_string() if pa.types.is_string(field_.type) else field_.type
+        if field_.name == SOURCE_FILE:
+            dtype = pa.dictionary(pa.int32(), pa.large_string())
+        fields.append(pa.field(field_.name, dtype, nullable=True))
     return pa.schema(fields)

@@ -1,7 +1,10 @@
 """The ingest manifest ``lake/<trace>/_manifest.parquet``: one row per raw file, and the run plan.
 
 The manifest is the ledger that makes ingest incremental: a raw file whose size and checksum
-match its last ``ok`` row (and whose typed Parquet still exists) is skipped. It is rewritten
+match its last ``ok`` row (and whose typed Parquet still exists) is skipped. ``checksum`` is the
+digest of the bytes as stored (it tells an unchanged file without decompressing it); ``content``
+is the digest of the decompressed bytes, the file's identity whatever its name or compression
+(:mod:`analysis.lake.ingest_identity` keeps a content's rows in the lake once). It is rewritten
 whole, atomically (temp file + ``os.replace``), at most about once a second while files finish
 and once at the end, so a killed run loses at most the rows of the files that finished in its last
 second, and those files are simply converted again (their outputs are replaced atomically).
@@ -22,7 +25,6 @@ from tracelab.analysis.lake.ingest import (
     RawFile,
     Status,
     lake_paths,
-    remove_outputs,
 )
 
 MANIFEST_SCHEMA: dict[str, pl.DataType] = {
@@ -44,9 +46,12 @@ MANIFEST_SCHEMA: dict[str, pl.DataType] = {
     "source": pl.String(),
     #: hex sha256 of the raw file as stored ("" until computed)
     "sha256": pl.String(),
+    #: xxh3-128 of the decompressed bytes ("" in rows written before it was recorded)
+    "content": pl.String(),
 }
-#: columns added after the first manifests were written: empty in an older manifest's rows
-_LATER_COLUMNS = ("source", "sha256")
+#: columns added after the first manifests were written: empty in an older manifest's rows (a
+#: row without ``content`` is converted once more to learn it)
+_LATER_COLUMNS = ("source", "sha256", "content")
 
 Action = Literal["convert", "skip", "duplicate"]
 
@@ -69,6 +74,7 @@ class ManifestRow:
     method: str
     source: str = ""
     sha256: str = ""
+    content: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,8 +87,6 @@ class FilePlan:
     #: for ``skip``: the previous manifest row; for ``duplicate``: the file it duplicates
     previous: ManifestRow | None
     duplicate_of: str
-    #: for a ``convert`` of a renamed or moved file: the vanished path whose rows it replaces
-    moved_from: str = ""
 
 
 def manifest_path(lake_trace_dir: Path) -> Path:
@@ -133,16 +137,14 @@ def files_to_checksum_first(
     """The files whose checksum decides what happens to them, so it is needed before converting.
 
     A file can be skipped only when its last row is ok with the same size and its typed Parquet
-    exists, and it can duplicate only a file of exactly the same size. Every other file is
-    converted whatever its checksum is, so its checksum is computed by the conversion task itself,
-    overlapping the other worker's conversion instead of a separate pass before it.
+    exists, and it can be a byte-for-byte copy only of a file of exactly the same size. Every
+    other file is converted whatever its checksum is, and the conversion's one read gives its
+    checksum and content digest (a copy under another compression, or a renamed file, is
+    recognised by its content once converted: :mod:`analysis.lake.ingest_identity`).
     """
     size_count: dict[int, int] = {}
     for raw in files:
         size_count[raw.size_bytes] = size_count.get(raw.size_bytes, 0) + 1
-    # a file of the size of a vanished file may be that file renamed or moved
-    for row in _vanished_rows(files, previous):
-        size_count[row.bytes] = size_count.get(row.bytes, 0) + 2
     return tuple(
         raw
         for raw in files
@@ -150,7 +152,7 @@ def files_to_checksum_first(
     )
 
 
-def _vanished_rows(
+def vanished_rows(
     files: tuple[RawFile, ...], previous: dict[tuple[str, str], ManifestRow]
 ) -> list[ManifestRow]:
     """Rows of files ingested before whose path no longer exists; their lake rows are kept."""
@@ -170,6 +172,8 @@ def _may_be_unchanged(
         before is not None
         and before.status in ("ok", "skipped-unchanged")
         and before.bytes == raw.size_bytes
+        # a row without a content digest (an earlier version's) is converted once more
+        and bool(before.content)
         and lake_paths(lake_trace_dir, raw).parquet.is_file()
     )
 
@@ -182,13 +186,11 @@ def plan_files(
 ) -> list[FilePlan]:
     """Decide per file: convert, skip (unchanged since its last ok ingest) or duplicate.
 
-    Files are identified by content as well as path, so no row is counted twice. A file with the
-    same bytes as another file of this run is a duplicate of the one already in the lake under
-    its path (else of the first in table, path order): it is not converted. A file with the same
-    bytes as a file ingested before whose path has vanished is that file renamed or moved: it is
-    converted and replaces the vanished file's rows (``moved_from``). A file missing from
-    ``checksums`` (see :func:`files_to_checksum_first`) is converted, with an empty checksum that
-    the conversion fills in.
+    A file with the same bytes as another file of this run is a duplicate of the one already in
+    the lake under its path (else of the first in table, path order): it is not converted. A file
+    missing from ``checksums`` (see :func:`files_to_checksum_first`) is converted, with an empty
+    checksum that the conversion fills in. Renamed, moved or recompressed files are recognised
+    by their content once converted (:mod:`analysis.lake.ingest_identity`).
     """
     needed = {raw.rel for raw in files_to_checksum_first(files, previous, lake_trace_dir)}
     missing = sorted(raw.rel for raw in files if raw.rel in needed and not checksums.get(raw.rel))
@@ -202,7 +204,6 @@ def plan_files(
     }
     # the copies already in the lake under their own path keep their rows
     first_by_checksum = {checksums[rel]: rel for rel in sorted(unchanged, reverse=True)}
-    vanished = {(row.table, row.checksum): row.path for row in _vanished_rows(files, previous)}
     plans: list[FilePlan] = []
     for raw in files:
         checksum = checksums.get(raw.rel, "")
@@ -216,27 +217,8 @@ def plan_files(
         elif raw.rel in unchanged:
             plans.append(FilePlan(raw, checksum, "skip", before, ""))
         else:
-            moved = vanished.pop((raw.table, checksum), "")
-            plans.append(FilePlan(raw, checksum, "convert", before, "", moved))
+            plans.append(FilePlan(raw, checksum, "convert", before, ""))
     return plans
-
-
-def forget_moved(
-    manifest: pl.DataFrame, plans: list[FilePlan], lake_trace_dir: Path
-) -> pl.DataFrame:
-    """Delete the lake outputs of the vanished files that ``plans`` convert under a new path.
-
-    Returns the manifest without their rows. The outputs go first: if a kill follows, the
-    manifest still holds the vanished row and the next run plans the same move again.
-    """
-    moved = [(p.raw.table, p.moved_from) for p in plans if p.moved_from]
-    for table, rel in moved:
-        old = RawFile(table=table, path=Path(rel), rel=rel, size_bytes=0)
-        remove_outputs(lake_paths(lake_trace_dir, old))
-    if not moved:
-        return manifest
-    gone = pl.DataFrame(moved, schema={"table": pl.String(), "path": pl.String()}, orient="row")
-    return manifest.join(gone, on=["table", "path"], how="anti")
 
 
 def conversion_batches(

@@ -14,7 +14,13 @@ from pathlib import Path
 
 import polars as pl
 
-from tracelab.analysis.lake.ingest import Conversion, convert_file, file_checksum, lake_paths
+from tracelab.analysis.lake.ingest import (
+    Conversion,
+    RawFile,
+    convert_file,
+    lake_paths,
+    remove_outputs,
+)
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
@@ -59,16 +65,10 @@ def converted_plan(
 ) -> Converted:
     """Convert one planned file; a failure is that file's ``error``, never an exception.
 
-    A file whose plan has no checksum (it decided nothing) is checksummed first, so the
-    conversion then reads it from the page cache.
+    The conversion's one read also gives the file's checksum and content digest; a file whose
+    plan already has a checksum (it decided something) keeps it.
     """
-    digest = plan.checksum
     try:
-        if not digest:
-            try:
-                digest = file_checksum(plan.raw.path)
-            except OSError:
-                digest = ""  # unreadable: convert_file reports it with what to do
         result = convert_file(
             table(trace, plan.raw.table),
             plan.raw,
@@ -78,11 +78,12 @@ def converted_plan(
         )
     except Exception as exc:
         result = failed_conversion(exc)
-    return Converted(result, digest, _sha256_or_empty(plan.raw.path))
+    digest = plan.checksum or result.checksum
+    return Converted(result, digest, result.sha256)
 
 
 def _sha256_or_empty(path: Path) -> str:
-    # read right after the conversion, so from the page cache (~5% of a conversion's CPU)
+    # only for rows skipped as unchanged that predate sha256s (a conversion hashes in its read)
     try:
         return sha256_of(path)
     except OSError:
@@ -120,6 +121,13 @@ def with_sources(rows: list[ManifestRow], kinds: Mapping[str, str]) -> list[Mani
     return [replace(r, source=kinds.get(r.path, r.source)) for r in rows]
 
 
+def remove_lake_outputs(lake_trace_dir: Path, keys: list[tuple[str, str]]) -> None:
+    """Delete the lake outputs (typed Parquet and rejects) of raw files given as (table, path)."""
+    for table_name, rel in keys:
+        gone = RawFile(table=table_name, path=Path(rel), rel=rel, size_bytes=0)
+        remove_outputs(lake_paths(lake_trace_dir, gone))
+
+
 def converted_row(plan: FilePlan, done: Converted) -> ManifestRow:
     """The manifest row of a file this run converted (or failed to)."""
     result = done.conversion
@@ -136,6 +144,7 @@ def converted_row(plan: FilePlan, done: Converted) -> ManifestRow:
         status=result.status,
         error=result.error,
         method=result.method,
+        content=result.content,
         sha256=done.sha256,
     )
 
@@ -183,16 +192,26 @@ class ManifestLedger:
         self._manifest = manifest
         self._interval_s = interval_s
         self._pending: list[ManifestRow] = []
+        self._forget: list[tuple[str, str]] = []
         self._last_write = -float("inf")
 
-    def record(self, rows: list[ManifestRow]) -> None:
+    def record(self, rows: list[ManifestRow], forget: list[tuple[str, str]] | None = None) -> None:
+        """Insert or replace ``rows``; drop the rows of ``forget`` (table, path) in the same write."""
         self._pending.extend(rows)
+        self._forget.extend(forget or [])
         if time.monotonic() - self._last_write >= self._interval_s:
             self.flush()
 
     def flush(self) -> None:
-        self._manifest = manifest_with(self._manifest, self._pending)
+        manifest = manifest_with(self._manifest, self._pending)
+        if self._forget:
+            gone = pl.DataFrame(
+                self._forget, schema={"table": pl.String(), "path": pl.String()}, orient="row"
+            )
+            manifest = manifest.join(gone, on=["table", "path"], how="anti")
+        self._manifest = manifest
         self._pending = []
+        self._forget = []
         write_manifest(self._dir, self._manifest)
         self._last_write = time.monotonic()
 

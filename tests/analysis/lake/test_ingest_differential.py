@@ -22,7 +22,7 @@ from polars.testing import assert_frame_equal
 
 from tracelab.analysis.lake.ingest import (
     RawFile,
-    _native_convert,
+    _convert_chunks,
     _validated_convert,
     convert_file,
     lake_paths,
@@ -36,28 +36,36 @@ GOOD = "600000000,,6251812952,0,351618647,1,userA,2,9,0.0625,0.03,0.0001,0"
 BOM = "\ufeff"
 
 
-def _paths_outcome(
-    tmp: Path, data: bytes, chunk_bytes: int = 64
-) -> tuple[int | None, dict[str, int]]:
-    """(rows the native path writes or None, the validated path's counts) for one file."""
+def _paths_outcome(tmp: Path, data: bytes, chunk_bytes: int = 64) -> tuple[bool, dict[str, int]]:
+    """(the fast path typed every line, the validated path's counts) for one file.
+
+    The file is converted twice: chunk by chunk with the fast path wherever it takes the chunk
+    (as ingest does), and with the validated path alone. Both must write identical typed rows,
+    identical rejects and the same counts.
+    """
     name = "part-00000-of-00001.csv.gz" if data[:2] == b"\x1f\x8b" else "part-00000-of-00001.csv"
     path = tmp / "raw" / "task_events" / name
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     raw = RawFile("task_events", path, f"task_events/{name}", len(data))
-    native_out = tmp / "native.parquet"
-    native = _native_convert(TASK, raw, native_out)
-    paths = lake_paths(tmp / "lake", raw)
-    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
-    paths.rejects.parent.mkdir(parents=True, exist_ok=True)
+    fast_paths, paths = lake_paths(tmp / "fast", raw), lake_paths(tmp / "lake", raw)
+    for p in (fast_paths, paths):
+        p.parquet.parent.mkdir(parents=True, exist_ok=True)
+        p.rejects.parent.mkdir(parents=True, exist_ok=True)
+    fast = _convert_chunks(TASK, raw, fast_paths, chunk_bytes, fast=True)
     counts = _validated_convert(TASK, raw, paths, chunk_bytes)
-    if native is not None:
-        native_rows = pl.read_parquet(native_out)
-        validated_rows = pl.read_parquet(paths.parquet_tmp)
+    assert_frame_equal(pl.read_parquet(fast_paths.parquet_tmp), pl.read_parquet(paths.parquet_tmp))
+    assert_frame_equal(pl.read_parquet(fast_paths.rejects_tmp), pl.read_parquet(paths.rejects_tmp))
+    assert (fast.rows_read, fast.rows_written, fast.rows_rejected) == (
+        counts.rows_read,
+        counts.rows_written,
+        counts.rows_rejected,
+    )
+    assert (fast.checksum, fast.content) == (counts.checksum, counts.content) != ("", "")
+    if fast.validated_chunks == 0:
         assert counts.rows_rejected == 0, pl.read_parquet(paths.rejects_tmp)["reason"].to_list()
-        assert_frame_equal(native_rows, validated_rows)
     assert counts.rows_read == counts.rows_written + counts.rows_rejected
-    return native, {
+    return fast.validated_chunks == 0, {
         "read": counts.rows_read,
         "written": counts.rows_written,
         "rejected": counts.rows_rejected,
@@ -81,8 +89,8 @@ def _reasons(tmp: Path) -> list[str]:
 )
 def test_a_value_both_paths_must_reject(tmp_path: Path, line: str, reason: str) -> None:
     # before: the native path accepted each of these (' 1' as 1, '1\r' as 1, inf, nan)
-    native, counts = _paths_outcome(tmp_path, f"{GOOD}\n{line}\n".encode())
-    assert native is None
+    fast, counts = _paths_outcome(tmp_path, f"{GOOD}\n{line}\n".encode())
+    assert not fast
     assert counts == {"read": 2, "written": 1, "rejected": 1}
     assert _reasons(tmp_path) == [reason]
 
@@ -91,18 +99,18 @@ def test_a_cr_ending_a_field_is_dropped_by_both_paths(tmp_path: Path) -> None:
     # before: the native path read '1\r' as 1 and the validated path rejected it; Polars' reader
     # drops one CR at the end of a field (as the CR of CRLF), so the validated path does too
     stray = GOOD.replace(",1,userA", ",1\r,userA").replace(",userA,", ",u\rA\r,")
-    native, counts = _paths_outcome(tmp_path, f"{stray}\n{GOOD}\r\n".encode())
-    assert native == 2
+    fast, counts = _paths_outcome(tmp_path, f"{stray}\n{GOOD}\r\n".encode())
+    assert fast
     assert counts == {"read": 2, "written": 2, "rejected": 0}
-    rows = pl.read_parquet(tmp_path / "native.parquet")
+    rows = pl.read_parquet(tmp_path / "fast" / "task_events" / "part-00000-of-00001.parquet.tmp")
     assert rows["event_type"].to_list() == [1, 1]
     assert rows["user"].to_list() == ["u\rA", "userA"]
 
 
 def test_a_utf8_bom_is_dropped_by_both_paths(tmp_path: Path) -> None:
     # before: the validated path kept U+FEFF in the first field and rejected the line
-    native, counts = _paths_outcome(tmp_path, f"{BOM}{GOOD}\n{GOOD}\n\n".encode())
-    assert native is None  # the blank line sends the file down the validated path
+    fast, counts = _paths_outcome(tmp_path, f"{BOM}{GOOD}\n{GOOD}\n\n".encode())
+    assert not fast  # the blank line sends its chunk down the validated path
     assert counts == {"read": 3, "written": 2, "rejected": 1}
     assert _reasons(tmp_path) == ["blank line"]
 

@@ -209,3 +209,81 @@ def test_a_raw_root_without_raw_files_is_an_error(tmp_path: Path) -> None:
     (problem,) = found.problems
     assert problem.is_error
     assert f"no raw files under {tmp_path}" in problem.reason
+
+
+def test_rename_plus_recompress_replaces_rows_instead_of_doubling(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    # issue 28, item 3: zcat part-00001 | gzip -9 > part-00011-of-00012.csv.gz; rm part-00001
+    raw, lake = tmp_path / "raw", tmp_path / "lake"
+    folder = raw / "job_events"
+    first, second = _job_lines(0, 30), _job_lines(30, 12)
+    _write(folder / "part-00000-of-00004.csv.gz", gzip.compress(first, compresslevel=1, mtime=0))
+    _write(folder / "part-00001-of-00004.csv.gz", gzip.compress(second, compresslevel=1, mtime=0))
+    assert not _run(raw, lake).failed
+    assert _lake_rows(lake) == 42
+
+    content = gzip.decompress((folder / "part-00001-of-00004.csv.gz").read_bytes())
+    recompressed = gzip.compress(content, compresslevel=9, mtime=1)
+    assert recompressed != (folder / "part-00001-of-00004.csv.gz").read_bytes()
+    _write(folder / "part-00011-of-00012.csv.gz", recompressed)
+    (folder / "part-00001-of-00004.csv.gz").unlink()
+    summary = _run(raw, lake)
+    assert not summary.failed
+    assert _lake_rows(lake) == 42  # before: 54, the 12 rows counted twice
+    assert _manifest_paths(lake) == {
+        "job_events/part-00000-of-00004.csv.gz": "skipped-unchanged",
+        "job_events/part-00011-of-00012.csv.gz": "ok",
+    }
+    sources = pl.read_parquet(lake / TRACE / "job_events" / "*.parquet")["source_file"]
+    assert sources.value_counts().sort("source_file").rows() == [
+        ("job_events/part-00000-of-00004.csv.gz", 30),
+        ("job_events/part-00011-of-00012.csv.gz", 12),
+    ]
+
+
+def test_a_copy_under_another_compression_is_a_duplicate(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    raw, lake = tmp_path / "raw", tmp_path / "lake"
+    folder = raw / "job_events"
+    lines = _job_lines(0, 20)
+    _write(folder / "part-00001-of-00002.csv.gz", gzip.compress(lines, mtime=0))
+    assert not _run(raw, lake).failed
+    # the same content, uncompressed, under a name that sorts first: the ingested file keeps
+    # its rows, the copy is a duplicate and leaves no output
+    _write(folder / "part-00000-of-00002.csv", lines)
+    summary = _run(raw, lake)
+    statuses = _manifest_paths(lake)
+    assert statuses["job_events/part-00000-of-00002.csv"] == "duplicate"
+    assert statuses["job_events/part-00001-of-00002.csv.gz"] == "skipped-unchanged"
+    assert _lake_rows(lake) == 20
+    copy = next(r for r in summary.rows if r.path.endswith("00000-of-00002.csv"))
+    assert copy.rows_written == 0
+    assert copy.error.startswith("same content as job_events/part-00001-of-00002.csv.gz")
+    # two new copies of one content in one run: the first by path keeps the rows, whatever order
+    # the conversions finish in (the small batches let both run at once)
+    more = _job_lines(100, 7)
+    _write(folder / "part-00003-of-00009.csv", more)
+    _write(folder / "part-00002-of-00009.csv.gz", gzip.compress(more, mtime=0))
+    ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, batch_mb=0)
+    statuses = _manifest_paths(lake)
+    assert statuses["job_events/part-00002-of-00009.csv.gz"] == "ok"
+    assert statuses["job_events/part-00003-of-00009.csv"] == "duplicate"
+    assert _lake_rows(lake) == 27
+
+
+def test_a_manifest_without_content_digests_converts_its_files_once_more(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    raw, lake = tmp_path / "raw", tmp_path / "lake"
+    _write(raw / "job_events/part-00000-of-00001.csv.gz", gzip.compress(_job_lines(0, 9)))
+    _run(raw, lake)
+    manifest_file = lake / TRACE / "_manifest.parquet"
+    # as an earlier version wrote it: no content column
+    pl.read_parquet(manifest_file).drop("content").write_parquet(manifest_file)
+    assert [r.status for r in _run(raw, lake).rows] == ["ok"]
+    again = _run(raw, lake)
+    assert [r.status for r in again.rows] == ["skipped-unchanged"]
+    assert again.rows[0].content.startswith("xxh3-128:")
+    assert _lake_rows(lake) == 9

@@ -27,7 +27,7 @@ def _raw(name: str, size: int) -> RawFile:
     return RawFile(table="job_events", path=Path("/nowhere") / rel, rel=rel, size_bytes=size)
 
 
-def _ok_row(raw: RawFile, size: int, checksum: str) -> ManifestRow:
+def _ok_row(raw: RawFile, size: int, checksum: str, content: str = "xxh3-128:c") -> ManifestRow:
     return ManifestRow(
         table=raw.table,
         path=raw.rel,
@@ -41,6 +41,7 @@ def _ok_row(raw: RawFile, size: int, checksum: str) -> ManifestRow:
         status="ok",
         error="",
         method="native",
+        content=content,
     )
 
 
@@ -50,15 +51,19 @@ def test_only_files_a_checksum_can_decide_are_checksummed_first(tmp_path: Path) 
     known = _raw("part-00003-of-00006", 300)  # ok before, same size, Parquet present
     resized = _raw("part-00004-of-00006", 400)  # ok before with another size
     no_output = _raw("part-00005-of-00006", 500)  # ok before, but its Parquet was deleted
-    files = (lone, twin_a, twin_b, known, resized, no_output)
+    # ok before, same size, Parquet present, but its row predates content digests
+    no_content = _raw("part-00006-of-00006", 600)
+    files = (lone, twin_a, twin_b, known, resized, no_output, no_content)
     previous = {
         (known.table, known.rel): _ok_row(known, 300, "sha256:k"),
         (resized.table, resized.rel): _ok_row(resized, 399, "sha256:r"),
         (no_output.table, no_output.rel): _ok_row(no_output, 500, "sha256:n"),
+        (no_content.table, no_content.rel): _ok_row(no_content, 600, "sha256:o", content=""),
     }
-    parquet = lake_paths(tmp_path, known).parquet
-    parquet.parent.mkdir(parents=True)
-    parquet.write_bytes(b"PAR1")
+    for raw in (known, no_content):
+        parquet = lake_paths(tmp_path, raw).parquet
+        parquet.parent.mkdir(parents=True, exist_ok=True)
+        parquet.write_bytes(b"PAR1")
 
     first = files_to_checksum_first(files, previous, tmp_path)
     assert [f.rel for f in first] == [twin_a.rel, twin_b.rel, known.rel]
@@ -73,6 +78,7 @@ def test_only_files_a_checksum_can_decide_are_checksummed_first(tmp_path: Path) 
         ("skip", "sha256:k"),
         ("convert", ""),
         ("convert", ""),
+        ("convert", ""),  # converted once more, to learn its content digest
     ]
     with pytest.raises(ValueError, match="part-00003-of-00006"):
         plan_files(files, {twin_a.rel: "sha256:t", twin_b.rel: "sha256:u"}, previous, tmp_path)

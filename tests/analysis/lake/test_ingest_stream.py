@@ -1,0 +1,111 @@
+"""The one read of a raw file (RawStream) and the overlap helpers of a conversion.
+
+Expected digests are computed here from the bytes with xxhash directly; the chunks must join to
+the decompressed bytes (less a leading BOM) and each end at a line end.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import xxhash
+
+from tracelab.analysis.lake.ingest_stream import (
+    RawFileError,
+    RawStream,
+    WriteBehind,
+    read_ahead,
+)
+
+LINES = b"".join(b"%d,,7000001,0,user,1,job,log\n" % t for t in range(2000))
+
+
+def _xxh(data: bytes) -> str:
+    return "xxh3-128:" + xxhash.xxh3_128(data).hexdigest()
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 100, 4096, 1 << 20])
+def test_digests_of_stored_and_decompressed_bytes_in_one_read(
+    tmp_path: Path, chunk_bytes: int
+) -> None:
+    content = b"\xef\xbb\xbf" + LINES
+    # two gzip members, as `cat a.gz b.gz` makes: one content
+    stored = gzip.compress(content[:30_000], mtime=0) + gzip.compress(content[30_000:], mtime=0)
+    path = tmp_path / "part-00000-of-00001.csv.gz"
+    path.write_bytes(stored)
+    stream = RawStream(path, "t/part", chunk_bytes)
+    chunks = list(stream.chunks())
+    assert b"".join(chunks) == LINES  # the BOM dropped, every byte once
+    assert all(c.endswith(b"\n") for c in chunks)
+    assert (stream.checksum, stream.content) == (_xxh(stored), _xxh(content))
+
+
+def test_an_uncompressed_file_has_one_digest_for_both(tmp_path: Path) -> None:
+    path = tmp_path / "part.csv"
+    path.write_bytes(LINES[:-1])  # no end of line after the last line
+    stream = RawStream(path, "t/part.csv", 64)
+    assert b"".join(stream.chunks()) == LINES[:-1]
+    assert stream.checksum == stream.content == _xxh(LINES[:-1])
+
+
+def test_a_truncated_gzip_is_a_raw_file_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "part.csv.gz"
+    path.write_bytes(gzip.compress(LINES)[:-20])
+    with pytest.raises(RawFileError, match=r"t/part\.csv\.gz is truncated or its compression"):
+        list(RawStream(path, "t/part.csv.gz", 1 << 20).chunks())
+
+
+def test_read_ahead_hands_over_every_item_and_the_producers_error() -> None:
+    def items() -> Iterator[bytes]:
+        yield b"a"
+        yield b"b"
+        raise RawFileError("broken")
+
+    got: list[bytes] = []
+
+    def consume() -> None:
+        got.extend(read_ahead(items()))
+
+    with pytest.raises(RawFileError, match="broken"):
+        consume()
+    assert got == [b"a", b"b"]
+
+
+def test_a_consumer_that_stops_early_stops_the_producer() -> None:
+    closed = threading.Event()
+
+    def endless() -> Iterator[bytes]:
+        try:
+            while True:
+                yield b"x"
+        finally:
+            closed.set()
+
+    reader = read_ahead(endless())
+    assert next(reader) == b"x"
+    reader.close()  # the consumer's loop ends (an exception, a break)
+    assert closed.wait(5)
+
+
+def test_write_behind_keeps_order_and_raises_the_writers_error() -> None:
+    written: list[int] = []
+
+    def write(item: object) -> None:
+        time.sleep(0.01)
+        if item == 3:
+            raise OSError("disk full")
+        written.append(int(str(item)))
+
+    def submit_all() -> None:
+        with WriteBehind(write) as behind:
+            for i in range(6):
+                behind.submit(i)
+
+    with pytest.raises(OSError, match="disk full"):
+        submit_all()
+    assert written == [0, 1, 2]

@@ -1,0 +1,83 @@
+"""`tracelab ingest` starts Prefect's temporary server before its imports, and never imports
+Prefect's server package itself (issue #29: ~2.5 CPU-s of its fixed cost)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from repo_paths import REPO
+
+from tracelab.flows import temp_server
+
+LINE = "600000000,,6251812952,0,351618647,1,userA,2,9,0.0625,0.03,0.0001,0\n"
+
+#: runs the real command line in a fresh interpreter, then reports what it imported and
+#: whether the server it started is still running
+_PROBE = """
+import os, sys
+from tracelab.flows import temp_server
+from tracelab.flows.cli import main
+code = main(sys.argv[1:])
+process = temp_server._started[0] if temp_server._started else None
+print("EXIT", code)
+print("SERVER_MODULE", "prefect.server.api.server" in sys.modules)
+print("API", os.environ.get("PREFECT_API_URL", ""))
+print("PID", process.pid if process else 0)
+"""
+
+
+def _run_ingest(tmp_path: Path) -> dict[str, str]:
+    raw = tmp_path / "raw" / "task_events"
+    raw.mkdir(parents=True)
+    (raw / "part-00000-of-00001.csv").write_text(LINE)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    env["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"] = "300"  # a loaded machine
+    argv = ["ingest", "--trace", "google-2011", "--raw", str(raw.parent)]
+    argv += ["--data", str(tmp_path / "data"), "--no-progress"]
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        env=env,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    pairs = (x.split(" ", 1) for x in done.stdout.splitlines() if x.split(" ")[0].isupper())
+    return {k: v for k, v in pairs if k in ("EXIT", "SERVER_MODULE", "API", "PID")}
+
+
+@pytest.mark.slow
+def test_ingest_runs_its_flow_on_the_early_server(tmp_path: Path) -> None:
+    out = _run_ingest(tmp_path)
+    assert out["EXIT"] == "0"
+    # the flow ran against the server started before Prefect was imported ...
+    assert out["API"].startswith("http://127.0.0.1:")
+    # ... so the command never imported Prefect's server package to start one
+    assert out["SERVER_MODULE"] == "False"
+    lake = pl.read_parquet(tmp_path / "data/lake/google-2011/task_events")
+    assert lake.height == 1
+    assert lake["job_id"].to_list() == [6251812952]
+    # and the server is gone once the command has exited (atexit)
+    assert out["PID"] != "0"
+    assert not Path(f"/proc/{out['PID']}").exists()
+
+
+def test_not_started_when_prefect_is_configured_already(monkeypatch: pytest.MonkeyPatch) -> None:
+    import prefect  # noqa: F401  (a caller, e.g. this test session, has configured Prefect)
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    assert temp_server.start_early() is False
+    assert "PREFECT_API_URL" not in os.environ
+    temp_server.wait_until_ready()  # nothing started: returns at once
+
+
+def test_not_started_when_a_server_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
+    monkeypatch.delitem(sys.modules, "prefect", raising=False)
+    assert temp_server.start_early() is False
