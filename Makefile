@@ -9,7 +9,7 @@ LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
 .PHONY: FORCE setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
-	bench-packing bench-admission bench-placement bench-yield bench-check mutation clean
+	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
 # tracelab itself, editable, without re-resolving its dependencies.
@@ -64,7 +64,7 @@ lint: $(LINKED)
 test: $(LINKED) browser lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield: $(LINKED)
+bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield bench-fulltrace: $(LINKED)
 	$(BIN)/python bench/$(@:bench-%=%).py
 
 ## rows of docs/benchmarks.md measured before the last change to the code their bench measures
