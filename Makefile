@@ -8,7 +8,11 @@ FILE_LIST := build/package-files.txt
 LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
-.PHONY: FORCE setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
+.PHONY: FORCE setup browser run test test-cluster lint typecheck lock ## the distributed run against a real Dask scheduler + 2 worker processes (slow; not in make test)
+test-cluster: $(LINKED)
+	$(BIN)/python -m pytest -m cluster tests/flows/test_dask_cluster.py
+
+bench-ingest bench-derive bench-analyze \
 	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then

@@ -248,6 +248,7 @@ def _dask_tasks_run(address: str) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.cluster
 def test_run_on_a_cluster_of_processes_equals_the_single_process_run(
     dask_cluster: Cluster, single_run: Path, raw_sample: Path, tmp_path: Path
 ) -> None:
@@ -281,6 +282,7 @@ def _poll(until: Callable[[], int | None], process: subprocess.Popen[str], secon
 
 
 @pytest.mark.slow
+@pytest.mark.cluster
 def test_run_survives_a_worker_killed_mid_run(
     dask_cluster: Cluster, single_run: Path, raw_sample: Path, tmp_path: Path
 ) -> None:
