@@ -8,8 +8,12 @@ FILE_LIST := build/package-files.txt
 LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
-.PHONY: FORCE setup browser run test lint typecheck lock bench-ingest bench-derive bench-analyze \
-	bench-packing bench-admission bench-placement bench-yield bench-check mutation clean
+.PHONY: FORCE setup browser run test test-cluster lint typecheck lock ## the distributed run against a real Dask scheduler + 2 worker processes (slow; not in make test)
+test-cluster: $(LINKED)
+	$(BIN)/python -m pytest -m cluster tests/flows/test_dask_cluster.py
+
+bench-ingest bench-derive bench-analyze \
+	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
 # tracelab itself, editable, without re-resolving its dependencies.
@@ -64,7 +68,7 @@ lint: $(LINKED)
 test: $(LINKED) browser lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
-bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield: $(LINKED)
+bench-ingest bench-derive bench-analyze bench-packing bench-admission bench-placement bench-yield bench-fulltrace: $(LINKED)
 	$(BIN)/python bench/$(@:bench-%=%).py
 
 ## rows of docs/benchmarks.md measured before the last change to the code their bench measures
@@ -74,10 +78,12 @@ bench-check: $(LINKED)
 ## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the
 ## code under tracelab/ (the installed names); [tool.mutmut] in pyproject.toml says what it mutates.
-## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants.
+## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants;
+## MUTANTS="$$(cat docs/mutation-sample.txt)" is the recorded sample (docs/development.md).
+## build/mutation/mutants/ (mutmut's verdicts) is kept: a second run checks only new mutants.
 MUTATION_DIR := build/mutation
 mutation: $(LINKED)
-	rm -rf $(MUTATION_DIR) && mkdir -p $(MUTATION_DIR)/tracelab
+	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
 	touch $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/

@@ -359,10 +359,18 @@ def require_ingestible(trace: str, raw: Path) -> None:
         return
     left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
     named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
+    layout = _PUBLISHED_LAYOUT.get(trace, "<table>/part-NNNNN-of-NNNNN.csv.gz")
     raise TracelabError(
-        f"--raw {raw}: no {trace} file named as published (<table>/part-NNNNN-of-NNNNN.csv.gz); "
+        f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")
     )
+
+
+#: how a trace's files are named when it is not as google-2011's parts
+_PUBLISHED_LAYOUT = {
+    "google-2019": "<table>/<table>-NNNNNNNNNNNN.json.gz",
+    "alibaba-2018": "<table>/<table>.csv[.gz]",
+}
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:

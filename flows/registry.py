@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
 TRACES += ("alibaba-2018",)
+TRACES += ("google-2019",)
 #: stages outside the registry that run before it, in this order (their own commands)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
@@ -232,13 +233,14 @@ def _placement() -> StageCode:
 
 
 _G, _A = "google-2011", "azure-2017"
+_G19 = "google-2019"
 
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="derive",
         command="derive",
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
-        traces=(_G, _A, "alibaba-2018"),
+        traces=(_G, _A, "alibaba-2018", _G19),
         code=_derive,
         inputs=(LAKE_MANIFEST,),
         outputs=(DERIVED_FOLDER,),

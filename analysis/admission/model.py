@@ -14,6 +14,7 @@ closed form (Cluster Admission App. C; the derivation is in ``docs/admission.md`
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -104,9 +105,20 @@ def admission_priors(
     )
 
 
+#: lgamma(shape + power) - lgamma(shape) per (shape, power): a belief's shape is the prior's plus
+#: whole core deaths, so few values recur at every event of a run
+_LGAMMA_DIFFS: dict[tuple[float, float], float] = {}
+
+
 def mean_lambda_power(shape: float, rate: float, power: float) -> float:
     """E[lambda**power] under Gamma(shape, rate) (needs shape + power > 0)."""
-    return math.exp(math.lgamma(shape + power) - math.lgamma(shape) - power * math.log(rate))
+    key = (shape, power)
+    diff = _LGAMMA_DIFFS.get(key)
+    if diff is None:
+        if len(_LGAMMA_DIFFS) > _RATIOS_KEPT:
+            _LGAMMA_DIFFS.clear()
+        diff = _LGAMMA_DIFFS[key] = math.lgamma(shape + power) - math.lgamma(shape)
+    return math.exp(diff - power * math.log(rate))
 
 
 class Belief:
@@ -292,6 +304,36 @@ def point_moments(
 
 
 _MASK = (1 << 64) - 1
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+
+
+def counter_uniforms(keys: int | npt.NDArray[np.int64], first: int, count: int) -> FloatArray:
+    """``counter_uniform(key, c)`` for ``c = first, ..., first + count - 1`` in one numpy pass:
+    shape ``(count,)`` for one key, ``(len(keys), count)`` for an array of keys.
+
+    numpy's uint64 arithmetic wraps modulo 2**64 like the masked Python integers, and
+    ``(z >> 11) + 0.5`` is exact in float64, so the values are bit-identical to the scalar version
+    (tested); a run draws ~10^5 of them, and one Python call per value was a tenth of its time.
+    """
+    c = np.arange(first + 1, first + count + 1, dtype=np.uint64)
+    z = np.asarray(keys).astype(np.uint64)[..., None] + c * _GOLDEN
+    z = (z ^ (z >> np.uint64(30))) * _MIX1
+    z = (z ^ (z >> np.uint64(27))) * _MIX2
+    z ^= z >> np.uint64(31)
+    out: FloatArray = ((z >> np.uint64(11)).astype(np.float64) + 0.5) * 2.0**-53
+    return out
+
+
+def counter_stream(key: int, first: int = 1, block: int = 128) -> Iterator[float]:
+    """``counter_uniform(key, first), counter_uniform(key, first + 1), ...`` drawn ``block`` at a
+    time (numpy's per-call cost is that of a few dozen scalar values)."""
+    counter = first
+    while True:
+        values: list[float] = counter_uniforms(key, counter, block).tolist()
+        yield from values
+        counter += block
 
 
 def counter_uniform(key: int, counter: int) -> float:

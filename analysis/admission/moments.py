@@ -16,6 +16,7 @@ checks that point first in scalar arithmetic, exactly (``docs/admission.md``, qu
 from __future__ import annotations
 
 import math
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -36,6 +37,12 @@ _MAX_PENDING = 8
 _CANDIDATES = 3
 #: relative margin of the quick rejection over rounding differences of the two evaluations
 _MARGIN = 1e-9
+
+
+class SnapshotSource(Protocol):
+    """A deployment whose belief snapshot is read when the sums need it, not at each event."""
+
+    def snapshot(self) -> tuple[float, ...]: ...
 
 
 class ClusterMoments:
@@ -71,7 +78,8 @@ class ClusterMoments:
         self.c2: FloatArray = np.zeros((0, n))
         self.slot: dict[int, int] = {}
         self.free: list[int] = []
-        self.dirty: dict[int, tuple[float, ...] | None] = {}
+        #: pending changes: an extended snapshot, a source to read one from, or None (left)
+        self.dirty: dict[int, tuple[float, ...] | SnapshotSource | None] = {}
         self.flushes = 0
         self.candidates: list[int] = []
         self.quick_rejections = 0
@@ -79,12 +87,29 @@ class ClusterMoments:
         #: per grid column: each pending snapshot's change of (s1, s2) there (quick rejection)
         self.corrections: dict[int, _Pending] = {}
 
-    def changed(self, dep: int, snapshot: tuple[float, ...] | None) -> None:
-        """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily."""
+    def changed(self, dep: int, snapshot: tuple[float, ...] | SnapshotSource | None) -> None:
+        """Deployment ``dep`` has a new snapshot (None: it left the cluster); applied lazily.
+
+        A :class:`SnapshotSource` is read only when the sums are next needed: a deployment has
+        several events between two arrivals, and only the snapshot after its last one counts.
+        The source must not change between its last ``changed`` call and that read (the
+        simulator's beliefs change only at the deployment's own events, each reported here).
+        """
         if dep in self.dirty:
             for pending in self.corrections.values():
                 pending.drop(dep)
-        self.dirty[dep] = None if snapshot is None else extend_snapshot(snapshot, self.alpha)
+        if snapshot is None or isinstance(snapshot, tuple):
+            self.dirty[dep] = None if snapshot is None else extend_snapshot(snapshot, self.alpha)
+        else:
+            self.dirty[dep] = snapshot
+
+    def _pending(self, dep: int) -> tuple[float, ...] | None:
+        """The extended snapshot pending for ``dep`` (read from its source once)."""
+        value = self.dirty[dep]
+        if value is None or isinstance(value, tuple):
+            return value
+        snap = self.dirty[dep] = extend_snapshot(value.snapshot(), self.alpha)
+        return snap
 
     def _rows(self) -> npt.NDArray[np.int64]:
         return np.fromiter(self.slot.values(), dtype=np.int64, count=len(self.slot))
@@ -130,28 +155,32 @@ class ClusterMoments:
         The old contributions are stored; the new ones and the arriving deployment are evaluated
         in one vectorised call.
         """
-        old_rows = [self.slot[d] for d in self.dirty if d in self.slot]
+        slot = self.slot
+        old_rows = [slot[d] for d in self.dirty if d in slot]
         if old_rows:
             self.s1 -= self.c1[old_rows].sum(axis=0)
             self.s2 -= self.c2[old_rows].sum(axis=0)
         new_rows: list[int] = []
-        for dep, snap in self.dirty.items():
-            row = self.slot.get(dep)
+        snaps: list[tuple[float, ...]] = []
+        for dep in self.dirty:
+            snap = self._pending(dep)
+            row = slot.get(dep)
             if snap is None:
                 if row is not None:
-                    del self.slot[dep]
+                    del slot[dep]
                     self.free.append(row)
                 continue
-            if row is None:
-                row = self._allocate(dep)
-            self.snaps[row] = snap
-            new_rows.append(row)
+            new_rows.append(self._allocate(dep) if row is None else row)
+            snaps.append(snap)
         self.dirty.clear()
-        stacked = self.snaps[new_rows]
         if extra is not None:
-            stacked = np.vstack([stacked, np.asarray([extra])])
-        if stacked.shape[0] == 0:
+            snaps.append(extra)
+        if not snaps:
             return np.zeros(self.times.shape), np.zeros(self.times.shape)
+        # one array of every new snapshot (a row-by-row copy into self.snaps cost more)
+        stacked = np.array(snaps, dtype=np.float64)
+        if new_rows:
+            self.snaps[new_rows] = stacked[: len(new_rows)]
         m, v = size_moments(stacked, self.times, self.nu, self.alpha)
         k = len(new_rows)
         if k:
@@ -182,7 +211,8 @@ class ClusterMoments:
         self.flushes += 1
         self.corrections.clear()
         if self.naive or self.flushes % _REFRESH_EVERY == 0:
-            for dep, snap in list(self.dirty.items()):
+            for dep in list(self.dirty):
+                snap = self._pending(dep)
                 if snap is None:
                     if dep in self.slot:
                         self.free.append(self.slot.pop(dep))
@@ -221,11 +251,11 @@ class ClusterMoments:
             self.rule = _Rule(*key)
         rule = self.rule
         extra = extend_snapshot(snapshot, self.alpha)
-        if not self.naive:
-            if len(self.dirty) > _MAX_PENDING:
-                self.flush(t, None)
-            if self._quick_reject(extra, t, rule):
-                return False
+        # with many pending snapshots one flush that also evaluates the arrival costs less than
+        # correcting a remembered point for each of them (the quick path's exact test)
+        quick = not self.naive and len(self.dirty) <= _MAX_PENDING
+        if quick and self._quick_reject(extra, t, rule):
+            return False
         m, v = self.flush(t, extra)
         score = rule.scores(self.s1 + m, np.maximum(self.s2 + v, 0.0), m)
         worst = int(np.argmax(score))
@@ -273,9 +303,10 @@ class ClusterMoments:
             pending = self.corrections[col] = _Pending()
         parts = pending.parts
         if len(parts) < len(self.dirty):
-            for dep, snap in self.dirty.items():
+            for dep in self.dirty:
                 if dep in parts:
                     continue
+                snap = self._pending(dep)
                 d1, d2 = point_moments(snap, when, self.nu, self.alpha) if snap else (0.0, 0.0)
                 row = self.slot.get(dep)
                 if row is not None:

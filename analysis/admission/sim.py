@@ -14,7 +14,9 @@ policy and threshold until a failed scale-out changes its size (common random nu
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,7 +30,8 @@ from tracelab.analysis.admission.importance import (
 from tracelab.analysis.admission.model import (
     AdmissionPriors,
     Belief,
-    counter_uniform,
+    counter_stream,
+    counter_uniforms,
     mean_lambda_power,
 )
 from tracelab.analysis.admission.moments import ClusterMoments
@@ -82,31 +85,63 @@ class _Deployment:
     __slots__ = (
         "belief",
         "cores",
-        "counter",
         "death_at",
-        "key",
         "lam",
         "rate",
         "size",
+        "uniform",
         "version",
     )
 
     def __init__(
-        self, lam: float, rate: float, size: float, death_at: float, key: int, belief: Belief
+        self,
+        lam: float,
+        rate: float,
+        size: float,
+        death_at: float,
+        uniform: Callable[[], float],
+        belief: Belief,
     ) -> None:
         self.lam = lam
         self.rate = rate
         self.size = size
         self.death_at = death_at
-        self.key = key
+        #: the deployment's own uniforms, counter_uniform(key, 1), (key, 2), ... (_Uniforms)
+        self.uniform = uniform
         self.belief = belief
         self.cores = 0
-        self.counter = 0
         self.version = 0
 
-    def uniform(self) -> float:
-        self.counter += 1
-        return counter_uniform(self.key, self.counter)
+    def snapshot(self) -> tuple[float, ...]:
+        """The belief snapshot at the deployment's last event (what the moment sums use)."""
+        return self.belief.snapshot(self.cores)
+
+
+#: arrivals whose first uniforms are drawn in one numpy call, and how many each
+_UNIFORM_CHUNK = 256
+_FIRST_UNIFORMS = 64
+
+
+class _Uniforms:
+    """Each deployment's stream ``counter_uniform(key, 1), (key, 2), ...``: the first values of
+    ``_UNIFORM_CHUNK`` consecutive arrivals at once (arrivals are accepted in order, so one chunk
+    is kept), the rest in blocks (:func:`counter_stream`). The values depend only on the key and
+    the counter, as with one scalar call per value."""
+
+    def __init__(self, keys: np.ndarray) -> None:
+        self.keys = keys
+        self.chunk = -1
+        self.rows: np.ndarray = np.zeros((0, _FIRST_UNIFORMS))
+
+    def stream(self, i: int) -> Callable[[], float]:
+        chunk, row = divmod(i, _UNIFORM_CHUNK)
+        if chunk != self.chunk:
+            keys = self.keys[chunk * _UNIFORM_CHUNK : (chunk + 1) * _UNIFORM_CHUNK]
+            self.rows = counter_uniforms(keys, 1, _FIRST_UNIFORMS)
+            self.chunk = chunk
+        head: list[float] = self.rows[row].tolist()
+        rest = counter_stream(int(self.keys[i]), _FIRST_UNIFORMS + 1)
+        return itertools.chain(head, rest).__next__
 
 
 def _poisson(mean: float, u: float) -> int:
@@ -331,7 +366,7 @@ class _Cluster:
                 d.cores += extra
                 self.active += extra
         if self.moments is not None:
-            self.moments.changed(i, d.belief.snapshot(d.cores))
+            self.moments.changed(i, d)
         self.schedule(i, d)
 
     def _remove(self, i: int, d: _Deployment) -> None:
@@ -346,6 +381,7 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
     """One run of the cluster under ``cfg.policy`` (seed = (base seed, stream, run))."""
     arr, bucket, weight, bm = sample_run(cfg, seed)
     c = _Cluster(cfg, arr)
+    uniforms = _Uniforms(arr.keys)
     # the arrival times as Python floats, with a sentinel after the last
     times = [*arr.times.tolist(), math.inf]
     n_arr = len(arr.times)
@@ -372,12 +408,12 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
                 float(arr.rate[i]),
                 float(arr.size[i]),
                 t_arr + float(arr.max_life[i]),
-                int(arr.keys[i]),
+                uniforms.stream(i),
                 _initial_belief(cfg, arr, i, t_arr),
             )
             c.accept(i, d)
             if c.moments is not None:
-                c.moments.changed(i, d.belief.snapshot(d.cores))
+                c.moments.changed(i, d)
     c.advance_to(horizon)
     k = c.counts
     return RunResult(

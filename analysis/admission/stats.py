@@ -11,6 +11,7 @@ import numpy as np
 from scipy import stats
 
 from tracelab.analysis.admission.sim import RunResult
+from tracelab.analysis.common.bootstrap import ratio_interval
 
 #: what a threshold means per policy (Cluster Admission Defs. 4.1, 4.2, 4.4)
 THRESHOLD_UNITS = {
@@ -124,11 +125,7 @@ def _percentile_ci(
 ) -> tuple[float, float]:
     """Percentile bootstrap 95% CI of sum(num)/sum(den), resampling runs (failures cluster in
     runs, so runs, not scale-outs, are the independent units)."""
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num), (resamples, len(num)))
-    tot = den[idx].sum(axis=1)
-    ratio = np.where(tot > 0, num[idx].sum(axis=1) / np.maximum(tot, 1e-300), 0.0)
-    return float(np.percentile(ratio, 2.5)), float(np.percentile(ratio, 97.5))
+    return ratio_interval(num, den, resamples, seed)
 
 
 def policy_result(

@@ -32,7 +32,17 @@ _TIME_COLUMNS: dict[str, tuple[int, int]] = {
     "google-2011": (1_000_000, WINDOW_START_US),
     "azure-2017": (1, 0),
     "alibaba-2018": (1, 0),
+    "google-2019": (1_000_000, 0),
 }
+#: lake views of these traces carry a prefix: google-2019 shares table names with google-2011
+_VIEW_PREFIX = {"google-2019": "g2019_"}
+#: traces whose times use 0 / 2^63-1 for "before / after the window"
+_MARKED_TIMES = frozenset({"google-2011", "google-2019"})
+
+
+def view_name(table: Table) -> str:
+    """The catalog's name for a lake table (``g2019_machine_events`` for google-2019's)."""
+    return _VIEW_PREFIX.get(table.trace, "") + table.name
 
 
 def catalog_path(data_dir: Path) -> Path:
@@ -59,7 +69,7 @@ def _lake_view(table: Table, files: str) -> str:
     extra = []
     for col in _time_columns(table):
         c = _ident(col)
-        if table.trace == "google-2011":
+        if table.trace in _MARKED_TIMES:
             # 0 = before the window, 2^63-1 = after it (docs/methods.md §0.1): no instant to show
             value = (
                 f"CASE WHEN {c} IN ({TIME_BEFORE_WINDOW_US}, {TIME_AFTER_WINDOW_US}) THEN NULL "
@@ -70,14 +80,14 @@ def _lake_view(table: Table, files: str) -> str:
         extra.append(f"{value} AS {_ident(col + '_ts')}")
     cols = ", ".join(["*", *extra])
     return (
-        f"CREATE OR REPLACE VIEW {_ident(table.name)} AS SELECT {cols} "
+        f"CREATE OR REPLACE VIEW {_ident(view_name(table))} AS SELECT {cols} "
         f"FROM read_parquet({_literal(files)}, union_by_name = true)"
     )
 
 
 def _comments(table: Table) -> list[str]:
     return [
-        f"COMMENT ON COLUMN {_ident(table.name)}.{_ident(c.name)} IS "
+        f"COMMENT ON COLUMN {_ident(view_name(table))}.{_ident(c.name)} IS "
         f"{_literal(f'{table.trace} {table.name}: {c.official}')}"
         for c in table.columns
     ]

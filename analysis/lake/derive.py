@@ -60,6 +60,9 @@ class DeriveParams:
     long_task_windows: int = 24
     #: production tasks have priority >= this (docs/methods.md §0.1)
     production_priority: int = 9
+    #: google-2019: the v3 production tier starts at priority 120 (free 0-99, best-effort batch
+    #: 100-115, mid 116-119, production 120-359, monitoring 360+)
+    g2019_production_priority: int = 120
     #: |relative change| below this counts as a calm window (Zhu et al. Fig. 10: 20%)
     change_threshold: float = 0.2
     #: azure-2017: s; vmtable times lie on this grid and lifetimes are at least one step
@@ -100,9 +103,11 @@ class CheckResult:
 
 def trace_of_table(name: str) -> str:
     """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017,
-    ``_alibaba_`` = alibaba-2018)."""
+    ``_alibaba_`` = alibaba-2018, ``_g2019_`` = google-2019)."""
     if "_alibaba_" in f"_{name}":
         return "alibaba-2018"
+    if "_g2019_" in f"_{name}":
+        return "google-2019"
     return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
 
 

@@ -82,7 +82,9 @@ MANIFEST_NAME = "_manifest.parquet"
 #: names of the parts a generator writes before they are complete (analysis.synthetic.csvparts)
 GENERATOR_LEFTOVERS = ("_pending-*", "_*.csv.gz.tmp")
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
-RAW_SUFFIXES = (".csv", ".csv.gz")
+RAW_SUFFIXES = (".csv", ".csv.gz", ".json.gz", ".json")
+#: suffixes of JSON-lines shards (google-2019); the others are CSV
+JSON_SUFFIXES = (".json.gz", ".json")
 #: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
 #: real parts reject a header line or a few bad lines, never nine in ten
 GARBAGE_SHARE = 0.9
@@ -121,7 +123,7 @@ class RawFile:
     def stem(self) -> str:
         """Output name: the file name without ``.csv`` / ``.csv.gz``."""
         name = self.path.name
-        for suffix in (".csv.gz", ".csv"):
+        for suffix in (".csv.gz", ".csv", *JSON_SUFFIXES):
             if name.endswith(suffix):
                 return name[: -len(suffix)]
         return name
@@ -207,7 +209,7 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
     for name, tbl in sorted(tables.items()):
         candidates = sorted(raw_root.glob(tbl.raw_glob))
         if trace == "azure-2017":
-            candidates += [raw_root / f"{name}{suffix}" for suffix in RAW_SUFFIXES]
+            candidates += [raw_root / f"{name}{suffix}" for suffix in (".csv", ".csv.gz")]
         for path in candidates:
             if path.is_file() and path.name.endswith(RAW_SUFFIXES) and path not in seen:
                 seen.add(path)
@@ -253,7 +255,11 @@ def raw_files_present(raw_dir: Path) -> bool:
     if not raw_dir.is_dir() or partial_sample(raw_dir):
         return False
     return any(
-        p.name.endswith(RAW_SUFFIXES) and not _is_leftover(p) and p.is_file()
+        p.name.endswith(RAW_SUFFIXES)
+        and not _is_leftover(p)
+        and p.is_file()
+        # a JSON file at the root is the generator's TRUTH.json, not a shard
+        and not (p.name.endswith(JSON_SUFFIXES) and p.parent == raw_dir)
         for p in raw_dir.rglob("*")
     )
 
@@ -367,6 +373,8 @@ def _entry_problems(
         f"ignored: does not match {glob} with suffix .csv or .csv.gz "
         "(rename it to part-NNNNN-of-MMMMM.csv[.gz] to ingest it)"
     )
+    if glob.endswith(".json*"):
+        reason = f"ignored: does not match {glob} (the export's shard names end in .json[.gz])"
     return [RawProblem(path=rel, reason=reason, is_error=False)]
 
 
@@ -437,6 +445,23 @@ def remove_leftover_temp_files(lake_trace_dir: Path) -> list[Path]:
     return removed
 
 
+def publish_outputs(paths: LakePaths, *, has_rejects: bool) -> None:
+    """Rename a finished conversion's temp files into place (rejects only when there are any)."""
+    paths.parquet_tmp.replace(paths.parquet)
+    if has_rejects:
+        paths.rejects_tmp.replace(paths.rejects)
+    else:
+        paths.rejects_tmp.unlink(missing_ok=True)
+        paths.rejects.unlink(missing_ok=True)
+
+
+def publish_rejects_only(paths: LakePaths) -> None:
+    """A file declared the wrong format: no typed output, every line in its rejects."""
+    paths.parquet_tmp.unlink(missing_ok=True)
+    paths.parquet.unlink(missing_ok=True)
+    paths.rejects_tmp.replace(paths.rejects)
+
+
 def remove_outputs(paths: LakePaths) -> None:
     """Delete a raw file's typed output and rejects (and their temp files), if present."""
     for path in (paths.parquet, paths.rejects, paths.parquet_tmp, paths.rejects_tmp):
@@ -480,16 +505,9 @@ def convert_file(
     error = _wrong_format_error(table, counts, wrong_format_share)
     if error:
         _reject_everything(table, raw, paths, counts, chunk_bytes)
-        paths.parquet_tmp.unlink(missing_ok=True)
-        paths.parquet.unlink(missing_ok=True)
-        paths.rejects_tmp.replace(paths.rejects)
+        publish_rejects_only(paths)
     else:
-        paths.parquet_tmp.replace(paths.parquet)
-        if counts.rows_rejected:
-            paths.rejects_tmp.replace(paths.rejects)
-        else:
-            paths.rejects_tmp.unlink(missing_ok=True)
-            paths.rejects.unlink(missing_ok=True)
+        publish_outputs(paths, has_rejects=counts.rows_rejected > 0)
     return Conversion(
         status="error" if error else "ok",
         method="validated" if counts.validated_chunks else "native",

@@ -21,6 +21,7 @@ from tracelab.analysis.lake.ingest import (
     lake_paths,
     remove_outputs,
 )
+from tracelab.analysis.lake.ingest_jsonl import convert_jsonl_file
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
@@ -69,13 +70,17 @@ def converted_plan(
     plan already has a checksum (it decided something) keeps it.
     """
     try:
-        result = convert_file(
-            table(trace, plan.raw.table),
-            plan.raw,
-            lake_paths(lake_trace_dir, plan.raw),
-            chunk_bytes=chunk_bytes,
-            wrong_format_share=wrong_format_share,
-        )
+        spec, paths = table(trace, plan.raw.table), lake_paths(lake_trace_dir, plan.raw)
+        if spec.format == "jsonl":
+            result = convert_jsonl_file(spec, plan.raw, paths, chunk_bytes=chunk_bytes)
+        else:
+            result = convert_file(
+                spec,
+                plan.raw,
+                paths,
+                chunk_bytes=chunk_bytes,
+                wrong_format_share=wrong_format_share,
+            )
     except Exception as exc:
         result = failed_conversion(exc)
     digest = plan.checksum or result.checksum

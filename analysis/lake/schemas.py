@@ -7,6 +7,7 @@ google-2011: names and types from the official ``schema.csv`` of clusterdata-201
 (docs/methods.md §0.1). Times are int64 microseconds (0 = before the window, 2**63-1 = after it),
 IDs are int64, hashes are strings, booleans are booleans (0/1 in the files), and an empty
 field is NULL, never zero. azure-2017: the V1 ``vmtable`` (docs/methods.md §0.2), times in seconds.
+google-2019: the v3 tables as exported from BigQuery (:mod:`analysis.lake.schemas_google2019`).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import polars as pl
 import pyarrow as pa
 
 from tracelab.analysis.lake import schemas_alibaba2018 as alibaba
+from tracelab.analysis.lake.schemas_google2019 import GOOGLE_2019_COLUMNS
 
-Kind = Literal["int", "float", "str", "bool"]
+#: the list kinds are the repeated fields of google-2019 (clusterdata v3)
+Kind = Literal["int", "float", "str", "bool", "int_list", "float_list"]
 
 #: columns that ingest adds to every lake table
 SOURCE_FILE = "source_file"
@@ -51,6 +54,8 @@ class Table:
     columns: tuple[Column, ...]
     #: glob (relative to the raw root of the trace) that finds the table's files
     raw_glob: str
+    #: headerless CSV, or JSON lines (google-2019's BigQuery export: analysis/lake/ingest_jsonl.py)
+    format: Literal["csv", "jsonl"] = "csv"
 
     @property
     def column_names(self) -> list[str]:
@@ -73,12 +78,16 @@ _POLARS: dict[Kind, pl.DataType] = {
     "float": pl.Float64(),
     "str": pl.String(),
     "bool": pl.Boolean(),
+    "int_list": pl.List(pl.Int64()),
+    "float_list": pl.List(pl.Float64()),
 }
 _ARROW: dict[Kind, pa.DataType] = {
     "int": pa.int64(),
     "float": pa.float64(),
     "str": pa.string(),
     "bool": pa.bool_(),
+    "int_list": pa.list_(pa.int64()),
+    "float_list": pa.list_(pa.float64()),
 }
 
 
@@ -202,8 +211,14 @@ ALIBABA_2018: dict[str, Table] = {
     for name, cols in alibaba.COLUMNS.items()
 }
 
+GOOGLE_2019: dict[str, Table] = {
+    name: Table("google-2019", name, tuple(_c(*c) for c in cols), glob, "jsonl")
+    for name, (glob, cols) in GOOGLE_2019_COLUMNS.items()
+}
+
 TRACES: dict[str, dict[str, Table]] = {"google-2011": GOOGLE_2011, "azure-2017": AZURE_2017}
 TRACES["alibaba-2018"] = ALIBABA_2018
+TRACES["google-2019"] = GOOGLE_2019
 
 
 def trace_tables(trace: str) -> dict[str, Table]:

@@ -16,6 +16,7 @@ from tracelab.analysis.common.errors import TracelabError
 #: trace ids the generator knows
 GENERATED_TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
 GENERATED_TRACES += ("alibaba-2018",)
+GENERATED_TRACES += ("google-2019",)
 
 
 #: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)
@@ -107,6 +108,10 @@ def generate_trace(
             from tracelab.analysis.synthetic.alibaba2018 import generate_alibaba_2018
 
             return generate_alibaba_2018(out, seed=seed, scale=scale, target_mb=target_mb)
+        if trace == "google-2019":
+            from tracelab.analysis.synthetic.google2019 import generate_google_2019
+
+            return generate_google_2019(out, seed=seed, scale=scale, target_mb=target_mb)
         # imported lazily: the Azure generator is a separate module with its own owner
         from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 

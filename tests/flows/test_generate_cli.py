@@ -47,7 +47,7 @@ def test_generate_out_and_rerun_replaces_parts(prefect_harness: None, tmp_path: 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--trace", "google-2019"], "invalid choice: 'google-2019'"),
+        (["--trace", "google-2099"], "invalid choice: 'google-2099'"),
         (["--scale", "huge"], "invalid choice: 'huge'"),
         (["--target-mb", "-3"], "argument --target-mb: -3: must be at least 0"),
         (["--target-mb", "0"], "--target-mb must be positive"),

@@ -39,6 +39,25 @@ def test_deployment_is_registered_with_the_requested_cron(
     assert stored.parameters["traces"] == ["google-2011"]
 
 
+def test_schedule_command_passes_dask_address_to_every_night(
+    prefect_harness: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect import get_client
+    from prefect.settings import PREFECT_API_URL
+
+    from tracelab.flows.cli import main
+
+    # the harness's server, as a user's PREFECT_API_URL: the command registers there and exits
+    monkeypatch.setenv("PREFECT_API_URL", str(PREFECT_API_URL.value()))
+    address = "tcp://10.1.2.3:8786"
+    argv = ["schedule", "--data", str(tmp_path / "data"), "--trace", "google-2011"]
+    assert main([*argv, "--register-only", "--dask-address", address]) == 0
+    with get_client(sync_client=True) as client:
+        stored = client.read_deployment_by_name(f"tracelab-nightly/{DEPLOYMENT_NAME}")
+    assert stored.parameters["dask_address"] == address
+    assert stored.parameters["traces"] == ["google-2011"]
+
+
 def _manifest(data: Path) -> pl.DataFrame:
     return pl.read_parquet(data / "lake/google-2011/_manifest.parquet")
 

@@ -7,7 +7,8 @@ into DuckDB with the registry types, derives ``<table>`` and everything it reads
 function the flow uses, compares the expected columns (floats to 1e-9), then runs every invariant
 check that reads only the tables built. Adding a case is adding a folder.
 
-Input CSVs name only the columns a case needs; the other registry columns are NULL. Without a
+Input CSVs name only the columns a case needs; the other registry columns are NULL; a list
+column (google-2019's repeated fields) is a JSON array in its field. Without a
 ``source_row`` column the CSV line number is used, and ``source_file`` defaults to one part file.
 In ``expected.csv`` an empty field is NULL and ``h_<k>`` stands for bin k (0-based) of the
 histogram array ``h``.
@@ -46,6 +47,9 @@ def _lake_frame(csv: Path, trace: str, table: str) -> pl.DataFrame:
             col = raw[name]
             if dtype == pl.Boolean():
                 col = col.replace_strict({"1": True, "0": False, "true": True, "false": False})
+            if isinstance(dtype, pl.List):
+                # a repeated field (google-2019) is written as a JSON array: "[0.1,0.2]"
+                col = col.str.json_decode(dtype)
             columns[name] = col.cast(dtype)
         elif name == SOURCE_ROW:
             columns[name] = pl.Series(name, range(1, n + 1), dtype=pl.Int64())

@@ -174,3 +174,37 @@ def test_quick_rejection_decides_like_the_naive_recomputation(
     # both branches were exercised: the quick path decided most rejections
     assert 20 < accepted < 1400
     assert fast.quick_rejections > (1500 - accepted) // 2
+
+
+class _Source:
+    """A deployment whose snapshot the sums read when they need it."""
+
+    def __init__(self, snap: tuple[float, ...]) -> None:
+        self.snap = snap
+
+    def snapshot(self) -> tuple[float, ...]:
+        return self.snap
+
+
+def test_a_snapshot_source_is_read_at_the_flush_after_its_last_change() -> None:
+    rng = np.random.default_rng(5)
+    eager = ClusterMoments((100.0, 10.0), 6, 0.05, 0.6)
+    lazy = ClusterMoments((100.0, 10.0), 6, 0.05, 0.6)
+    sources = {dep: _Source(_random_snapshot(rng, 0.0)) for dep in range(5)}
+    for dep, src in sources.items():
+        eager.changed(dep, src.snap)
+        lazy.changed(dep, src)
+    # a second event of deployment 2 before the flush: only its last snapshot may count
+    sources[2].snap = _random_snapshot(rng, 0.5)
+    eager.changed(2, sources[2].snap)
+    lazy.changed(2, sources[2])
+    eager.changed(4, None)
+    lazy.changed(4, None)
+    eager.flush(1.0, None)
+    lazy.flush(1.0, None)
+    np.testing.assert_array_equal(lazy.s1, eager.s1)
+    np.testing.assert_array_equal(lazy.s2, eager.s2)
+    live = np.array([sources[d].snap for d in (0, 1, 2, 3)])
+    want_m, want_v = size_moments(live, eager.times, 0.05, 0.6)
+    np.testing.assert_allclose(lazy.s1, want_m.sum(axis=0), rtol=1e-12)
+    np.testing.assert_allclose(lazy.s2, want_v.sum(axis=0), rtol=1e-12)

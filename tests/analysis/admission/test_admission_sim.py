@@ -118,3 +118,29 @@ def test_incremental_moments_decide_like_the_naive_recomputation() -> None:
     for policy, t in (("first", 0.8), ("second", 0.05)):
         cfg = ClusterConfig(PRIORS, 40, 120.0, policy, t, lookahead_steps=10)
         assert _runs(cfg, 2) == _runs(replace(cfg, naive_moments=True), 2)
+
+
+def test_block_uniforms_are_the_scalar_stream_bit_for_bit() -> None:
+    from tracelab.analysis.admission.model import counter_uniform, counter_uniforms
+    from tracelab.analysis.admission.sim import _FIRST_UNIFORMS, _UNIFORM_CHUNK, _Uniforms
+
+    # splitmix64's published first output from state 0 is 0xE220A8397B1DCDAF; key 0, counter 0
+    # is that state plus one golden-ratio step, so the uniform is (top 53 bits + 0.5) / 2^53
+    want = ((0xE220A8397B1DCDAF >> 11) + 0.5) / 2.0**53
+    assert counter_uniform(0, 0) == want
+    assert counter_uniforms(0, 0, 1)[0] == want
+    keys = np.array([0, 1, 2**62 + 12345, 2**63 - 2, 987654321987], dtype=np.int64)
+    block = counter_uniforms(keys, 1, 5)
+    assert block.shape == (5, 5)
+    for i, key in enumerate(keys.tolist()):
+        assert block[i].tolist() == [counter_uniform(key, c) for c in range(1, 6)]
+    # a deployment's stream through the chunked first values and the blocks after them, for an
+    # arrival on each side of a chunk boundary: counter 1, 2, ... exactly as one call per value
+    arrivals = np.arange(2 * _UNIFORM_CHUNK, dtype=np.int64) * 7_919 + 2**61
+    uniforms = _Uniforms(arrivals)
+    for i in (0, _UNIFORM_CHUNK - 1, _UNIFORM_CHUNK):
+        draw = uniforms.stream(i)
+        n = _FIRST_UNIFORMS + 300
+        assert [draw() for _ in range(n)] == [
+            counter_uniform(int(arrivals[i]), c) for c in range(1, n + 1)
+        ]

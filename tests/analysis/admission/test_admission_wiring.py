@@ -15,17 +15,21 @@ import polars as pl
 import pytest
 from admission_helpers import PRIORS, write_params
 
+from tracelab.analysis.admission.importance import importance_scheme
 from tracelab.analysis.admission.sim import ClusterConfig, RunResult, simulate_cluster
 from tracelab.analysis.admission.stage import (
     AdmissionParams,
     _configs,
     _failure_rate,
+    _importance,
     _utilization,
     _with_gains,
     admission_results,
+    pilot_chunk,
 )
 from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
+from tracelab.analysis.common.errors import TracelabError
 
 
 def _run(
@@ -202,7 +206,7 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
         observations=(),
         tuning_iterations=12,
         tuning_tolerance=0.01,
-        upper_bound=False,
+        upper_bound=True,
         bootstrap=200,
     )
     out = tmp_path / "out"
@@ -240,6 +244,88 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
         assert result.accepted_share == pytest.approx(
             verified["accepted"].sum() / verified["arrivals"].sum()
         )
+    # the upper bound: accept while it fits, no threshold, no SLA, verified on its own runs
+    upper = summary.upper_bound
+    assert upper is not None
+    assert (upper.policy, upper.observations, upper.threshold, upper.sla_met) == (
+        "accept-all",
+        0,
+        1.0,
+        None,
+    )
+    mine = runs.filter(pl.col("policy") == "accept-all")
+    assert mine["observations"].to_list() == [0] * params.runs
+    assert upper.utilization == pytest.approx(mine["utilization"].mean())
     doc = summary.to_dict()
+    assert doc["records"] == list(summary.records)
+    assert len(doc["records"]) > 0
     assert {"mean_deployments", "accepted_share", "threshold_high"} <= set(doc["results"][0])
     assert np.isfinite(doc["results"][0]["mean_deployments"])
+
+
+def test_memory_estimate_by_hand() -> None:
+    params = AdmissionParams(
+        runs=2,
+        bootstrap=100,
+        policies=("zeroth",),
+        observations=(1,),
+        arrival_rate=10.0,
+        horizon_hours=100.0,
+        cores=50,
+    )
+    # configs 1 + 2 · 1 + 1 = 4; rows 2 · 4 · 2,000 = 16,000; bootstrap 2 · 100 · 16 = 3,200;
+    # arrivals 10 · 100 · 200 = 200,000; live deployments 50 · 2,000 = 100,000
+    assert params.memory_estimate()[0] == 319_200
+    pilot = dataclasses.replace(params, importance_sampling=True, is_pilot_runs=1000)
+    assert pilot.memory_estimate()[0] == 319_200 + 8_000
+
+
+def test_importance_pilot_runs_in_chunks_on_its_own_seed_stream() -> None:
+    cfg = ClusterConfig(priors=PRIORS, cores=40, horizon_hours=24.0, policy="zeroth", threshold=0.5)
+    assert _importance(cfg, AdmissionParams(), lambda f, xs: [f(x) for x in xs]) is None
+    bad = AdmissionParams(importance_sampling=True, is_quantiles=(0.8,), is_redraw=(0.5, 0.25))
+    with pytest.raises(TracelabError, match="--is-redraw has 2 values"):
+        _importance(cfg, bad, lambda f, xs: [f(x) for x in xs])
+    sizes: list[int] = []
+
+    def counting_map(fn, items):  # type: ignore[no-untyped-def]
+        sizes.extend(len(x) for x in items)
+        return [fn(x) for x in items]
+
+    params = AdmissionParams(importance_sampling=True, is_pilot_runs=210, seed=3)
+    scheme = _importance(cfg, params, counting_map)
+    assert sizes == [100, 100, 10]  # chunks of 100 pilot runs
+    # the same scheme as one chunk of the pilot's 210 runs (seed 3, stream 2)
+    bm = np.array(pilot_chunk(cfg, 3, tuple(range(210))))
+    assert scheme == importance_scheme(bm, params.is_quantiles, params.is_redraw)
+    assert scheme is not None
+    assert scheme.pilot_runs == 210
+
+
+def test_stage_runs_the_importance_pilot_through_its_map(tmp_path: Path) -> None:
+    write_params(tmp_path)
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=24.0,
+        runs=2,
+        policies=("zeroth",),
+        observations=(),
+        tuning_iterations=1,
+        upper_bound=False,
+        bootstrap=100,
+        importance_sampling=True,
+        is_pilot_runs=10,
+    )
+    mapped: list[int] = []
+
+    def counting_map(fn, items):  # type: ignore[no-untyped-def]
+        mapped.append(len(items))
+        return [fn(x) for x in items]
+
+    summary = admission_results(params, tmp_path, tmp_path / "out", map_fn=counting_map)
+    # the pilot (one chunk of 10 runs) goes through the stage's map like every run batch:
+    # then one tuning step and the verification, 2 runs each
+    assert mapped == [1, 2, 2]
+    assert summary.importance_sampling
+    assert summary.importance is not None
+    assert summary.importance.pilot_runs == 10

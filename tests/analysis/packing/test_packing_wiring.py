@@ -18,20 +18,30 @@ passes the method's test, so m_abs = ⌈N / k⌉.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from packing_helpers import write_packing_params
 
-from tracelab.analysis.packing.inputs import TaskSource
+from tracelab.analysis.common.stage_outputs import read_summary
+from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource
 from tracelab.analysis.packing.stage import (
     Method,
     PackingParams,
     evaluated_runs,
+    experiment_settings,
     item_moments,
+    method_table,
+    observation_count,
     observed_statistics,
+    packing_results,
+    packing_runs,
     packing_summary,
+    selected_experiments,
 )
 
 R = 8
@@ -121,10 +131,23 @@ def test_item_moments_hand_values() -> None:
     mu, var, z = item_moments(Method("gpa", 0.05), stats)
     assert (mu[0], var[0]) == pytest.approx((2.0, 2.0))
     assert z == pytest.approx(1.6448536)  # Φ⁻¹(0.95)
-    assert item_moments(Method("cantelli", 2.0), stats)[0][0] == pytest.approx(2 + 2 * 2**0.5)
-    assert item_moments(Method("av", 1.25), stats)[0][0] == pytest.approx(2.5)
+    # the baselines pack fixed sizes: no variance and no z (the (size, 0, 0) contract)
+    size, var, z = item_moments(Method("cantelli", 2.0), stats)
+    assert (size[0], var[0], z) == (pytest.approx(2 + 2 * 2**0.5), 0.0, 0.0)
+    size, var, z = item_moments(Method("av", 1.25), stats)
+    assert (size[0], var[0], z) == (pytest.approx(2.5), 0.0, 0.0)
     size, var, z = item_moments(Method("perc", 100.0), stats)
     assert (size[0], var[0], z) == (4.0, 0.0, 0.0)
+
+
+def test_observation_count_rounds_and_clips_to_leave_an_evaluation_set() -> None:
+    # |O| = ⌊v·R⌉ in [1, R − 1]; v = 1 observes and evaluates all R
+    assert observation_count(1.0, 8) == 8
+    assert observation_count(0.5, 8) == 4
+    assert observation_count(0.999, 1000) == 999  # ⌊999⌉, below the cap
+    assert observation_count(0.9999, 1000) == 999  # ⌊999.9⌉ = 1000, capped at R − 1
+    assert observation_count(0.0001, 1000) == 1  # ⌊0.1⌉ = 0, raised to 1
+    assert observation_count(0.0015, 1000) == 2  # ⌊1.5⌉ = 2 (round half to even)
 
 
 def test_statistics_experiment_estimates_on_avg_and_evaluates_on_inst() -> None:
@@ -213,3 +236,113 @@ def test_summary_means_over_instances_with_rebalancing() -> None:
     assert summary.q_by_method["av 1"] == pytest.approx(0.5)
     assert summary.experiments == ("methods",)
     assert (summary.population, summary.data) == (40, "hand-made")
+
+
+def _one_window(values: list[float]) -> EmpiricalTasks:
+    # each task has a single observed window, so every realization draws that value
+    n = len(values)
+    v = np.asarray(values, dtype=np.float64)
+    return EmpiricalTasks(
+        job_id=np.arange(n, dtype=np.int64),
+        task_index=np.zeros(n, dtype=np.int64),
+        offsets=np.arange(n + 1, dtype=np.int64),
+        inst=v,
+        avg=v,
+    )
+
+
+def test_runs_cover_every_instance_and_experiment_whatever_the_map() -> None:
+    tasks = _one_window([0.875, 0.5, 0.375, 0.125, 0.25])
+    source = TaskSource((tasks, tasks), "trace", 5, False, "hand-made")
+    params = dataclasses.replace(
+        METHODS_ONLY, realizations=10, capacity_experiment=True, capacities=(1.0, 2.0)
+    )
+    calls: list[tuple[int, int, str]] = []
+    chunks: list[int] = []
+
+    def reversed_map(fn, items):  # type: ignore[no-untyped-def]
+        chunks.append(len(items))
+        return [fn(x) for x in reversed(items)][::-1]
+
+    runs = packing_runs(source, params, progress=lambda *a: calls.append(a), map_fn=reversed_map)
+    # 2 instances × (methods, capacity) = 4 cells in one chunk of 4
+    assert chunks == [4]
+    assert calls == [(0, 4, "cells"), (4, 4, "cells")]
+    cells = runs.select("instance", "experiment").unique(maintain_order=True).rows()
+    assert cells == [(0, "methods"), (0, "capacity"), (1, "methods"), (1, "capacity")]
+    # as in the rebalancing test: av 1 packs the five constants on 3 machines
+    av1 = runs.filter(
+        (pl.col("experiment") == "methods") & (pl.col("method") == "av 1") & ~pl.col("rebalance")
+    )
+    assert av1["m_abs"].to_list() == [3, 3, 3, 3]  # First and Best Fit on each instance
+    assert set(runs.filter(pl.col("experiment") == "capacity")["capacity"]) == {1.0, 2.0}
+    empty = packing_runs(TaskSource((), "trace", 0, False, "none"), params)
+    assert empty.height == 0
+    assert "m_abs" in empty.columns
+
+
+def test_experiments_run_what_the_options_and_the_source_allow() -> None:
+    every = PackingParams()
+    assert selected_experiments(every) == ("methods", "statistics", "capacity", "clairvoyance")
+    # the params export has no avg data: no statistics experiment
+    assert selected_experiments(dataclasses.replace(every, source="params")) == (
+        "methods",
+        "capacity",
+        "clairvoyance",
+    )
+    assert selected_experiments(METHODS_ONLY) == ("methods",)
+    methods = experiment_settings("methods", every)[0]
+    assert (methods.statistics, methods.clairvoyance, methods.fits) == (
+        "inst",
+        1.0,
+        ("first", "best"),
+    )
+    assert len(methods.methods) == 4 + 3 + 3 + 6  # ρ, b, f and percentiles of the defaults
+    capacity = experiment_settings("capacity", every)
+    assert [s.capacity for s in capacity] == [0.5, 0.8, 1.0, 2.0, 5.0]
+    assert {m.label for m in capacity[0].methods} == {"av 2", "GPA 0.001", "av 1.25", "GPA 0.1"}
+    clair = experiment_settings("clairvoyance", every)
+    assert [s.clairvoyance for s in clair] == [0.01, 0.1, 1.0]
+    assert {m.label for m in clair[0].methods} == {"GPA 0.01", "av 1.25", "GPA 0.001", "av 2"}
+    assert all(s.fits == ("best",) for s in (*capacity, *clair))
+    with pytest.raises(ValueError, match="unknown experiment"):
+        experiment_settings("nope", every)
+
+
+def test_method_table_means_medians_and_pooled_q_by_hand() -> None:
+    table = method_table(_summary_runs()).filter(
+        (pl.col("method") == "GPA 0.1") & ~pl.col("rebalance") & (pl.col("fit") == "best")
+    )
+    row = table.row(0, named=True)
+    # instance 0: 5 machines, 16 overflows of 40 (q 0.4); instance 1: 4 machines, 16 of 32 (0.5);
+    # m_norm 3 on both
+    assert row["instances"] == 2
+    assert row["m_mean"] == pytest.approx((5 / 3 + 4 / 3) / 2)
+    assert row["m_median"] == pytest.approx(1.5)
+    assert row["m_abs_mean"] == pytest.approx(4.5)
+    assert (row["q_mean"], row["q_median"]) == (pytest.approx(0.45), pytest.approx(0.45))
+    assert (row["overflows"], row["evaluations"]) == (32, 72)
+    assert row["q_pooled"] == pytest.approx(32 / 72)
+    assert row["q_pooled_stderr"] == pytest.approx(math.sqrt((32 / 72) * (40 / 72) / 72))
+    assert row["gpa_rel_error"] == pytest.approx((0.45 - 0.1) / 0.1)
+    av = method_table(_summary_runs()).filter(pl.col("method") == "av 1")
+    assert av["gpa_rel_error"].is_null().all()  # only GPA has a target overflow probability
+
+
+def test_stage_entry_writes_the_runs_it_summarises(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_packing_params(data)
+    params = dataclasses.replace(
+        METHODS_ONLY, source="params", instances=2, tasks=6, realizations=10
+    )
+    seen: list[tuple[int, int, str]] = []
+    summary = packing_results(params, data, tmp_path / "out", progress=lambda *a: seen.append(a))
+    runs = pl.read_parquet(tmp_path / "out" / "runs.parquet")
+    # 2 instances × the methods experiment = 2 cells; 16 methods × 2 fits × 2 (rebalancing) rows
+    assert seen == [(0, 2, "cells"), (2, 2, "cells")]
+    assert runs.height == 2 * 16 * 2 * 2
+    assert set(runs["n_tasks"]) == {6}
+    assert summary.experiments == ("methods",)
+    assert read_summary(tmp_path / "out")["source"] == "params"
+    assert summary.to_dict()["parameters"]["tasks"] == 6
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["instances"] == 2

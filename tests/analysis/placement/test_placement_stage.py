@@ -9,15 +9,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 import pytest
+from placement_helpers import write_export, write_lake
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import out_of_range
 from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.export.document import params_document, write_params_json
-from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
 from tracelab.analysis.placement.stage import (
     PAPER_PLACEMENT_PARAMS,
     PlacementParams,
@@ -29,83 +27,11 @@ from tracelab.reports.pages.placement import placement_sections
 TABLES = ("replays", "improvement", "empty_hosts_series", "lars", "pools", "lifetime_curve")
 
 
-def _gamma(name: str, shape: float, rate: float, unit: str) -> FittedParameter:
-    return FittedParameter(
-        name=name,
-        distribution="gamma",
-        parameters={"shape": Quantity(shape, ""), "rate": Quantity(rate, unit)},
-        method="test",
-        n=100,
-        stage="priors",
-        trace="azure-2017",
-    )
-
-
-def _records() -> list[FittedParameter]:
-    def one(name: str, dist: str, param: str, value: float) -> FittedParameter:
-        return FittedParameter(
-            name=name,
-            distribution=dist,
-            parameters={param: Quantity(value, "")},
-            method="test",
-            n=100,
-            stage="priors",
-            trace="azure-2017",
-        )
-
-    out = []
-    for sfx in ("", "_marginal"):
-        out += [
-            _gamma(f"core_lifetime_rate_prior{sfx}", 2.0, 40.0, "hour"),
-            _gamma(f"normalised_scaleout_rate_prior{sfx}", 2.5, 4.0, "hour^0.4"),
-            _gamma(f"scaleout_size_prior{sfx}", 1.5, 1.0, "1/cores"),
-            one(f"scaleout_alpha{sfx}", "constant", "alpha", 0.6),
-            one(f"deployment_shutdown{sfx}", "exponential", "rate", 0.04),
-        ]
-    return out
-
-
-def _lake(data: Path, seed: int = 1, deployments: int = 150) -> None:
-    rng = np.random.default_rng(seed)
-    rows: list[dict[str, Any]] = []
-    for d in range(deployments):
-        lam = rng.gamma(2.0, 1.0 / 40.0)
-        start = int(rng.integers(0, 8000)) * 300
-        for k in range(int(rng.integers(1, 8))):
-            created = start + k * int(rng.integers(0, 24)) * 300
-            life = max(int(rng.exponential(1.0 / lam) * 3600) // 300 * 300, 300)
-            cores = int(rng.choice([1, 2, 4]))
-            rows.append(
-                {
-                    "vmid": f"vm{d}-{k}",
-                    "subscriptionid": f"s{d % 7}",
-                    "deploymentid": f"dep{d}",
-                    "vmcreated": created,
-                    "vmdeleted": min(created + life, 2_591_700),
-                    "maxcpu": 50.0,
-                    "avgcpu": 10.0,
-                    "p95maxcpu": 40.0,
-                    "vmcategory": "Unknown",
-                    "vmcorecount": cores,
-                    "vmmemory": 1.75 * cores,
-                }
-            )
-    folder = data / "lake" / "azure-2017" / "vmtable"
-    folder.mkdir(parents=True)
-    pl.DataFrame(rows).write_parquet(folder / "vmtable.parquet")
-
-
-def _export(data: Path) -> None:
-    write_stage_params(data / "results" / "azure-2017" / "priors", _records())
-    doc = params_document(data, created_at=datetime(2026, 1, 1, tzinfo=UTC), version="0.0.0")
-    write_params_json(doc, data / "exports" / "params.json")
-
-
 @pytest.fixture
 def data_dir(tmp_path: Path) -> Path:
     data = tmp_path / "data"
-    _lake(data)
-    _export(data)
+    write_lake(data)
+    write_export(data)
     return data
 
 
@@ -159,7 +85,7 @@ def test_missing_inputs_name_the_file_and_the_command(data_dir: Path, tmp_path: 
     assert "\n" not in str(err.value)
     assert "params.json" in str(err.value)
     bare = tmp_path / "bare"
-    _export(bare)
+    write_export(bare)
     with pytest.raises(TracelabError, match="tracelab ingest --trace azure-2017") as err:
         placement_results(SMALL, bare, tmp_path / "out")
     assert "\n" not in str(err.value)
@@ -221,8 +147,8 @@ def test_the_stage_run_through_the_registry_leads_with_oracle_and_says_why_stran
     from tracelab.analysis.common.stage_api import option_values
 
     data = tmp_path / "data"
-    _lake(data)  # every VM 1.75 GB per core
-    _export(data)
+    write_lake(data)  # every VM 1.75 GB per core
+    write_export(data)
     folder = run_through_registry("placement", data, "azure-2017", SMALL)  # hosts 64 GB / 32 cores
     recorded = recorded_parameters(folder, SMALL, set())
     options = option_values(SMALL)
@@ -244,3 +170,34 @@ def test_the_stage_run_through_the_registry_leads_with_oracle_and_says_why_stran
     assert "1.75 GB per core" in text  # (1 - 12.5%) x 2 GB per core
     assert "stranded CPU (%)" not in sections[1].tables[0].columns
     assert [r[0] for r in sections[-1].tables[0].rows] == list(options)
+
+
+@pytest.mark.browser
+def test_chromium_shows_the_lars_saving_with_its_interval_and_method(data_dir: Path) -> None:
+    import re
+    from html import unescape
+
+    from browser.chromium import CHROMIUM, render
+
+    from tracelab.reports.numfmt import fmt
+    from tracelab.reports.pages import ALL_PAGES
+    from tracelab.reports.site import build_site
+
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser; CI installs Debian's chromium)")
+    summary = placement_results(SMALL, data_dir, data_dir / "results" / "azure-2017" / "placement")
+    assert summary.lars_sets > 0
+    low, high = summary.lars_saved_pct_ci
+    assert low <= summary.lars_saved_pct <= high
+    spec = next(s for s in ALL_PAGES if s.slug == "azure-placement")
+    build = build_site(data_dir, specs=(spec,), now=datetime(2026, 11, 24, tzinfo=UTC), strict=True)
+    dom = render((build.run_dir / f"{spec.slug}.html").as_uri()).dom
+    text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", dom)))
+    lars = text.split("LARS: migration order")[1].split("Paper.")[0]
+    # white space around the number spans aside: "1.38% [0.69%, 2.13%] fewer"
+    saved = f"{fmt(summary.lars_saved_pct)}%[{fmt(low)}%,{fmt(high)}%]fewer"
+    assert saved in re.sub(r"\s", "", lars)
+    assert (
+        "Intervals: percentile bootstrap, 95%, 2,000 resamples of the defragmentation sets" in lars
+    )
+    assert f"over {summary.lars_sets:,} sets" in lars

@@ -7,11 +7,17 @@ the predictor's hierarchy or scores censored VMs fails here.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
+import polars as pl
 import pytest
+from placement_helpers import write_export, write_lake
 
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.placement.model import (
     LifetimePrior,
     deployment_posteriors,
@@ -22,8 +28,12 @@ from tracelab.analysis.placement.model import (
 from tracelab.analysis.placement.replay import ReplayResult
 from tracelab.analysis.placement.stage import (
     PlacementParams,
+    _check,
     _pools_table,
+    _replay_pairs,
+    _series_table,
     _wilson,
+    placement_results,
     placement_summary,
     placement_tables,
     prediction_quality,
@@ -100,6 +110,22 @@ def test_lars_totals_come_from_the_best_fit_replays_only() -> None:
     assert s.lars_saved_migrations == 1
     assert s.lars_saved_pct == pytest.approx(100 / 12)
     assert s.lars_oracle_saved_pct == pytest.approx(400 / 12)
+
+
+def test_lars_intervals_resample_whole_defragmentation_sets() -> None:
+    s = placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.0)
+    # set A (8 -> 7 with LARS, 6 with the oracle), set B (4 -> 4, 2). A resample of two sets is
+    # AA, AB or BB with probabilities 1/4, 1/2, 1/4; LARS saves 2/16 = 12.5%, 1/12 = 8.3% or 0/8
+    # = 0%, so with 2,000 resamples ~500 are 0 and ~500 are 12.5: the 2.5% and 97.5% points are
+    # the extremes. The oracle saves 4/16 = 25%, 4/12 = 33.3% or 4/8 = 50%.
+    assert s.lars_saved_pct_ci == (0.0, 12.5)
+    assert s.lars_oracle_saved_pct_ci == (25.0, 50.0)
+    d = s.to_dict()
+    assert d["lars_saved_pct_ci"] == [0.0, 12.5]
+    assert "bootstrap" in d["lars_interval_method"]
+    # one set: every resample is that set, so the interval is the point (100 x 1 / 8 = 12.5)
+    one = placement_summary(_results()[:3], PlacementParams(pool_hosts=(10,)), 1.0)
+    assert one.lars_saved_pct_ci == (12.5, 12.5)
 
 
 def test_tables_carry_per_pool_improvements_and_their_range() -> None:
@@ -221,3 +247,73 @@ def test_wilson_interval_edges() -> None:
     assert lo == pytest.approx(0.0, abs=1e-12)
     assert hi == pytest.approx(0.2775, abs=1e-4)
     assert all(np.isnan(_wilson(0, 0)))
+
+
+def test_summary_carries_the_prediction_quality() -> None:
+    quality = {"class_accuracy": 0.75, "class_vms": 4}
+    s = placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.5, quality)
+    assert s.prediction == quality
+    assert s.seconds == 1.5
+    assert placement_summary(_results(), PlacementParams(pool_hosts=(10, 10)), 1.0).prediction == {}
+
+
+def test_replay_pairs_run_best_fit_once_and_la_binary_without_one_shot() -> None:
+    params = PlacementParams(
+        policies=("best-fit", "la-binary", "lava"), predictors=("one-shot", "model")
+    )
+    # Best Fit once without a predictor; LA-Binary's one-shot run is its model run: skipped,
+    # and the predictors after it still run
+    assert _replay_pairs(params) == [
+        ("best-fit", "none"),
+        ("la-binary", "model"),
+        ("lava", "one-shot"),
+        ("lava", "model"),
+    ]
+
+
+def test_series_table_is_sorted_by_pool_first() -> None:
+    first = replace(_results()[4], series_hours=np.array([1.0]), series_empty_pct=np.array([5.0]))
+    second = replace(_results()[0], series_hours=np.array([1.0]), series_empty_pct=np.array([7.0]))
+    # pool 1's LAVA comes first in the results, pool 0's Best Fit second
+    table = _series_table([first, second])
+    assert table["pool"].to_list() == [0, 1]
+    assert table["empty_host_pct"].to_list() == [7.0, 5.0]
+
+
+def test_check_names_the_option_to_fix() -> None:
+    with pytest.raises(TracelabError, match="--pool-hosts"):
+        _check(PlacementParams(pool_hosts=()))
+    with pytest.raises(TracelabError, match="--predictors"):
+        _check(PlacementParams(predictors=()))
+    with pytest.raises(TracelabError, match=r"target.load"):
+        _check(PlacementParams(target_load=2.0))
+    # Best Fit alone needs no predictor
+    _check(PlacementParams(policies=("best-fit",), predictors=()))
+
+
+def test_stage_entry_replays_the_chosen_source_and_writes_its_summary(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    write_lake(data)
+    write_export(data)
+    params = PlacementParams(
+        pool_hosts=(4,),
+        host_cores=32,
+        host_memory_gb=64.0,
+        target_load=0.35,
+        policies=("best-fit", "las"),
+        predictors=("model",),
+    )
+    for source in ("vmtable", "params"):
+        out = tmp_path / source
+        seen: list[tuple[int, int, str]] = []
+        summary = placement_results(
+            replace(params, source=source), data, out, progress=lambda *a, into=seen: into.append(a)
+        )
+        # one pool, Best Fit and LAS/model: 2 replays, in one map
+        assert seen == [(0, 2, "replays"), (2, 2, "replays")]
+        assert (summary.source, summary.replays) == (source, 2)
+        assert read_summary(out) == json.loads(json.dumps(summary.to_dict()))
+        pools = pl.read_parquet(out / "pools.parquet")
+        assert summary.vms == pools["vms"].sum() > 0
+        assert pl.read_parquet(out / "replays.parquet").height == 2
+        assert summary.prediction["class_vms"] > 0

@@ -551,7 +551,7 @@ def test_cpu_requests_follow_usage_and_production_uses_a_fraction_of_them(
 
 def test_unknown_trace_or_scale_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(TracelabError, match="unknown trace"):
-        generate_trace("google-2019", tmp_path / "x")
+        generate_trace("google-2099", tmp_path / "x")
     with pytest.raises(TracelabError, match=r"unknown scale 'huge'.*tiny"):
         generate_trace("google-2011", tmp_path / "x", scale="huge")
 

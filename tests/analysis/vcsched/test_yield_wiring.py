@@ -7,6 +7,7 @@ work out by hand (in the comments).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any
 
@@ -15,16 +16,21 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.common.reduced import reduced_options
-from tracelab.analysis.vcsched.algorithms import Instance
+from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
 from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
 from tracelab.analysis.vcsched.stage import (
     ALGORITHMS,
     PAPER_YIELD_PARAMS,
     InstanceOutcome,
     YieldParams,
+    _best_peak_load,
     _instance_outcome,
+    _mean_cpu_load,
+    _rounding_placements,
     _settings,
     _Task,
+    instance_specs,
+    yield_grid,
     yield_summary,
     yield_tables,
 )
@@ -183,6 +189,17 @@ def test_one_instance_rows_by_hand() -> None:
     assert out.instance_row["lp_bound_solver"] == pytest.approx(2 / 3)
     assert out.instance_row["total_cpu_need"] == pytest.approx(1.5)
     assert out.instance_row["milp_optimal"] is True
+    # the spec's fields as given in _run_one
+    assert {k: out.instance_row[k] for k in ("instance_id", "source", "size_class", "slack")} == {
+        "instance_id": 7,
+        "source": "paper",
+        "size_class": "small",
+        "slack": 0.5,
+    }
+    assert (out.instance_row["n_hosts"], out.instance_row["n_jobs"]) == (1, 2)
+    assert (out.instance_row["cv_cpu"], out.instance_row["cv_memory"]) == (0.25, 0.25)
+    assert (out.instance_row["replicate"], out.instance_row["seed"]) == (0, 11)
+    assert out.instance_row["total_memory"] == pytest.approx(0.5)
     assert {r["algorithm"] for r in out.runtime_rows} == set(ALGORITHMS) - {"LP"}
     # memory 0.75 + 0.75 cannot share the one host: every algorithm fails, the LP is infeasible
     out = _run_one([0.5, 0.5], [0.75, 0.75], 1)
@@ -210,3 +227,119 @@ def test_summary_states_what_the_grid_reduces() -> None:
     assert reduced["slacks"]["paper"] == (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
     assert 0.1 in YieldParams().slacks
     assert "trace_cpu_load" not in reduced
+
+
+def test_greedy_and_sorted_greedy_are_run_as_themselves() -> None:
+    # 2 hosts; jobs (cpu, memory): 0 (0.9, 0.5), 1 (0.1, 0.5), 2 (0.5, 0.6).
+    # GR in the given order: 0 → host 0, 1 → host 1 (less loaded), 2 needs 0.6 of memory and each
+    # host has 0.5 left: unsolved. SG by memory descending (2, 0, 1): 2 → host 0, 0 → host 1
+    # (host 0 has 0.4 left), 1 → host 1 (0.5 left): CPU loads 0.5 and 1.0, minimum yield 1.
+    out = _run_one([0.9, 0.1, 0.5], [0.5, 0.5, 0.6], 2)
+    rows = {r["algorithm"]: r for r in out.result_rows}
+    assert not rows["GR"]["solved"]
+    assert rows["SG"]["solved"]
+    assert rows["SG"]["min_yield"] == pytest.approx(1.0)
+
+
+def test_best_peak_load_is_the_lowest_peak_over_the_placements() -> None:
+    inst = Instance(np.array([0.5, 0.5, 0.2]), np.array([0.1, 0.1, 0.1]), 2)
+    # hosts (0, 0, 1): loads 1.0 and 0.2; (0, 1, 1): 0.5 and 0.7; an unsolved placement is skipped
+    placements = [np.array([0, 0, 1]), None, np.array([0, 1, 1])]
+    assert _best_peak_load(inst, placements) == pytest.approx(0.7)
+    assert _best_peak_load(inst, [None]) is None
+
+
+GRID = YieldParams(
+    small_hosts=4,
+    small_jobs=(6,),
+    small_instances=2,
+    large_hosts=64,
+    large_jobs=(100,),
+    large_instances=1,
+    slacks=(0.1, 0.5),
+    cvs=(0.25,),
+    trace_jobs=(5, 50),
+    trace_instances=1,
+)
+
+
+def test_instance_grid_in_its_fixed_order() -> None:
+    specs = instance_specs(GRID)
+    got = [(s.source, s.size_class, s.n_hosts, s.n_jobs, s.slack, s.replicate) for s in specs]
+    # paper small: 1 job count × 2 slacks × 1 × 1 CVs × 2 replicates; paper large: 2 × 1;
+    # trace: 5 tasks are "small" (≤ the largest small problem, 6), 50 "large"; hosts set later
+    assert got == [
+        ("paper", "small", 4, 6, 0.1, 0),
+        ("paper", "small", 4, 6, 0.1, 1),
+        ("paper", "small", 4, 6, 0.5, 0),
+        ("paper", "small", 4, 6, 0.5, 1),
+        ("paper", "large", 64, 100, 0.1, 0),
+        ("paper", "large", 64, 100, 0.5, 0),
+        ("trace", "small", 0, 5, 0.1, 0),
+        ("trace", "small", 0, 5, 0.5, 0),
+        ("trace", "large", 0, 50, 0.1, 0),
+        ("trace", "large", 0, 50, 0.5, 0),
+    ]
+    assert [s.instance_id for s in specs] == list(range(10))
+    assert (specs[0].cv_cpu, specs[0].cv_memory) == (0.25, 0.25)
+    assert math.isnan(specs[-1].cv_cpu)
+    assert math.isnan(specs[-1].cv_memory)
+    # every instance its own seed, the same for the same options, others for another base seed
+    seeds = [s.seed for s in specs]
+    assert len(set(seeds)) == 10
+    assert seeds == [s.seed for s in instance_specs(GRID)]
+    assert not set(seeds) & {s.seed for s in instance_specs(dataclasses.replace(GRID, seed=1))}
+    only_paper = instance_specs(dataclasses.replace(GRID, sources=("paper",)))
+    assert [s.source for s in only_paper] == ["paper"] * 6
+    only_trace = instance_specs(dataclasses.replace(GRID, sources=("trace",)))
+    assert [s.n_jobs for s in only_trace] == [5, 5, 50, 50]
+
+
+def test_grid_record_counts_instances_and_the_exact_methods_jobs() -> None:
+    grid = yield_grid(dataclasses.replace(GRID, milp_max_jobs=5, rounding_max_jobs=50))
+    assert grid == {
+        "grid_instances": {"paper large": 2, "paper small": 4, "trace large": 2, "trace small": 2},
+        "milp_jobs": [5],  # job counts 5, 6, 50, 100: at most 5
+        "rounding_jobs": [5, 6, 50],
+    }
+    heuristics = dataclasses.replace(GRID, algorithms=("MCB8", "GR"))
+    assert yield_grid(heuristics)["milp_jobs"] == []
+    assert yield_grid(heuristics)["rounding_jobs"] == []
+    rrnz = yield_grid(dataclasses.replace(GRID, algorithms=("RRNZ",), rounding_max_jobs=6))
+    assert rrnz["rounding_jobs"] == [5, 6]
+
+
+def test_trace_cpu_load_is_the_mean_of_need_over_hosts() -> None:
+    instances = pl.DataFrame(
+        {
+            "source": ["trace", "trace", "paper"],
+            "total_cpu_need": [3.0, 1.0, 100.0],
+            "n_hosts": [2, 1, 4],
+        }
+    )
+    assert _mean_cpu_load(instances, "trace") == pytest.approx((1.5 + 1.0) / 2)
+    assert math.isnan(_mean_cpu_load(instances.filter(pl.col("source") == "paper"), "trace"))
+
+
+def test_rounding_draws_from_the_instances_seed_for_both_variants() -> None:
+    # 12 jobs of CPU 0.5 and memory 0.3 on 4 hosts: the LP spreads them, so a rounding has many
+    # outcomes and a placement drawn from another stream would differ. RRND and RRNZ use the same
+    # stream, (instance seed, 1), and differ only by ε (§3.2)
+    hosts, n = 4, 12
+    spec = InstanceSpec(3, "paper", "small", hosts, n, 0.5, 0.25, 0.25, 0, seed=123)
+    inst = Instance(np.full(n, 0.5), np.full(n, 0.3), hosts)
+    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.01)
+    got = _rounding_placements(_Task(spec, inst, _settings(params)))
+    relaxed = lp_relaxation(inst)
+    assert relaxed is not None
+    for name, eps in (("RRND", 0.0), ("RRNZ", 0.01)):
+        expected = rounding_placement(inst, relaxed[1], np.random.default_rng((123, 1)), eps)
+        host, seconds, lp_value = got[name]
+        assert host is not None
+        assert expected is not None
+        assert host.tolist() == expected.tolist()
+        assert seconds >= 0.0
+        assert lp_value == pytest.approx(relaxed[0])
+    # above the job limit the rounding is not run at all
+    small = YieldParams(rounding_max_jobs=n - 1)
+    assert _rounding_placements(_Task(spec, inst, _settings(small))) == {}

@@ -1,0 +1,359 @@
+"""Lossless JSON-lines (.json[.gz]) → typed Parquet conversion: google-2019's BigQuery export shards.
+
+The same contract as the CSV converter (:mod:`analysis.lake.ingest`): every physical line of a
+shard is a typed row of ``lake/google-2019/<table>/<stem>.parquet`` or a row of
+``_rejects/<table>__<stem>.parquet`` with its line number and reason, so ``rows_read =
+rows_written + rows_rejected``; outputs appear by atomic rename only when complete; memory is
+bounded by ``chunk_bytes`` (the file is read in chunks of whole lines).
+
+What a valid line is (docs/ingest.md, "google-2019"):
+
+* one JSON object; its keys are the table's fields of the v3 schema (a key the schema does not
+  have is rejected, never dropped, so nothing is lost silently); a nested message (``capacity``,
+  ``resource_request``, ``average_usage``, ...) is an object whose keys are its leaves;
+* a missing key or a JSON ``null`` is NULL; a missing mandatory field rejects the line;
+* integers arrive as JSON strings of digits (the export's encoding of INT64) or as JSON integers,
+  and must fit int64; floats as strings or numbers, finite (``"NaN"``, ``"Infinity"`` and
+  ``1e400`` are rejected); booleans as ``true``/``false`` (or those words as strings); text as
+  JSON strings without a NUL; repeated numbers as arrays; ``constraint`` as an array, kept as
+  its compact JSON text;
+* a blank line, invalid UTF-8, a NUL byte, a line that is not JSON or an object with the same key
+  twice (the parser would keep one value) is rejected with the reason.
+
+Each line is parsed with the standard library's ``json`` (a few hundred thousand lines a
+second): exact reasons per line matter more here than the CSV path's vectorised speed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tracelab.analysis.lake.ingest import (
+    GARBAGE_SHARE,
+    REJECT_SCHEMA,
+    REJECTS_DIR,
+    ZSTD,
+    Conversion,
+    LakePaths,
+    RawFile,
+    RawFileError,
+    _chunk_lines,
+    _lake_arrow_schema,
+    publish_outputs,
+    publish_rejects_only,
+    remove_outputs,
+)
+from tracelab.analysis.lake.ingest_stream import RawStream
+from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+#: repeated message fields kept as the JSON text of their array
+_JSON_TEXT_FIELDS = frozenset({"constraint"})
+
+
+class _Invalid(ValueError):
+    """A field's value breaks the schema; the message is the reject reason."""
+
+
+def _int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise _Invalid(f"{name}: expected an integer, found {json.dumps(value)}")
+    if isinstance(value, str) and not _DIGITS.fullmatch(value):
+        raise _Invalid(f"{name}: not an integer: {value!r}")
+    number = int(value)
+    if not _INT64_MIN <= number <= _INT64_MAX:
+        raise _Invalid(f"{name}: integer out of int64 range: {value!r}")
+    return number
+
+
+def _float(value: Any, name: str) -> float:
+    # the export writes FLOAT as a JSON number: the common case first
+    if type(value) is float and math.isfinite(value):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise _Invalid(f"{name}: expected a number, found {json.dumps(value)}")
+    if isinstance(value, str) and not _DECIMAL.fullmatch(value):
+        raise _Invalid(f"{name}: not a number: {value!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise _Invalid(f"{name}: number out of range: {value!r}")
+    return number
+
+
+def _bool(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return bool(value == "true")
+    raise _Invalid(f"{name}: expected true or false, found {json.dumps(value)}")
+
+
+def _text(value: Any, name: str) -> str:
+    if name in _JSON_TEXT_FIELDS and isinstance(value, list):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if not isinstance(value, str):
+        raise _Invalid(f"{name}: expected a string, found {json.dumps(value)}")
+    if "\x00" in value:
+        raise _Invalid(f"{name}: NUL byte in text")
+    return value
+
+
+def _typed(column: Column, value: Any) -> object:
+    """One field's lake value (None for NULL); raises :class:`_Invalid` with the reason."""
+    name = column.name
+    if value is None:
+        if column.mandatory:
+            raise _Invalid(f"{name}: mandatory field is missing")
+        return None
+    if column.kind in ("int_list", "float_list"):
+        if not isinstance(value, list):
+            raise _Invalid(f"{name}: expected an array, found {json.dumps(value)}")
+        floats = column.kind == "float_list" and all(type(v) is float for v in value)
+        if floats and all(map(math.isfinite, value)):
+            return value
+        convert = _int if column.kind == "int_list" else _float
+        return [convert(v, f"{name}[{i}]") for i, v in enumerate(value)]
+    if column.kind == "int":
+        return _int(value, name)
+    if column.kind == "float":
+        return _float(value, name)
+    if column.kind == "bool":
+        return _bool(value, name)
+    return _text(value, name)
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json keeps the last of two equal keys: the other value would be lost without a word
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _Invalid(f"duplicate field {key!r}")
+            seen.add(key)
+    return obj
+
+
+@dataclass(frozen=True)
+class JsonShape:
+    """Where each column of a table is in a line's object: its key, and its leaf when nested."""
+
+    table: Table
+    paths: tuple[tuple[str, ...], ...]
+    #: top-level key -> the leaves of a nested message (empty for a plain field)
+    keys: dict[str, frozenset[str]]
+
+    @classmethod
+    def of(cls, table: Table) -> JsonShape:
+        paths = tuple(tuple(c.official.split(".")) for c in table.columns)
+        keys: dict[str, set[str]] = {}
+        for path in paths:
+            keys.setdefault(path[0], set()).update(path[1:])
+        return cls(table, paths, {k: frozenset(v) for k, v in keys.items()})
+
+
+def parse_line(shape: JsonShape, text: str | None, raw_size: int) -> list[object] | str:
+    """The typed values of one line in column order, or the reason it is rejected. Pure."""
+    if raw_size == 0:
+        return "blank line"
+    if text is None:
+        return "invalid UTF-8 bytes"
+    if "\x00" in text:
+        return "NUL byte in line"
+    try:
+        obj = json.loads(text, object_pairs_hook=_object)
+    except _Invalid as exc:
+        return str(exc)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        return f"invalid JSON: {getattr(exc, 'msg', exc)} (column {getattr(exc, 'colno', '?')})"
+    if not isinstance(obj, dict):
+        return f"expected a JSON object, found {type(obj).__name__}"
+    problem = _unknown_keys(shape, obj)
+    if problem:
+        return problem
+    values: list[object] = []
+    try:
+        for column, path in zip(shape.table.columns, shape.paths, strict=True):
+            value = obj.get(path[0])
+            if len(path) > 1 and value is not None:
+                value = value.get(path[1])
+            values.append(_typed(column, value))
+    except _Invalid as exc:
+        return str(exc)
+    return values
+
+
+def _unknown_keys(shape: JsonShape, obj: dict[str, Any]) -> str:
+    table = shape.table.name
+    for key, value in obj.items():
+        leaves = shape.keys.get(key)
+        if leaves is None:
+            return f"unknown field {key!r}: not in the v3 schema of {table}"
+        if leaves and value is not None:
+            if not isinstance(value, dict):
+                return f"{key}: expected an object with {sorted(leaves)}, found {json.dumps(value)}"
+            extra = sorted(set(value) - leaves)
+            if extra:
+                return f"unknown field {key}.{extra[0]}: not in the v3 schema of {table}"
+    return ""
+
+
+@dataclass(frozen=True)
+class _Counts:
+    rows_read: int
+    rows_written: int
+    rows_rejected: int
+    #: digests of the stored and decompressed bytes, from the one read (see RawStream)
+    checksum: str = ""
+    content: str = ""
+    sha256: str = ""
+
+
+def _parsed_chunks(
+    shape: JsonShape, raw: RawFile, stream: RawStream
+) -> Iterator[tuple[pa.Table, list[tuple[int, str, str | None, bytes]]]]:
+    """Per chunk of lines: the good rows as a lake table, and the rejects (line, reason, text, bytes)."""
+    schema = _lake_arrow_schema(shape.table)
+    names = shape.table.column_names
+    line = 0
+    for chunk in stream.chunks():
+        lines = _chunk_lines(chunk, line + 1)
+        line += lines.height
+        good: list[list[object]] = []
+        rows: list[int] = []
+        bad: list[tuple[int, str, str | None, bytes]] = []
+        for number, text, data in lines.iter_rows():
+            parsed = parse_line(shape, text, len(data))
+            if isinstance(parsed, str):
+                bad.append((number, parsed, text, data))
+            else:
+                good.append(parsed)
+                rows.append(number)
+        columns: dict[str, list[Any]] = {n: [r[i] for r in good] for i, n in enumerate(names)}
+        columns[SOURCE_FILE] = [raw.rel] * len(good)
+        columns[SOURCE_ROW] = rows
+        yield pa.table(columns, schema=schema), bad
+
+
+def _reject_rows(raw: RawFile, bad: list[tuple[int, str, str | None, bytes]]) -> pa.Table:
+    return pa.table(
+        {
+            SOURCE_FILE: [raw.rel] * len(bad),
+            "source_line": [b[0] for b in bad],
+            "reason": [b[1] for b in bad],
+            # lines that are not UTF-8 keep a readable text with U+FFFD and their exact bytes
+            "raw_text": [
+                b[2] if b[2] is not None else b[3].decode("utf-8", "replace") for b in bad
+            ],
+            "raw_bytes": [b[3] for b in bad],
+        },
+        schema=REJECT_SCHEMA,
+    )
+
+
+def _write(shape: JsonShape, raw: RawFile, paths: LakePaths, chunk_bytes: int) -> _Counts:
+    read = written = rejected = 0
+    schema = _lake_arrow_schema(shape.table)
+    stream = RawStream(raw.path, raw.rel, chunk_bytes)
+    with (
+        pq.ParquetWriter(paths.parquet_tmp, schema, store_schema=False, **ZSTD) as good_out,
+        pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as bad_out,
+    ):
+        for good, bad in _parsed_chunks(shape, raw, stream):
+            good_out.write_table(good)
+            if bad:
+                bad_out.write_table(_reject_rows(raw, bad))
+            read += good.num_rows + len(bad)
+            written += good.num_rows
+            rejected += len(bad)
+    return _Counts(read, written, rejected, stream.checksum, stream.content, stream.sha256)
+
+
+def _reject_everything(
+    shape: JsonShape, raw: RawFile, paths: LakePaths, counts: _Counts, chunk_bytes: int
+) -> None:
+    """Rewrite the rejects so they hold every line of a file that is not this table's export."""
+    whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
+    paths.rejects_tmp.unlink(missing_ok=True)
+    line = 0
+    with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as out:
+        for chunk in RawStream(raw.path, raw.rel, chunk_bytes).chunks():
+            lines = _chunk_lines(chunk, line + 1)
+            line += lines.height
+            rows = []
+            for number, text, data in lines.iter_rows():
+                reason = parse_line(shape, text, len(data))
+                rows.append((number, reason if isinstance(reason, str) else whole_file, text, data))
+            out.write_table(_reject_rows(raw, rows))
+
+
+def convert_jsonl_file(
+    table: Table, raw: RawFile, paths: LakePaths, *, chunk_bytes: int = 32 << 20
+) -> Conversion:
+    """Convert one JSON-lines shard into its typed Parquet and rejects, atomically."""
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
+    started, started_at = time.perf_counter(), datetime.now(UTC)
+    shape = JsonShape.of(table)
+    paths.parquet.parent.mkdir(parents=True, exist_ok=True)
+    paths.rejects.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        counts = _write(shape, raw, paths, chunk_bytes)
+    except RawFileError as exc:
+        remove_outputs(paths)
+        return Conversion("error", "none", 0, 0, 0, str(exc), _since(started), started_at)
+    except BaseException:
+        for tmp in (paths.parquet_tmp, paths.rejects_tmp):
+            tmp.unlink(missing_ok=True)
+        raise
+    if counts.rows_read and counts.rows_rejected >= GARBAGE_SHARE * counts.rows_read:
+        _reject_everything(shape, raw, paths, counts, chunk_bytes)
+        publish_rejects_only(paths)
+        error = (
+            f"{counts.rows_rejected} of {counts.rows_read} lines rejected — is this an original "
+            f"{table.name} export shard (JSON lines, compressed at most once)? (every line kept "
+            f"in {REJECTS_DIR}/{table.name}__*.parquet)"
+        )
+        return Conversion(
+            "error",
+            "validated",
+            counts.rows_read,
+            0,
+            counts.rows_read,
+            error,
+            _since(started),
+            started_at,
+            counts.checksum,
+            counts.content,
+            counts.sha256,
+        )
+    publish_outputs(paths, has_rejects=counts.rows_rejected > 0)
+    return Conversion(
+        "ok",
+        "validated",
+        counts.rows_read,
+        counts.rows_written,
+        counts.rows_rejected,
+        "",
+        _since(started),
+        started_at,
+        counts.checksum,
+        counts.content,
+        counts.sha256,
+    )
+
+
+def _since(started: float) -> float:
+    return time.perf_counter() - started

@@ -1,0 +1,111 @@
+"""google-2019: the five tables of the Google cluster-usage traces v3 (clusterdata-2019), as the
+BigQuery JSON-lines export writes them (``<table>/<table>-000000000000.json.gz``).
+
+Fields, types and units from ``clusterdata_trace_format_v3.proto``: times are int64 microseconds
+since the start of the trace, IDs int64, enums their integer values, CPU and memory normalized
+floats (NCUs, normalized bytes). The export writes every number as a JSON string (``"time":
+"1687655299440"``) and leaves out a field that is NULL. Nested messages are flattened into one
+column per leaf, named ``<field>_<leaf>`` (``capacity.cpus`` → ``capacity_cpus``); the official
+name of a column is its JSON path, which is how ingest finds it. Repeated numbers are lists;
+the repeated ``constraint`` message is kept as the JSON text of its array. Mandatory fields are
+the proto's ``[key]`` fields and the event type.
+
+This module holds plain data so that :mod:`analysis.lake.schemas` (which builds the tables)
+imports it without a cycle.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+G2019Kind = Literal["int", "float", "str", "bool", "int_list", "float_list"]
+#: (column name, kind, mandatory, official name = JSON path with "." between nesting levels)
+ColumnSpec = tuple[str, G2019Kind, bool, str]
+
+#: the shard name of the export: ``<table>-NNNNNNNNNNNN.json.gz``
+SHARD_GLOB = "{table}/{table}-*.json*"
+
+
+def _resources(field: str) -> tuple[ColumnSpec, ...]:
+    return (
+        (f"{field}_cpus", "float", False, f"{field}.cpus"),
+        (f"{field}_memory", "float", False, f"{field}.memory"),
+    )
+
+
+#: the fields InstanceEvent and CollectionEvent share (proto fields 1-8)
+_EVENT_PREFIX: tuple[ColumnSpec, ...] = (
+    ("time", "int", True, "time"),
+    ("type", "int", True, "type"),
+    ("collection_id", "int", True, "collection_id"),
+    ("scheduling_class", "int", False, "scheduling_class"),
+    ("missing_type", "int", False, "missing_type"),
+    ("collection_type", "int", False, "collection_type"),
+    ("priority", "int", False, "priority"),
+    ("alloc_collection_id", "int", False, "alloc_collection_id"),
+)
+
+_TABLES: dict[str, tuple[ColumnSpec, ...]] = {
+    "machine_events": (
+        ("time", "int", True, "time"),
+        ("machine_id", "int", True, "machine_id"),
+        ("type", "int", True, "type"),
+        ("switch_id", "str", False, "switch_id"),
+        *_resources("capacity"),
+        ("platform_id", "str", False, "platform_id"),
+        ("missing_data_reason", "int", False, "missing_data_reason"),
+    ),
+    "machine_attributes": (
+        ("time", "int", True, "time"),
+        ("machine_id", "int", True, "machine_id"),
+        ("name", "str", True, "name"),
+        ("value", "str", False, "value"),
+        ("deleted", "bool", False, "deleted"),
+    ),
+    "collection_events": (
+        *_EVENT_PREFIX,
+        ("user", "str", False, "user"),
+        ("collection_name", "str", False, "collection_name"),
+        ("collection_logical_name", "str", False, "collection_logical_name"),
+        ("parent_collection_id", "int", False, "parent_collection_id"),
+        ("start_after_collection_ids", "int_list", False, "start_after_collection_ids"),
+        ("max_per_machine", "int", False, "max_per_machine"),
+        ("max_per_switch", "int", False, "max_per_switch"),
+        ("vertical_scaling", "int", False, "vertical_scaling"),
+        ("scheduler", "int", False, "scheduler"),
+    ),
+    "instance_events": (
+        *_EVENT_PREFIX,
+        ("instance_index", "int", True, "instance_index"),
+        ("machine_id", "int", False, "machine_id"),
+        ("alloc_instance_index", "int", False, "alloc_instance_index"),
+        *_resources("resource_request"),
+        # repeated MachineConstraint {name, value, relation}: the JSON array as exported
+        ("constraint", "str", False, "constraint"),
+    ),
+    "instance_usage": (
+        ("start_time", "int", True, "start_time"),
+        ("end_time", "int", True, "end_time"),
+        ("collection_id", "int", True, "collection_id"),
+        ("instance_index", "int", True, "instance_index"),
+        ("machine_id", "int", False, "machine_id"),
+        ("alloc_collection_id", "int", False, "alloc_collection_id"),
+        ("alloc_instance_index", "int", False, "alloc_instance_index"),
+        ("collection_type", "int", False, "collection_type"),
+        *_resources("average_usage"),
+        *_resources("maximum_usage"),
+        *_resources("random_sample_usage"),
+        ("assigned_memory", "float", False, "assigned_memory"),
+        ("page_cache_memory", "float", False, "page_cache_memory"),
+        ("cycles_per_instruction", "float", False, "cycles_per_instruction"),
+        ("memory_accesses_per_instruction", "float", False, "memory_accesses_per_instruction"),
+        ("sample_rate", "float", False, "sample_rate"),
+        ("cpu_usage_distribution", "float_list", False, "cpu_usage_distribution"),
+        ("tail_cpu_usage_distribution", "float_list", False, "tail_cpu_usage_distribution"),
+    ),
+}
+
+#: table name -> (raw glob, columns in proto field order)
+GOOGLE_2019_COLUMNS: dict[str, tuple[str, tuple[ColumnSpec, ...]]] = {
+    name: (SHARD_GLOB.format(table=name), cols) for name, cols in _TABLES.items()
+}
