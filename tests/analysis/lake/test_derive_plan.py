@@ -15,6 +15,7 @@ from tracelab.analysis.lake import derive
 
 GOOGLE_TABLES = [
     "agg_event_cdf",
+    "agg_machine_capacity",
     "agg_queue_length",
     "agg_running_tasks",
     "agg_transition_counts",
@@ -38,6 +39,7 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
     deps = derive.table_dependencies("google-2011")
     assert deps == {
         "agg_event_cdf": ("fct_task_transitions",),
+        "agg_machine_capacity": (),
         "agg_queue_length": ("fct_task_transitions_collapsed",),
         "agg_running_tasks": ("fct_task_transitions_collapsed",),
         "agg_transition_counts": ("fct_task_transitions",),
