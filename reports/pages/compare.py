@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import polars as pl
 
 from tracelab.analysis.compare.intervals import Estimate
@@ -29,20 +28,26 @@ _NO_PAPER = (
 )
 
 
-def _reader(ctx: PageContext) -> Reader:
+#: (trace, table) -> the frame the metrics read, so the figure reuses it instead of reading again
+Frames = dict[tuple[str, str], pl.DataFrame]
+
+
+def _reader(ctx: PageContext, frames: Frames) -> Reader:
     def read(trace: str, table: str, columns: tuple[str, ...]) -> pl.DataFrame | None:
         path = ctx.derived_for(trace, table)
         if not path.exists():
             ctx.reads.pop()  # an absent table is not an input of the page
             return None
-        return collect(scan(path, columns).select(columns))
+        frames[(trace, table)] = collect(scan(path, columns).select(columns))
+        return frames[(trace, table)]
 
     return read
 
 
 def compare_sections(ctx: PageContext) -> Sequence[Section]:
     """One section per metric, a row per trace present."""
-    rows = comparisons(_reader(ctx))
+    frames: Frames = {}
+    rows = comparisons(_reader(ctx, frames))
     if not rows:
         raise InputsMissing("no trace's derived tables in this data directory")
     sources = data_sources(ctx.data_dir, tuple(r.trace for r in rows))
@@ -50,7 +55,7 @@ def compare_sections(ctx: PageContext) -> Sequence[Section]:
         _traces_section(rows, sources),
         _outcomes_section(rows),
         _counts_section(rows),
-        _durations_section(ctx, rows),
+        _durations_section(ctx, rows, frames),
         _usage_section(rows),
         _churn_section(rows),
     )
@@ -74,7 +79,7 @@ def _traces_section(rows: Sequence[TraceComparison], sources: dict[str, str]) ->
                 sources.get(r.trace, "not recorded"),
                 fmt(r.window_h[0]),
                 fmt(r.window_h[1]),
-                next(s.unit for s in TRACE_TABLES if s.trace == r.trace),
+                r.outcomes.unit if r.outcomes else "",
             )
             for r in rows
         ),
@@ -136,7 +141,9 @@ def _counts_section(rows: Sequence[TraceComparison]) -> Section:
     )
 
 
-def _durations_section(ctx: PageContext, rows: Sequence[TraceComparison]) -> Section:
+def _durations_section(
+    ctx: PageContext, rows: Sequence[TraceComparison], frames: Frames
+) -> Section:
     return Section(
         title="Task durations",
         this_run=(
@@ -166,12 +173,13 @@ def _durations_section(ctx: PageContext, rows: Sequence[TraceComparison]) -> Sec
                 ),
             ),
         ),
-        figures=_duration_figure(ctx, rows),
+        figures=_duration_figure(ctx, rows, frames),
     )
 
 
-def _duration_figure(ctx: PageContext, rows: Sequence[TraceComparison]) -> tuple[Figure, ...]:
-    read = _reader(ctx)
+def _duration_figure(
+    ctx: PageContext, rows: Sequence[TraceComparison], frames: Frames
+) -> tuple[Figure, ...]:
     with new_axes(
         ctx.out_dir,
         "compare_execution_cdf",
@@ -180,12 +188,8 @@ def _duration_figure(ctx: PageContext, rows: Sequence[TraceComparison]) -> tuple
     ) as (ax, holder):
         for r in rows:
             spec = next(s for s in TRACE_TABLES if s.trace == r.trace)
-            frame = read(r.trace, spec.task_times, ("execution_time_s",))
-            values = (
-                frame["execution_time_s"].drop_nulls().cast(pl.Float64).to_numpy()
-                if frame is not None
-                else np.empty(0)
-            )
+            times = frames[(r.trace, spec.task_times)]["execution_time_s"]
+            values = times.drop_nulls().cast(pl.Float64).to_numpy()
             x, y = ecdf(values[values > 0])
             ax.step(x, y, where="post", label=r.trace)
         ax.set_xscale("log")
