@@ -9,7 +9,10 @@ from that one vmtable CSV(.gz) (``queries/``, :mod:`analysis.azure_vmtable`) int
 ``--trace alibaba-2018`` (issue 27, step 4) fits the priors that trace supports
 (:mod:`analysis.priors.alibaba`: Gamma execution times of the Terminated tasks and per-task mean
 CPU) from ``DATA/derived/alibaba-2018/`` into ``DATA/results/alibaba-2018/priors/``; the azure-only
-options do not apply there.
+options do not apply there. ``--trace google-2019`` likewise fits google-2011's §2.7 Gamma priors
+on v3's tables (:mod:`analysis.priors.google2019`) into ``DATA/results/google-2019/priors/``; a lake
+without instance_events (the real machine_events shard alone) supports none, and :func:`fit_needs`
+says so instead of running.
 """
 
 from __future__ import annotations
@@ -23,13 +26,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.shortfall import recorded_shortfalls
+from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_outputs import record_parameters, write_stage_outputs
 from tracelab.analysis.common.stage_params import FitOptions
 from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
-from tracelab.analysis.priors import alibaba
+from tracelab.analysis.priors import alibaba, google2019
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
 from tracelab.analysis.priors.vmtable import (
     TRACE,
@@ -158,10 +161,53 @@ def fit_alibaba_flow(settings: Settings, trace: str, params: FitOptions) -> alib
     return fits
 
 
+@task(cache_policy=NONE, task_run_name="fit google-2019 priors")
+def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.Google2019Fits:
+    """Priors from ``fct_g2019_instance_times`` and ``fct_g2019_instance_usage_stats`` ->
+    ``DATA/results/google-2019/priors/`` (params.json, summary.json with the options)."""
+    logger = get_run_logger()
+    derived = settings.derived_dir / google2019.TRACE
+    times = pl.scan_parquet(derived / f"{google2019.INSTANCE_TIMES}.parquet")
+    usage = pl.scan_parquet(derived / f"{google2019.USAGE_STATS}.parquet")
+    fits = google2019.google2019_fits(times, usage, seed=params.seed, n_bootstrap=params.n_boot)
+    out = settings.results_dir / google2019.TRACE / google2019.STAGE
+    summary = google2019.google2019_summary(fits, times, settings.data_dir)
+    write_stage_outputs(out, {}, summary)
+    record_parameters(out, params)
+    write_stage_params(out, list(fits.records))
+    for record in fits.records:
+        logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
+    for name, why in fits.skipped:
+        logger.warning("%s not fitted: %s", name, why)
+    return fits
+
+
+@flow(name="tracelab-fit-google-2019", flow_run_name=flow_run_name("fit"))
+def fit_google2019_flow(
+    settings: Settings, trace: str, params: FitOptions
+) -> google2019.Google2019Fits:
+    """Fit the google-2019 priors on derive's g2019 tables."""
+    print(
+        f"[fit] 1/1 fitting the google-2019 priors ({params.n_boot} bootstrap replicates per fit) ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    fits = fit_google2019_priors(settings, params)
+    headline = tuple((r.name, f"{r.n:,} values") for r in fits.records)
+    publish_summary("fit", trace, headline, "google-2019-priors")
+    return fits
+
+
+def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:
+    """What keeps fit from running on ``trace`` (the registry's ``needs``): only google-2019
+    can lack every table its priors come from (a lake of machine_events alone)."""
+    return google2019.google2019_needs(data_dir) if trace == google2019.TRACE else None
+
+
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
     """The registry's entry point: the fit flow with typed parameters."""
-    if trace == alibaba.TRACE:
-        return _run_alibaba(settings, trace, params)
+    if trace in (alibaba.TRACE, google2019.TRACE):
+        return _run_trace_priors(settings, trace, params)
     if params.vmtable and not Path(params.vmtable).is_file():
         raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
     started = time.perf_counter()
@@ -175,14 +221,19 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
     )
 
 
-def _run_alibaba(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+    """alibaba-2018's or google-2019's Gamma priors (the azure-only options refused)."""
     if params.vmtable:
         raise TracelabError(
             f"--vmtable is an azure-2017 option; `tracelab fit --trace {trace}` reads "
             f"DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
         )
     started = time.perf_counter()
-    fits = fit_alibaba_flow(settings, trace, params)
+    fits: alibaba.AlibabaFits | google2019.Google2019Fits = (
+        fit_alibaba_flow(settings, trace, params)
+        if trace == alibaba.TRACE
+        else fit_google2019_flow(settings, trace, params)
+    )
     return StageResult(
         stage="fit",
         trace=trace,

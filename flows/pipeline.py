@@ -32,6 +32,7 @@ from tracelab.analysis.common.fingerprints import (
 )
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_api import number_arg
+from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
@@ -359,18 +360,11 @@ def require_ingestible(trace: str, raw: Path) -> None:
         return
     left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
     named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
-    layout = _PUBLISHED_LAYOUT.get(trace, "<table>/part-NNNNN-of-NNNNN.csv.gz")
+    layout = PUBLISHED_LAYOUT.get(trace, "<table>/part-NNNNN-of-NNNNN.csv.gz")
     raise TracelabError(
         f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")
     )
-
-
-#: how a trace's files are named when it is not as google-2011's parts
-_PUBLISHED_LAYOUT = {
-    "google-2019": "<table>/<table>-NNNNNNNNNNNN.json.gz",
-    "alibaba-2018": "<table>/<table>.csv[.gz]",
-}
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:

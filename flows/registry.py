@@ -168,9 +168,9 @@ def _analyze() -> StageCode:
 @cache
 def _fit() -> StageCode:
     from tracelab.analysis.common.stage_params import FitOptions
-    from tracelab.flows.fit import run_stage
+    from tracelab.flows.fit import fit_needs, run_stage
 
-    return StageCode(FitOptions, run_stage)
+    return StageCode(FitOptions, run_stage, fit_needs)
 
 
 @cache
@@ -282,13 +282,13 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="fit",
         command="fit",
-        help="Gamma priors of the Azure deployment model, with censoring; on alibaba-2018 the "
-        "Gamma priors that trace supports (execution time, mean CPU)",
-        traces=(_A, "alibaba-2018"),
+        help="Gamma priors of the Azure deployment model, with censoring; on alibaba-2018 and "
+        "google-2019 the Gamma priors each trace supports (execution time, CPU usage)",
+        traces=(_A, "alibaba-2018", _G19),
         code=_fit,
         inputs=(derived_table("fct_azure_deployments"),),
         outputs=(stage_results("priors", producer="fit"),),
-        pages=("azure-priors", "alibaba-priors"),
+        pages=("azure-priors", "alibaba-priors", "google-2019-priors"),
         upstream=("derive",),
         methods="§2.6, §2.7",
         trace_inputs=(
@@ -297,6 +297,13 @@ STAGES: tuple[Stage, ...] = (
                 (
                     derived_table("fct_alibaba_task_times"),
                     derived_table("fct_alibaba_task_usage_stats"),
+                ),
+            ),
+            (
+                _G19,
+                (
+                    derived_table("fct_g2019_instance_times"),
+                    derived_table("fct_g2019_instance_usage_stats"),
                 ),
             ),
         ),

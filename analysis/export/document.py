@@ -33,8 +33,9 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.params import STAGE_PARAMS_FILE, FittedParameter
 from tracelab.analysis.lake.provenance import data_source
 
-#: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid)
-SCHEMA_VERSION = "1.3.0"
+#: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid);
+#: 1.4.0: records of google-2019 (likewise)
+SCHEMA_VERSION = "1.4.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
 MANIFEST_NAME = "_manifest.parquet"

@@ -34,6 +34,11 @@ GOOGLE = "google-2011"
 LONG_TASK_WINDOWS = DeriveParams().long_task_windows
 LONG_TASK = f"≥ {LONG_TASK_WINDOWS} usage windows"
 _KEPT = ("ok", "skipped-unchanged")
+#: how a trace's files are named when it is not as google-2011's parts
+PUBLISHED_LAYOUT = {
+    "google-2019": "<table>/<table>-NNNNNNNNNNNN.json.gz",
+    "alibaba-2018": "<table>/<table>.csv[.gz]",
+}
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ def table_found(lake_trace_dir: Path, table: str) -> str:
     if t.failed:
         parts.append(f"{_files(len(t.failed))} failed to ingest: {_listed(t.failed)}")
     if not (t.ignored or t.failed or t.files):
-        parts.append(f"no {table}/part-NNNNN-of-NNNNN.csv[.gz] file was given")
+        layout = PUBLISHED_LAYOUT.get(lake_trace_dir.name, "<table>/part-NNNNN-of-NNNNN.csv[.gz]")
+        parts.append(f"no {layout.replace('<table>', table)} file was given")
     return ", ".join(parts)
 
 

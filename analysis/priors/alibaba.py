@@ -24,7 +24,7 @@ import polars as pl
 
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
 from tracelab.analysis.export.params import FittedParameter
-from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, gamma_fit
+from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, fit_gamma_samples
 
 TRACE = "alibaba-2018"
 #: the results folder and record stage of every trace's priors (azure-2017's too)
@@ -64,16 +64,8 @@ def alibaba_fits(
             "cores",
         ),
     )
-    records: list[FittedParameter] = []
-    skipped: list[tuple[str, str]] = []
-    for i, (name, sample, unit) in enumerate(samples):
-        try:
-            fit = gamma_fit(name, sample, unit=unit, seed=seed + i, n_bootstrap=n_bootstrap)
-        except ValueError as exc:
-            skipped.append((name, str(exc)))
-            continue
-        records.append(fit.to_parameter(TRACE, STAGE))
-    return AlibabaFits(tuple(records), tuple(skipped))
+    fits, skipped = fit_gamma_samples(samples, seed=seed, n_bootstrap=n_bootstrap)
+    return AlibabaFits(tuple(f.to_parameter(TRACE, STAGE) for f in fits), skipped)
 
 
 def alibaba_summary(

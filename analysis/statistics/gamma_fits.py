@@ -10,6 +10,7 @@ and rate. The Gamma has support x > 0: zeros (a constant task has std 0; an exec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,10 +137,29 @@ class GoogleGammaFits:
     n_finished_incarnations: int
 
 
-def finished_execution_times(task_times: pl.LazyFrame) -> FloatArray:
-    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds)."""
+def fit_gamma_samples(
+    samples: Sequence[tuple[str, npt.ArrayLike, str]], *, seed: int, n_bootstrap: int
+) -> tuple[tuple[GammaFit, ...], tuple[tuple[str, str], ...]]:
+    """:func:`gamma_fit` of each ``(name, sample, unit)``, fit i bootstrapping with seed
+    ``seed + i``; a sample that cannot be fitted is returned as ``(name, reason)`` instead of
+    failing the stage (every trace's priors: google-2011, alibaba-2018, google-2019)."""
+    fits: list[GammaFit] = []
+    skipped: list[tuple[str, str]] = []
+    for i, (name, sample, unit) in enumerate(samples):
+        try:
+            fits.append(gamma_fit(name, sample, unit=unit, seed=seed + i, n_bootstrap=n_bootstrap))
+        except ValueError as exc:
+            skipped.append((name, str(exc)))
+    return tuple(fits), tuple(skipped)
+
+
+def finished_execution_times(
+    task_times: pl.LazyFrame, finish_event_type: int = FINISH_EVENT_TYPE
+) -> FloatArray:
+    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds), or in
+    a table with its columns (google-2019's ``fct_g2019_instance_times``, whose FINISH is 6)."""
     frame = (
-        task_times.filter(pl.col("terminal_event_type") == FINISH_EVENT_TYPE)
+        task_times.filter(pl.col("terminal_event_type") == finish_event_type)
         .select("execution_time_s")
         .collect()
     )
@@ -166,16 +186,10 @@ def google_gamma_fits(
         ("google_task_inst_std", np.asarray(inst_std, dtype=np.float64), "cores"),
         ("google_task_execution_time", execution, "s"),
     )
-    fits: list[GammaFit] = []
-    skipped: list[tuple[str, str]] = []
-    for i, (name, sample, unit) in enumerate(samples):
-        try:
-            fits.append(gamma_fit(name, sample, unit=unit, seed=seed + i, n_bootstrap=n_bootstrap))
-        except ValueError as exc:
-            skipped.append((name, str(exc)))
+    fits, skipped = fit_gamma_samples(samples, seed=seed, n_bootstrap=n_bootstrap)
     return GoogleGammaFits(
-        fits=tuple(fits),
-        skipped=tuple(skipped),
+        fits=fits,
+        skipped=skipped,
         seed=seed,
         n_bootstrap=n_bootstrap,
         n_long_tasks=int(mean.size),

@@ -10,6 +10,7 @@ from tracelab.reports.pages import analysis as a
 from tracelab.reports.pages import calibration as cal
 from tracelab.reports.pages import compare as cmp
 from tracelab.reports.pages import google as g
+from tracelab.reports.pages import google2019_priors as g19p
 from tracelab.reports.pages import packing as pck
 from tracelab.reports.pages import params as pp
 from tracelab.reports.pages import placement as plc
@@ -179,6 +180,15 @@ ALIBABA_PAGES: tuple[PageSpec, ...] = (
         (_result("priors", "params.json", "alibaba-2018"),),
         "tracelab fit --trace alibaba-2018",
         alp.alibaba_priors_sections,
+    ),
+    PageSpec(
+        "google-2019-priors",
+        "Gamma priors of google-2019",
+        "google-2019",
+        "fit/priors",
+        (_result("priors", "params.json", "google-2019"),),
+        "tracelab fit --trace google-2019",
+        g19p.google2019_priors_sections,
     ),
 )
 

@@ -33,6 +33,9 @@ POOR_FIT_KS = 0.1
 _WHAT: dict[str, str] = {
     "alibaba_task_execution_time": "execution time of Terminated tasks (end - start)",
     "alibaba_task_avg_mean": "per-task mean of its instances' average CPU",
+    "g2019_instance_execution_time": "execution time of FINISHed incarnations (SCHEDULE to FINISH)",
+    "g2019_instance_inst_mean": "per-instance mean of inst CPU usage, long instances",
+    "g2019_instance_inst_std": "per-instance std of inst CPU usage, long instances",
 }
 
 _PAPER = (
@@ -57,7 +60,7 @@ def alibaba_priors_sections(ctx: PageContext) -> Sequence[Section]:
             title="Gamma priors of alibaba-2018",
             this_run=_prose(records, shortfalls, source, summary),
             paper=_PAPER,
-            tables=(_table(records),),
+            tables=(priors_table(records, ctx.trace),),
         ),
         parameters_section(summary, "fit", "fit"),
     )
@@ -74,7 +77,7 @@ def _prose(
         "intervals are 95% percentile-bootstrap intervals (replicates and seed below). ",
     ]
     for r in records:
-        out += _record_prose(r)
+        out += record_prose(r)
     if not records:
         out.append("No sample could be fitted. ")
     for text in shortfalls:
@@ -86,7 +89,8 @@ def _prose(
     return tuple(out)
 
 
-def _record_prose(r: FittedParameter) -> list[Fragment]:
+def record_prose(r: FittedParameter) -> list[Fragment]:
+    """What the record is a prior of, its shape, rate, n and KS distance with a verdict."""
     shape, rate = r.parameters["shape"], r.parameters["rate"]
     dropped = r.values.get("n_dropped_nonpositive", 0)
     out: list[Fragment] = [
@@ -112,7 +116,8 @@ def _record_prose(r: FittedParameter) -> list[Fragment]:
     return out
 
 
-def _table(records: Sequence[FittedParameter]) -> HtmlTable:
+def priors_table(records: Sequence[FittedParameter], trace: str) -> HtmlTable:
+    """One row per record: n, shape and rate with their intervals, mean, KS distance, verdict."""
     rows = []
     for r in records:
         shape, rate = r.parameters["shape"], r.parameters["rate"]
@@ -136,7 +141,7 @@ def _table(records: Sequence[FittedParameter]) -> HtmlTable:
             )
         )
     return HtmlTable(
-        "Gamma priors of alibaba-2018 (MLE, location 0; 95% percentile-bootstrap intervals)",
+        f"Gamma priors of {trace} (MLE, location 0; 95% percentile-bootstrap intervals)",
         (
             "record",
             "n",

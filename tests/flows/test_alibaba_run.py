@@ -154,7 +154,7 @@ def test_the_export_carries_the_excerpt_fit_as_an_independent_fit_gives_it(
 ) -> None:
     doc = _exported(excerpt_run)
     assert doc.traces == (TRACE,)
-    assert doc.schema_version == "1.3.0"
+    assert doc.schema_version == "1.4.0"
     rec = doc.record(TRACE, "priors", EXECUTION)
     assert rec.trace == TRACE
     times = _excerpt_execution_times()

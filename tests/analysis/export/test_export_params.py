@@ -83,7 +83,7 @@ def test_document_is_valid_against_the_schema_file(data_dir: Path) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(doc)
-    assert doc["schema_version"] == "1.3.0"
+    assert doc["schema_version"] == "1.4.0"
     assert doc["created_at"] == "2026-01-02T03:04:05Z"
     assert doc["traces"] == ["azure-2017", "google-2011"]
     assert doc["sources"] == [
