@@ -10,6 +10,7 @@ from repo_paths import REPO
 
 from tracelab.analysis.common.fingerprints import combined_fingerprint
 from tracelab.analysis.common.stage_api import option_spec, out_of_range
+from tracelab.analysis.priors import google2019
 from tracelab.flows.cli import build_parser, main
 from tracelab.flows.registry import (
     ALL,
@@ -179,3 +180,18 @@ def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> No
     assert missing is not None
     assert "derived/alibaba-2018/fct_alibaba_task_times.parquet is missing" in missing
     assert "tracelab derive --trace alibaba-2018" in missing
+
+
+def test_fit_reads_on_google_2019_the_tables_its_priors_come_from(tmp_path: Path) -> None:
+    fit = stage_named("fit")
+    assert "google-2019" in fit.traces
+    assert "google-2019-priors" in fit.pages
+    names = [e.name for e in fit.inputs_for("google-2019")]
+    assert names == ["derived.fct_g2019_instance_times", "derived.fct_g2019_instance_usage_stats"]
+    # the same tables the fit opens (analysis/priors/google2019.py), each a query in queries/
+    assert names == [f"derived.{google2019.INSTANCE_TIMES}", f"derived.{google2019.USAGE_STATS}"]
+    for table in (google2019.INSTANCE_TIMES, google2019.USAGE_STATS):
+        assert (REPO / "queries" / f"{table}.sql").is_file()
+    missing = fit.missing_input(tmp_path, "google-2019")
+    assert missing is not None
+    assert "tracelab derive --trace google-2019" in missing
