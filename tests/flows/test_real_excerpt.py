@@ -155,7 +155,7 @@ def test_no_page_shows_nan_and_short_stages_say_what_they_lacked(
         text = _page_text(page)
         assert not NOT_A_NUMBER.search(text), (page.name, NOT_A_NUMBER.search(text))
         # pages of the other traces (absent from this run) say so; the rest name the real files
-        other_trace = page.stem.startswith(("azure", "alibaba"))
+        other_trace = page.stem.startswith(("azure", "alibaba", "google-2019"))
         assert "real google-2011 trace files" in text or other_trace, page.name
     variability = _page_text(run / "google-variability.html")
     assert "not enough data: variability: needs ≥ 3 long tasks" in variability
