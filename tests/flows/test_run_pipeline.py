@@ -96,6 +96,7 @@ def test_run_generates_runs_every_stage_and_says_where_the_site_is(tiny_run: Tin
         ("derive", "google-2011"),
         ("analyze", "google-2011"),
         ("fit", "azure-2017"),
+        ("fit", "google-2019"),
     ):
         assert stages[key] == "ok", stages
     missing = {p["slug"]: p["unavailable"] for p in doc["pages"] if p["unavailable"]}
