@@ -148,7 +148,8 @@ class AnalyzeOptions:
 @dataclass(frozen=True)
 class FitOptions:
     """``tracelab fit``: the Azure priors of Cluster Admission §5.1 and Appendix B; on
-    alibaba-2018 the Gamma priors of :mod:`analysis.priors.alibaba` (seed and n_boot only)."""
+    alibaba-2018 and google-2019 the Gamma priors of :mod:`analysis.priors.alibaba` and
+    :mod:`analysis.priors.google2019` (seed and n_boot only)."""
 
     seed: int = option(0, "bootstrap seed", minimum=0)
     n_boot: int = option(200, "bootstrap replicates", minimum=1, maximum=1_000_000)
