@@ -61,7 +61,7 @@ from tracelab.analysis.lake.ingest import (
     publish_rejects_only,
     remove_outputs,
 )
-from tracelab.analysis.lake.ingest_jsonl_fast import FastShape, fast_rows
+from tracelab.analysis.lake.ingest_jsonl_fast import FastShape, chunk_text, fast_rows
 from tracelab.analysis.lake.ingest_stream import RawStream, read_ahead
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table
 
@@ -116,18 +116,21 @@ def _bool(value: Any, name: str) -> bool:
 
 
 def _text(value: Any, name: str) -> str:
+    text: str
     if name in _JSON_TEXT_FIELDS and isinstance(value, list):
-        value = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     elif not isinstance(value, str):
         raise _Invalid(f"{name}: expected a string, found {json.dumps(value)}")
     elif "\x00" in value:
         raise _Invalid(f"{name}: NUL byte in text")
-    if not value.isascii():
+    else:
+        text = value
+    if not text.isascii():
         try:
-            value.encode("utf-8")
+            text.encode("utf-8")
         except UnicodeEncodeError:  # "\ud800": JSON escapes half a UTF-16 pair, no character
             raise _Invalid(f"{name}: a lone surrogate escape is not text") from None
-    return value
+    return text
 
 
 def _typed(column: Column, value: Any) -> object:
@@ -259,18 +262,31 @@ def _parsed_chunks(
     fast_shape = FastShape.of(shape.table, _JSON_TEXT_FIELDS)
     line = 0
     for chunk in read_ahead(stream.chunks()):
-        lines = _chunk_lines(chunk, line + 1)
+        text = chunk_text(chunk) if fast else None
+        lines = _chunk_lines(chunk, line + 1) if text is None else _text_lines(text, line + 1)
         line += lines.height
         if fast:
-            typed, taken = fast_rows(fast_shape, lines["text"])
+            typed, taken = fast_rows(fast_shape, lines["text"], chunk)
             typed = typed.with_columns(lines["source_line"].filter(taken).alias(SOURCE_ROW))
             lines = lines.filter(~pl.Series(taken))
-        good, bad = _reference_rows(shape, lines)
+        good, bad = _reference_rows(shape, lines.with_columns(_raw_bytes()))
         if fast and good.height:
             good = pl.concat([typed, good]).sort(SOURCE_ROW)
         elif fast:
             good = typed
         yield _lake_rows(good, raw.rel, schema), bad, lines.height
+
+
+def _text_lines(text: pl.Series, first_line: int) -> pl.DataFrame:
+    """What :func:`_chunk_lines` gives for a chunk :func:`chunk_text` split, but ``raw_bytes``
+    NULL: the bytes are the text's (valid UTF-8, no CR), made only for the lines that need them."""
+    rows = pl.int_range(first_line, first_line + len(text), dtype=pl.Int64, eager=True)
+    return pl.DataFrame({"source_line": rows, "text": text, "raw_bytes": None})
+
+
+def _raw_bytes() -> pl.Expr:
+    raw = pl.col("raw_bytes").cast(pl.Binary)
+    return raw.fill_null(pl.col("text").cast(pl.Binary)).alias("raw_bytes")
 
 
 def _reference_rows(

@@ -121,10 +121,14 @@ def canonical(shape: FastShape, text: pl.Series) -> pl.Series:
     return text.str.contains(shape.pattern).fill_null(False)
 
 
-def _read(shape: FastShape, text: pl.Series) -> tuple[pl.DataFrame, np.ndarray]:
+def _read(
+    shape: FastShape, text: pl.Series, data: bytes | None = None
+) -> tuple[pl.DataFrame, np.ndarray]:
     """The lines read with the typed schema, and which lines were read (the rest: the reader
-    refused them). A refused batch is halved until each refused line is alone."""
-    data = (text.str.join("\n").item() + "\n").encode() if len(text) else b""
+    refused them). A refused batch is halved until each refused line is alone. ``data``: the
+    lines as bytes already (saves joining them)."""
+    if data is None:
+        data = (text.str.join("\n").item() + "\n").encode() if len(text) else b""
     try:
         frame = pl.read_ndjson(data, schema=shape.read_schema) if data else None
     except pl.exceptions.PolarsError:
@@ -159,21 +163,21 @@ def _typed(column: Column, read: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return typed.alias(column.name), doubt
 
 
-def fast_rows(shape: FastShape, text: pl.Series) -> tuple[pl.DataFrame, np.ndarray]:
-    """The typed lake columns of the lines this path takes, and a mask of those lines.
+def chunk_text(chunk: bytes) -> pl.Series | None:
+    """The lines of a chunk as text, without a Python object per line; None when the chunk
+    has a CR or bytes that are not UTF-8 (then its lines are split the validated path's way)."""
+    if b"\r" in chunk:
+        return None
+    try:
+        text = chunk.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    lines = pl.Series("text", [text]).str.split("\n").explode()
+    return lines.head(-1) if chunk.endswith(b"\n") else lines
 
-    ``text`` is one line per element (NULL for a line that is not UTF-8); the rest of the
-    lines (mask False) go to the reference parser.
-    """
-    taken = canonical(shape, text).to_numpy()
-    lines = text.filter(pl.Series(taken))
-    frame, read_ok = _read(shape, lines)
-    if shape.json_text:
-        read_lines = lines.filter(pl.Series(read_ok))
-        frame = frame.with_columns(
-            read_lines.str.extract(pattern, 1).alias(key)
-            for key, pattern in shape.json_text.items()
-        )
+
+def _typed_frame(shape: FastShape, frame: pl.DataFrame) -> pl.DataFrame:
+    """The lake columns of read lines, and ``_doubt``: True where the reference must decide."""
     exprs: list[pl.Expr] = []
     doubts: list[pl.Expr] = []
     for column in shape.table.columns:
@@ -181,7 +185,28 @@ def fast_rows(shape: FastShape, text: pl.Series) -> tuple[pl.DataFrame, np.ndarr
         typed, doubt = _typed(column, pl.col(key).struct.field(leaf) if leaf else pl.col(key))
         exprs.append(typed)
         doubts.append(doubt)
-    typed_frame = frame.select(*exprs, pl.any_horizontal(doubts).alias("_doubt"))
+    return frame.select(*exprs, pl.any_horizontal(doubts).alias("_doubt"))
+
+
+def fast_rows(
+    shape: FastShape, text: pl.Series, chunk: bytes | None = None
+) -> tuple[pl.DataFrame, np.ndarray]:
+    """The typed lake columns of the lines this path takes, and a mask of those lines.
+
+    ``text`` is one line per element (NULL for a line that is not UTF-8); the rest of the
+    lines (mask False) go to the reference parser. ``chunk``: the bytes ``text`` was split
+    from by :func:`chunk_text`, read as they are when every line is taken.
+    """
+    taken = canonical(shape, text).to_numpy()
+    lines = text.filter(pl.Series(taken))
+    frame, read_ok = _read(shape, lines, chunk if taken.all() else None)
+    if shape.json_text:
+        read_lines = lines.filter(pl.Series(read_ok))
+        frame = frame.with_columns(
+            read_lines.str.extract(pattern, 1).alias(key)
+            for key, pattern in shape.json_text.items()
+        )
+    typed_frame = _typed_frame(shape, frame)
     # the lines read and without doubt are this path's; the mask is over every line
     read_lines_at = np.flatnonzero(taken)[read_ok]
     taken[:] = False
