@@ -72,18 +72,28 @@ def _shards(out: Path, target_mb: int, seed: int) -> tuple[Path, Path]:
 
         print(f"generating the medium {TRACE} trace into {folder} ...", flush=True)
         generate_google_2019(folder, seed=seed, scale="medium")
-    lines = gzip.decompress(source.read_bytes())
+    size = _json_bytes(source)
     paths = []
     for name, mb in (("full", target_mb), ("quarter", target_mb / 4)):
         path = out / f"{TRACE}-{TABLE}-{mb:g}mb-{name}" / TABLE / f"{TABLE}-000000000000.json.gz"
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            repeats = max(1, round(mb * 1e6 / len(lines)))
+            # streamed: this process stays small, so no child starts with its memory
             with gzip.open(path, "wb", compresslevel=6) as fh:
-                for _ in range(repeats):
-                    fh.write(lines)
+                for _ in range(max(1, round(mb * 1e6 / size))):
+                    with gzip.open(source, "rb") as src:
+                        shutil.copyfileobj(src, fh, 1 << 20)
         paths.append(path)
     return paths[0], paths[1]
+
+
+def _json_bytes(path: Path) -> int:
+    """Decompressed size of a gzip file, streamed."""
+    size = 0
+    with gzip.open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            size += len(block)
+    return size
 
 
 def _child(engine: str, raw: Path, dest: Path) -> None:
@@ -149,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     engines = [e for e in args.engines.split(",") if e]
     full, quarter = _shards(args.out, args.target_mb, args.seed)
-    raw_mb = len(gzip.decompress(full.read_bytes())) / 1e6
+    raw_mb = _json_bytes(full) / 1e6
     gz_mb = full.stat().st_size / 1e6
     runs = {e: _timed(e, full, args.out / f"work-jsonl-{e}") for e in engines}
     small = _timed("fast", quarter, args.out / "work-jsonl-quarter")
