@@ -39,6 +39,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -316,6 +317,22 @@ def _lake_rows(good: pl.DataFrame, source_file: str, schema: pa.Schema) -> pa.Ta
     return pa.Table.from_arrays([*arrays, source, columns.column(SOURCE_ROW)], schema=schema)
 
 
+def _lake_writer(table: Table, path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    """The lake file's writer: dictionary pages for text and integers (IDs, enums, times repeat)
+    only, row numbers delta-encoded. A dictionary tried on every float and float list of
+    instance_usage (values rarely repeat) cost 0.18 CPU-s per 32 MB chunk, five times the
+    whole write without it, and made the file 20 % larger."""
+    repeating = [c.name for c in table.columns if c.kind in ("str", "int", "bool")]
+    return pq.ParquetWriter(
+        path,
+        schema,
+        store_schema=False,
+        use_dictionary=[*repeating, SOURCE_FILE],
+        column_encoding={SOURCE_ROW: "DELTA_BINARY_PACKED"},
+        **ZSTD,
+    )
+
+
 def _reject_rows(raw: RawFile, bad: list[tuple[int, str, str | None, bytes]]) -> pa.Table:
     return pa.table(
         {
@@ -339,7 +356,7 @@ def _write(
     schema = _lake_arrow_schema(shape.table)
     stream = RawStream(raw.path, raw.rel, chunk_bytes)
     with (
-        pq.ParquetWriter(paths.parquet_tmp, schema, store_schema=False, **ZSTD) as good_out,
+        _lake_writer(shape.table, paths.parquet_tmp, schema) as good_out,
         pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as bad_out,
     ):
         for good, bad, decided in _parsed_chunks(shape, raw, stream, fast=fast):
