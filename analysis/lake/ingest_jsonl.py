@@ -20,7 +20,7 @@ What a valid line is (docs/ingest.md, "google-2019"):
 * a blank line, invalid UTF-8, a NUL byte, a line that is not JSON or an object with the same key
   twice (the parser would keep one value) is rejected with the reason.
 
-Two paths, one definition. :func:`parse_line` (Python's ``json``, line by line, ~20,000 lines a
+Two paths, one definition. :func:`parse_line` (Python's ``json``, line by line, ~15,000 lines a
 CPU-second) *is* the definition and gives each rejected line its reason. Ingest types the lines
 of the export's own shape vectorised (:mod:`analysis.lake.ingest_jsonl_fast`: one regular
 expression proves the shape, Polars' NDJSON reader types them) and sends only the other lines
