@@ -296,3 +296,21 @@ def test_both_paths_agree_on_generated_shards(shard: tuple[Table, bytes], chunk_
     with tempfile.TemporaryDirectory() as tmp:
         out = _outcome(Path(tmp), spec, data, chunk_bytes)
     assert out["read"] == _physical_lines(data)
+
+
+def test_integers_at_and_beyond_int64_agree(tmp_path: Path) -> None:
+    # what Polars' cast and Python's int() make of long digit strings: the same, or a reject
+    values = {
+        "00000000000000000000000001": 1,
+        "+9223372036854775807": 2**63 - 1,
+        "-00009223372036854775808": -(2**63),
+        "18446744073709551615": None,
+        "18446744073709551616": None,
+        "99999999999999999999": None,
+    }
+    lines = [f'{{"time":"{v}","machine_id":"7","type":"3"}}' for v in values]
+    out = _outcome(tmp_path, MACHINE, "\n".join(lines).encode())
+    assert out["rows"]["time"].to_list() == [v for v in values.values() if v is not None]
+    assert out["reasons"] == [
+        "time: integer out of int64 range: " + repr(v) for v, t in values.items() if t is None
+    ]
