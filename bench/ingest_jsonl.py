@@ -3,7 +3,8 @@
 Generates (or reuses, under ``bench/out/``) the google-2019 generator's ``medium`` trace and
 writes one ``instance_usage`` export shard of ``--target-mb`` MB of JSON lines (the generated
 shard's lines repeated: the widest table, nested messages and number arrays on every line),
-gzip-compressed like the export, plus a shard of a quarter of that size. Then times, each in its
+gzip-compressed like the export, plus one of about a quarter of that size (whole repeats of the
+generated shard: a third at 400 MB). Then times, each in its
 own child process (so its peak RSS is its own, from ``wait4``/``ru_maxrss``):
 
 * ``fast``: :func:`convert_jsonl_file`, what ``tracelab ingest --trace google-2019`` runs per
