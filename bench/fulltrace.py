@@ -60,10 +60,14 @@ FULL_USAGE_ROWS = 1_232_799_308
 #: task_events parts of ~35 MB, and job_events, machine_events, machine_attributes (~2 GB)
 FULL_RAW_MB = 500 * (350 + 35) + 2_000
 DEFAULT_FRACTIONS = (1 / 40, 1 / 10)
+#: DuckDB's buffer per connection: below what 1/40 needs, so every size spills and the peak is
+#: the bound, not the input (see docs/benchmarks.md)
+DUCKDB_MEMORY = "1GB"
 _START = re.compile(r"^\[(?P<stage>[\w-]+)\] (?P<trace>\S+) \.\.\.$|^\[report\] \.\.\.$")
 _END = re.compile(
     r"^\[(?P<stage>[\w-]+)\] (?P<trace>[\w-]+) (?P<status>ok|failed) in (?P<s>[\d.]+) s"
 )
+_STEP = re.compile(r"^\[(?:[\w-]+\] )?\d+/\d+\]? (?P<step>[\w-]+) \.\.\.$")
 _SAMPLE_S = 0.2
 
 
@@ -75,6 +79,8 @@ class StageFigures:
     cpu_s: float = 0.0
     peak_rss_mb: float = 0.0
     rows_out: int = 0
+    #: peak RSS MB of each numbered step the stage prints (``[analyze] 3/6 clustering ...``)
+    steps: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -89,6 +95,8 @@ class SizeRun:
     cpu_s: float
     peak_rss_mb: float
     stages: list[StageFigures] = field(default_factory=list)
+    #: TRACELAB_DUCKDB_MEMORY the command ran with ("" in runs stored before it was recorded: 8GB)
+    duckdb_memory: str = ""
 
 
 class TreeSampler:
@@ -101,6 +109,7 @@ class TreeSampler:
         self._cpu_seen: dict[int, float] = {}
         self.rss_mb = 0.0
         self.window_peak_mb = 0.0
+        self.step_peak_mb = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -128,6 +137,7 @@ class TreeSampler:
             self._cpu_seen[p.pid] = times.user + times.system
         self.rss_mb = rss / 1e6
         self.window_peak_mb = max(self.window_peak_mb, self.rss_mb)
+        self.step_peak_mb = max(self.step_peak_mb, self.rss_mb)
 
     def cpu_s(self) -> float:
         return sum(self._cpu_seen.values())
@@ -156,6 +166,18 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--stored-only",
         action="store_true",
         help="measure nothing: print the sizes stored under --out and their extrapolation",
+    )
+    parser.add_argument(
+        "--duckdb-memory",
+        default=DUCKDB_MEMORY,
+        help=f"TRACELAB_DUCKDB_MEMORY of the command (default {DUCKDB_MEMORY})",
+    )
+    parser.add_argument(
+        "--use",
+        type=float,
+        action="append",
+        help="extrapolate from these stored fractions only (repeat; default: the smallest and "
+        "largest stored)",
     )
     parser.add_argument(
         "--keep-raw", action="store_true", help="keep the generated raw trace (default: delete)"
@@ -192,8 +214,9 @@ def _load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
-def _env(data: Path) -> dict[str, str]:
+def _env(data: Path, duckdb_memory: str) -> dict[str, str]:
     return {
+        "TRACELAB_DUCKDB_MEMORY": duckdb_memory,
         **{k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")},
         "PREFECT_HOME": str(data.parent / "prefect-home"),
         "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "300",
@@ -211,9 +234,18 @@ class StageWindows:
         self._since = time.perf_counter()
         self._cpu_since = 0.0
         self._gap = StageFigures("between")  # fingerprints, catalog: between two stages
+        self._step = ""
+
+    def _close_step(self, to: str) -> None:
+        """Ends the open stage's numbered step (if any) and starts ``to`` ("" for none)."""
+        self.sampler.sample()
+        if self._step and self._open is not None:
+            peak = max(self._open.steps.get(self._step, 0.0), self.sampler.step_peak_mb)
+            self._open.steps[self._step] = peak
+        self._step, self.sampler.step_peak_mb = to, self.sampler.rss_mb
 
     def _switch(self, to: StageFigures | None) -> None:
-        self.sampler.sample()
+        self._close_step("")
         now, cpu = time.perf_counter(), self.sampler.cpu_s()
         done = self._open or self._gap
         if not (self._open and done.wall_s):  # a stage's own figure, when it printed one
@@ -226,8 +258,10 @@ class StageWindows:
         self._open, self._since, self._cpu_since = to, now, cpu
 
     def line(self, text: str) -> None:
-        start, end = _START.match(text), _END.match(text)
-        if start:
+        start, end, step = _START.match(text), _END.match(text), _STEP.match(text)
+        if step and self._open is not None:
+            self._close_step(step["step"])
+        elif start:
             self._switch(StageFigures(start["stage"] or "report"))
         elif end and self._open is not None and end["stage"] == self._open.stage:
             self._open.status, self._open.wall_s = end["status"], float(end["s"])
@@ -240,14 +274,20 @@ class StageWindows:
         return [*self.stages, self._gap]
 
 
-def _run_pipeline(raw: Path, data: Path, workers: int) -> tuple[list[StageFigures], float, float]:
+def _run_pipeline(
+    raw: Path, data: Path, workers: int, duckdb_memory: str
+) -> tuple[list[StageFigures], float, float]:
     """Each stage's figures, the whole command's wall seconds and peak RSS (MB)."""
     command = [str(Path(sys.executable).parent / "tracelab"), "run", "--data", str(data)]
     command += ["--trace", TRACE, "--raw", str(raw)]
     command += ["--workers", str(workers)] if workers else []
     started = time.perf_counter()
     proc = subprocess.Popen(
-        command, env=_env(data), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        command,
+        env=_env(data, duckdb_memory),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     sampler = TreeSampler(proc.pid)
     windows = StageWindows(sampler)
@@ -298,7 +338,7 @@ def measure(args: argparse.Namespace, fraction: float) -> SizeRun:
     shutil.rmtree(data.parent / "prefect-home", ignore_errors=True)
     shutil.rmtree(data, ignore_errors=True)
     load = _load()
-    stages, wall, peak = _run_pipeline(raw, data, args.workers)
+    stages, wall, peak = _run_pipeline(raw, data, args.workers, args.duckdb_memory)
     _rows_out(data, stages)
     run = SizeRun(
         fraction=fraction,
@@ -311,6 +351,7 @@ def measure(args: argparse.Namespace, fraction: float) -> SizeRun:
         cpu_s=sum(s.cpu_s for s in stages),
         peak_rss_mb=peak,
         stages=stages,
+        duckdb_memory=args.duckdb_memory,
     )
     (args.out / f"results-{fraction:g}.json").write_text(json.dumps(asdict(run), indent=1))
     shutil.rmtree(data, ignore_errors=True)
@@ -373,7 +414,8 @@ def _print_size(run: SizeRun) -> None:
     print(
         f"\nfraction {run.fraction:g}: {run.usage_rows:,} task_usage rows "
         f"({run.usage_rows / FULL_USAGE_ROWS:.4f} of the full trace), raw {run.raw_gb:.1f} GB, "
-        f"data dir {run.data_gb:.1f} GB; load {run.load}; commit {run.commit}"
+        f"data dir {run.data_gb:.1f} GB; load {run.load}; commit {run.commit}; "
+        f"TRACELAB_DUCKDB_MEMORY {run.duckdb_memory or '8GB (default then)'}"
     )
     print(
         f"{'stage':<12} {'status':<9} {'wall s':>8} {'CPU s':>8} {'peak RSS MB':>11} {'rows':>12}"
@@ -383,6 +425,8 @@ def _print_size(run: SizeRun) -> None:
             f"{s.stage:<12} {s.status:<9} {s.wall_s:>8.1f} {s.cpu_s:>8.1f} "
             f"{s.peak_rss_mb:>11.0f} {s.rows_out:>12,}"
         )
+        if s.steps:
+            print("  peak RSS MB by step: " + ", ".join(f"{k} {v:.0f}" for k, v in s.steps.items()))
     print(f"{'total':<12} {'':<9} {run.wall_s:>8.1f} {run.cpu_s:>8.1f} {run.peak_rss_mb:>11.0f}")
 
 
@@ -421,6 +465,8 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--fraction {fraction}: must be in (0, 1]")
         _print_size(measure(args, fraction))
     runs = _stored(args.out)
+    if args.use:
+        runs = [r for r in runs if any(math.isclose(r.fraction, f) for f in args.use)]
     if not runs:
         raise SystemExit(f"no measured size under {args.out}: run with --fraction first")
     if args.stored_only:

@@ -27,6 +27,7 @@ import numpy.typing as npt
 import polars as pl
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
+from tracelab.analysis.common.duck import bounded_connection
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
@@ -36,6 +37,8 @@ IntArray = npt.NDArray[np.int64]
 
 TRACE = "google-2011"
 USAGE_STATS = "fct_task_usage_stats"
+#: DuckDB memory_limit of the sorted read of the lake that picks the instances' tasks
+SORT_MEMORY_LIMIT = "1GB"
 CLUSTER_RECORD = ("clustering", "task_inst_histogram_clusters")
 MEAN_RECORD = ("gamma_fits", "google_task_inst_mean")
 STD_RECORD = ("gamma_fits", "google_task_inst_std")
@@ -154,10 +157,16 @@ def trace_tasks(data_dir: Path, *, instances: int, tasks: int, seed: int) -> Tas
     )
 
 
+def lake_sort_connection(data_dir: Path) -> duckdb.DuckDBPyConnection:
+    """The connection of the sorted read of the lake: bounded, spilling under ``data_dir/tmp``."""
+    # the query sorts the whole lake (out of core): bound it well under the stage's 4 GB budget and
+    # spill into the data directory (the default temp folder of the other stages' connections)
+    return bounded_connection(SORT_MEMORY_LIMIT, data_dir / "tmp", threads=2)
+
+
 def _wanted_samples(data_dir: Path, stats: Path, lake: Path, wanted: IntArray) -> EmpiricalTasks:
     """The windows of the long tasks whose stream ordinals are in ``wanted`` (sorted)."""
-    # the query sorts the whole lake (out of core): bound it well under the stage's 4 GB budget
-    con = duckdb.connect(config={"threads": 2, "memory_limit": "1GB"})
+    con = lake_sort_connection(data_dir)
     jobs: list[IntArray] = []
     idx: list[IntArray] = []
     lengths: list[IntArray] = []
