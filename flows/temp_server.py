@@ -27,6 +27,15 @@ LOOPBACK = "127.0.0.1"
 #: Prefect's own default, raised by the CLI for loaded machines
 _DEFAULT_TIMEOUT_S = 20.0
 _started: tuple[subprocess.Popen[bytes], str] | None = None
+#: the server registers Prefect's block types at boot, and to see whether they changed since
+#: its last boot it first imports every installed Prefect collection (prefect-dask, hence
+#: Dask's distributed: ~0.5 CPU-s and 28 MB of its ~4 CPU-s start-up). A one-command server
+#: serves flows that use no blocks; a lasting server (`tracelab schedule`, `prefect server
+#: start`) on the same database still registers them.
+_NO_BLOCK_REGISTRATION = {
+    "PREFECT_SERVER_REGISTER_BLOCKS_ON_START": "false",
+    "PREFECT_SERVER_MEMOIZE_BLOCK_AUTO_REGISTRATION": "false",
+}
 
 
 def start_early() -> bool:
@@ -54,6 +63,7 @@ def start_early() -> bool:
         "PREFECT_UI_ENABLED": "0",
         "PREFECT__SERVER_EPHEMERAL": "1",
         "PREFECT__SERVER_FINAL": "1",
+        **_NO_BLOCK_REGISTRATION,
     }
     process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
     api_url = f"http://{LOOPBACK}:{port}/api"
