@@ -25,7 +25,6 @@ import signal
 import subprocess
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -94,8 +93,8 @@ def _serve(port: int, parent: int, arm: Callable[[], object] | None) -> NoReturn
                 lifespan="on",
             )
         code = 0
-    except BaseException:  # its reason is the command's to report: the server is gone
-        traceback.print_exc()
+    except BaseException:  # nothing on screen (Ctrl-C reaches it too): the command reports
+        pass  # the server's exit status in one line when it waits for the server
     finally:
         os._exit(code)  # never the command's atexit hooks or buffers
 
