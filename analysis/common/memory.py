@@ -1,11 +1,13 @@
 """Give the memory a finished stage freed back to the system before the next stage starts.
 
-`tracelab run` runs every stage in one process. Each stage frees what it used, but the
-allocators keep freed memory for reuse: glibc's malloc keeps free chunks inside its heaps
-(in-use chunks above them pin the heap's top, so it cannot shrink), and pyarrow's pool
-(mimalloc or jemalloc) keeps freed segments. What is kept grows with the largest batch a stage
-held, that is with the input, and the next stage's peak sits on top of it (the "floor" in
-docs/benchmarks.md). :func:`release_unused_memory` hands it back between stages.
+`tracelab run` runs every stage in one process. Each stage frees what it used, but glibc's
+malloc keeps freed chunks resident inside its heaps and per-thread arenas (a chunk still in use
+above them pins the heap, so it cannot shrink by itself); how much it keeps grows with the
+largest buffers a stage held, that is with the input, and the next stage's peak sits on top of
+it (the "floor" in docs/benchmarks.md). DuckDB's and Polars' jemalloc return freed memory
+themselves (a closed DuckDB connection's RSS is back within seconds), and pyarrow's pool held
+nothing between stages when measured; :func:`release_unused_memory` still asks it, as it is
+cheap. Measured before and after in docs/benchmarks.md (issue 26).
 """
 
 from __future__ import annotations
@@ -82,9 +84,9 @@ def memory_figures() -> MemoryFigures:
 def release_unused_memory() -> bool:
     """Collect unreachable objects, then return the allocators' free memory to the system.
 
-    True when glibc's ``malloc_trim`` ran (it gives back every free page of every heap, not
-    only the top). Polars' and DuckDB's allocators (jemalloc) return freed pages themselves
-    after a few seconds; pyarrow's pool keeps them until asked.
+    True when glibc's ``malloc_trim`` ran (it gives back the free pages of every arena, not
+    only the top of the main heap, which is all glibc trims by itself). ``tracelab run`` calls
+    it as each stage ends (``flows/pipeline.py``'s ``stage_timing``).
     """
     import pyarrow as pa
 
