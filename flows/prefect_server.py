@@ -20,12 +20,28 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.orphans import death_signal
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
+
+
+class ServerProcess(Protocol):
+    """What the waits below use of a server process: a ``subprocess.Popen`` or a forked child."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def terminate(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
 
 
 def free_port() -> int:
@@ -56,7 +72,7 @@ def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None)
 def wait_until_healthy(
     api_url: str,
     timeout_s: float,
-    process: subprocess.Popen[bytes],
+    process: ServerProcess,
     *,
     poll_s: float = 0.5,
     exit_hint: str = "see DATA/prefect/server.log",
@@ -112,7 +128,7 @@ def local_server(
         log.close()
 
 
-def stop_process(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+def stop_process(process: ServerProcess, timeout_s: float) -> None:
     """SIGTERM, then SIGKILL if it has not exited within ``timeout_s``; reaped either way."""
     process.terminate()
     try:

@@ -2,31 +2,39 @@
 
 With no ``PREFECT_API_URL``, Prefect's client starts a temporary server (``uvicorn`` serving
 ``prefect.server.api.server:create_app`` in a subprocess) when the flow begins: the command first
-imports Prefect's whole server package only to start that subprocess (~2.5 CPU-s of a ~12 CPU-s
-fixed cost, issue #29), then waits for the server's own imports (~5 CPU-s, ~20 s of wall time on
-a loaded machine) with nothing else to do. :func:`start_early` starts the same server process,
-with the same command and environment as Prefect's ``SubprocessASGIServer``, before the command
-imports Prefect, and points ``PREFECT_API_URL`` at it: the server boots while the command imports
-its libraries and parses its options, the command never imports the server package, and the flow
-is a real Prefect flow against a real Prefect server. :func:`wait_until_ready` is called just
-before the flow. The server is stopped when the command exits (``atexit``; SIGTERM is an exit,
-and the orphan watchdog stops it after a SIGKILL, since it carries the command's mark).
+imports Prefect's whole server package only to start that subprocess, and the subprocess, a fresh
+interpreter, imports Prefect again (issue #29: ~10 CPU-s of fixed cost per command).
+:func:`start_early` runs the same server (uvicorn, ``create_app``, Prefect's ephemeral mode: no
+UI) from the very start of the command, as a fork of it made right after ``import prefect``:
+the child inherits Prefect's client, settings and schemas, which are half of what the server
+imports, and imports only the server package while the command imports its own libraries and
+parses its options. ``PREFECT_API_URL`` points at it, so the flow is a real Prefect flow against a
+real Prefect server, and the command itself never imports the server package.
+:func:`wait_until_ready` is called just before the flow. The server is stopped when the command
+exits (``atexit``; SIGTERM is an exit), and the kernel stops it when the command is killed
+(``PR_SET_PDEATHSIG``, armed in the child: a fork shares the command line and environment of the
+command, so the orphan scan of :mod:`tracelab.flows.orphans` could not tell it).
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
+import signal
 import subprocess
 import sys
-import sysconfig
+import time
+from collections.abc import Callable
+from typing import Any, NoReturn
 
+from tracelab.flows.orphans import death_signal
 from tracelab.flows.prefect_server import free_port, stop_process, wait_until_healthy
 
 LOOPBACK = "127.0.0.1"
 #: Prefect's own default, raised by the CLI for loaded machines
 _DEFAULT_TIMEOUT_S = 20.0
-_started: tuple[subprocess.Popen[bytes], str] | None = None
+_started: tuple[_Forked, str] | None = None
 
 
 def start_early() -> bool:
@@ -44,23 +52,106 @@ def start_early() -> bool:
     if os.environ.get("PREFECT_SERVER_EPHEMERAL_ENABLED", "").lower() in ("0", "false"):
         return False
     port = free_port()
-    site = sysconfig.get_paths()["purelib"]
-    command = [sys.executable, "-m", "uvicorn", "--app-dir", site, "--factory"]
-    command += ["prefect.server.api.server:create_app", "--host", LOOPBACK, "--port", str(port)]
-    command += ["--log-level", "error", "--lifespan", "on"]
-    # what Prefect's SubprocessASGIServer sets: no UI, the server's ephemeral mode
-    env = {
-        **os.environ,
-        "PREFECT_UI_ENABLED": "0",
-        "PREFECT__SERVER_EPHEMERAL": "1",
-        "PREFECT__SERVER_FINAL": "1",
-    }
-    process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL)
     api_url = f"http://{LOOPBACK}:{port}/api"
-    _started = (process, api_url)
     os.environ["PREFECT_API_URL"] = api_url
+    # imported once, here, for both processes: Prefect's client, settings and schemas are most
+    # of what the server imports too (~1.5-2 CPU-s that a fresh interpreter would redo)
+    import prefect  # noqa: F401
+
+    arm = death_signal()
+    parent = os.getpid()
+    pid = os.fork()  # no thread runs yet: the child is a plain copy of this interpreter
+    if pid == 0:
+        _serve(port, parent, arm)
+    _started = (_Forked(pid), api_url)
     atexit.register(stop)
     return True
+
+
+def _serve(port: int, parent: int, arm: Callable[[], object] | None) -> NoReturn:
+    """The forked child: uvicorn serving Prefect's API, as Prefect's ``SubprocessASGIServer``
+    runs it (its ephemeral mode: no UI), until SIGTERM; it never returns into the command."""
+    code = 1
+    try:
+        if arm is not None:
+            arm()  # SIGTERM when the command dies, SIGKILL included
+        if os.getppid() != parent:  # the command died before the signal was armed
+            os._exit(0)
+        stdin = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(stdin, 0)
+        os.environ.update({"PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"})
+        import uvicorn
+        from prefect.settings import temporary_settings
+
+        with temporary_settings(updates=_no_block_registration()):
+            uvicorn.run(
+                "prefect.server.api.server:create_app",
+                factory=True,
+                host=LOOPBACK,
+                port=port,
+                log_level="error",
+                lifespan="on",
+            )
+        code = 0
+    except BaseException:  # nothing on screen (Ctrl-C reaches it too): the command reports
+        pass  # the server's exit status in one line when it waits for the server
+    finally:
+        os._exit(code)  # never the command's atexit hooks or buffers
+
+
+def _no_block_registration() -> dict[Any, bool]:
+    """Settings of a server for one command: Prefect registers its block types at boot, and to
+    see whether they changed since its last boot it first imports every installed Prefect
+    collection (prefect-dask, hence Dask's distributed: ~0.5 CPU-s and 28 MB of its start-up).
+    The ingest flow uses no blocks; a lasting server (`tracelab schedule`, `prefect server
+    start`) on the same database still registers them."""
+    from prefect.settings import (
+        PREFECT_API_BLOCKS_REGISTER_ON_START,
+        PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION,
+    )
+
+    return {
+        PREFECT_API_BLOCKS_REGISTER_ON_START: False,
+        PREFECT_MEMOIZE_BLOCK_AUTO_REGISTRATION: False,
+    }
+
+
+class _Forked:
+    """The forked server with the part of ``subprocess.Popen`` that the waits below use."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            try:
+                pid, status = os.waitpid(self.pid, os.WNOHANG)
+            except ChildProcessError:  # reaped elsewhere
+                self.returncode = -1
+                return self.returncode
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while (code := self.poll()) is None:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"pid {self.pid}", timeout or 0.0)
+            time.sleep(0.02)
+        return code
+
+    def terminate(self) -> None:
+        self._signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        self._signal(signal.SIGKILL)
+
+    def _signal(self, sig: int) -> None:
+        if self.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
 
 
 def wait_until_ready() -> None:

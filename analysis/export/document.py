@@ -34,7 +34,7 @@ from tracelab.analysis.export.params import STAGE_PARAMS_FILE, FittedParameter
 from tracelab.analysis.lake.provenance import data_source
 
 #: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid);
-#: 1.4.0: records of google-2019 (likewise)
+#: 1.4.0: records of google-2019 (likewise); Gamma records carry ``ci.mean`` (bootstrap of shape / rate)
 SCHEMA_VERSION = "1.4.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"

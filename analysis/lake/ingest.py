@@ -626,8 +626,12 @@ def _lake_table(good: pl.DataFrame, source_file: str, schema: pa.Schema) -> pa.T
     compares the same path once per row.
     """
     columns = good.select(*schema.names[:-2], SOURCE_ROW).to_arrow()
-    indices = pa.array(np.zeros(good.height, dtype=np.int32))
-    source = pa.DictionaryArray.from_arrays(indices, pa.array([source_file], pa.large_string()))
+    # built from buffers and a Polars Series: `pa.array` of a list or an ndarray imports pandas
+    # to check for its types (~0.5 CPU-s of every command's fixed cost, issue #29)
+    zeros = pa.py_buffer(np.zeros(good.height, dtype=np.int32))
+    indices = pa.Array.from_buffers(pa.int32(), good.height, [None, zeros])
+    entry = pl.Series([source_file], dtype=pl.String).to_arrow().cast(pa.large_string())
+    source = pa.DictionaryArray.from_arrays(indices, entry)
     return pa.Table.from_arrays(
         [*columns.columns[:-1], source, columns.column(SOURCE_ROW)], schema=schema
     )

@@ -48,6 +48,9 @@ class GammaFit:
     rate_ci: tuple[float, float]
     n_bootstrap: int
     seed: int
+    #: percentile-bootstrap 95% interval of the mean shape / rate (each replicate's ratio: shape
+    #: and rate are strongly correlated, so the ratio of their intervals' ends would be too wide)
+    mean_ci: tuple[float, float] = (float("nan"), float("nan"))
 
     def to_parameter(self, trace: str, stage: str = GAMMA_STAGE) -> FittedParameter:
         """The record the params export carries (rate in 1/``unit``)."""
@@ -67,6 +70,7 @@ class GammaFit:
             ci={
                 "shape": Interval(*self.shape_ci),
                 "rate": Interval(*self.rate_ci),
+                **({"mean": Interval(*self.mean_ci)} if np.all(np.isfinite(self.mean_ci)) else {}),
             },
             values={
                 "n_dropped_nonpositive": self.n_dropped,
@@ -105,9 +109,10 @@ def gamma_fit(
         resample = x[rng.integers(0, x.size, x.size)]
         boot[i] = _mle(resample) if np.ptp(resample) > 0 else (np.nan, np.nan)
     if n_bootstrap > 0:
+        boot = np.column_stack([boot, boot[:, 0] / boot[:, 1]])
         lo, hi = np.nanpercentile(boot, [2.5, 97.5], axis=0)
     else:
-        lo = hi = np.array([np.nan, np.nan])
+        lo = hi = np.array([np.nan, np.nan, np.nan])
     return GammaFit(
         name=name,
         unit=unit,
@@ -121,6 +126,7 @@ def gamma_fit(
         rate_ci=(float(lo[1]), float(hi[1])),
         n_bootstrap=n_bootstrap,
         seed=seed,
+        mean_ci=(float(lo[2]), float(hi[2])),
     )
 
 

@@ -93,8 +93,9 @@ def record_prose(r: FittedParameter) -> list[Fragment]:
     """What the record is a prior of, its shape, rate, n and KS distance with a verdict."""
     shape, rate = r.parameters["shape"], r.parameters["rate"]
     dropped = r.values.get("n_dropped_nonpositive", 0)
+    what = _WHAT.get(r.name, r.name)
     out: list[Fragment] = [
-        f"{_WHAT.get(r.name, r.name)} ({r.name}): shape ",
+        f"{what[:1].upper()}{what[1:]} ({r.name}): shape ",
         Number(f"{r.name}_shape", float(shape.value)),
         ", rate ",
         Number(f"{r.name}_rate", float(rate.value), unit=rate.unit),
@@ -121,7 +122,7 @@ def priors_table(records: Sequence[FittedParameter], trace: str) -> HtmlTable:
     rows = []
     for r in records:
         shape, rate = r.parameters["shape"], r.parameters["rate"]
-        s_ci, r_ci = r.ci.get("shape"), r.ci.get("rate")
+        s_ci, r_ci, m_ci = r.ci.get("shape"), r.ci.get("rate"), r.ci.get("mean")
         mean = r.values.get("mean")
         unit = rate.unit.removeprefix("1/")
         rows.append(
@@ -135,7 +136,9 @@ def priors_table(records: Sequence[FittedParameter], trace: str) -> HtmlTable:
                     r_ci.high if r_ci else None,
                     rate.unit,
                 ),
-                f"{fmt(mean)} {unit}" if mean is not None else "–",
+                fmt_ci(float(mean), m_ci.low if m_ci else None, m_ci.high if m_ci else None, unit)
+                if mean is not None
+                else "–",
                 fmt(r.ks_distance),
                 _verdict(r.ks_distance),
             )
@@ -147,7 +150,7 @@ def priors_table(records: Sequence[FittedParameter], trace: str) -> HtmlTable:
             "n",
             "shape [95% CI]",
             "rate [95% CI]",
-            "mean (shape / rate)",
+            "mean (shape / rate) [95% CI]",
             "KS distance",
             "fit",
         ),

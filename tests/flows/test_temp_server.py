@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -81,3 +82,72 @@ def test_not_started_when_a_server_is_given(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
     monkeypatch.delitem(sys.modules, "prefect", raising=False)
     assert temp_server.start_early() is False
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(x) for x in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs Linux /proc")
+def test_the_forked_server_dies_with_a_killed_command(tmp_path: Path) -> None:
+    """The server is a fork of the command (the same command line, so no orphan scan can tell
+    it): the kernel's death signal must stop it when the command is SIGKILLed."""
+    from tracelab.flows.lock import data_dir_lock
+
+    raw = tmp_path / "raw" / "task_events"
+    raw.mkdir(parents=True)
+    (raw / "part-00000-of-00001.csv").write_text(LINE)
+    data = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_API")}
+    argv = [
+        "-m",
+        "tracelab.flows.cli",
+        "ingest",
+        "--trace",
+        "google-2011",
+        "--raw",
+        str(raw.parent),
+    ]
+    # the test holds the data directory: the command starts its server, then waits for the lock
+    with data_dir_lock(data, "test"):
+        process = subprocess.Popen(
+            [sys.executable, *argv, "--data", str(data), "--wait", "600", "--no-progress"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        own_cmdline = None
+        server = 0
+        deadline = time.monotonic() + 240
+        while not server and time.monotonic() < deadline:
+            time.sleep(0.2)
+            own_cmdline = own_cmdline or Path(f"/proc/{process.pid}/cmdline").read_bytes()
+            forks = [p for p in _children(process.pid) if _cmdline(p) == own_cmdline]
+            server = forks[0] if forks else 0
+        assert server, "no forked server appeared"
+        process.kill()
+        process.wait(timeout=30)
+        assert _gone(server, 10), "SIGKILL left the forked Prefect server running"
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _gone(pid: int, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":
+                return True
+        except OSError:
+            return True
+        time.sleep(0.2)
+    return False

@@ -63,3 +63,18 @@ def test_nonpositive_values_dropped_and_record() -> None:
 def test_degenerate_sample_is_an_error() -> None:
     with pytest.raises(ValueError, match="positive values"):
         gamma_fit("x", [0.0, 0.3, 0.3], unit="cores")
+
+
+def test_mean_interval_is_the_bootstrap_of_the_ratio() -> None:
+    # Gamma(2, rate 0.5): mean 4, sd 2*sqrt(2); the mean's 95% interval at n = 2,000 is about
+    # 4 +- 1.96 * 2.83 / sqrt(2000) = 4 +- 0.124 (width ~0.25). The ratio of the shape and rate
+    # intervals' ends, which ignores their correlation, would be about 0.9 wide.
+    x = stats.gamma(2.0, scale=2.0).rvs(size=2_000, random_state=np.random.default_rng(5))
+    fit = gamma_fit("m", x, unit="s", seed=3, n_bootstrap=200)
+    low, high = fit.mean_ci
+    assert low < 4.0 < high
+    assert 0.17 < high - low < 0.35
+    assert low < fit.shape / fit.rate < high
+    record = fit.to_parameter("google-2011")
+    assert (record.ci["mean"].low, record.ci["mean"].high) == (low, high)
+    assert "mean" not in gamma_fit("m", x, unit="s", n_bootstrap=0).to_parameter("x").ci
