@@ -30,6 +30,7 @@ from tracelab.analysis.common.fingerprints import (
     stage_output_digests,
     write_stage_state,
 )
+from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
@@ -151,6 +152,9 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
                 parts = ", ".join(text.split(":", 1)[0] for text in rc.shortfalls)
                 note = f"not enough data for: {parts}"
     seconds = time.perf_counter() - started
+    # the stages run in this one process: what the allocators kept of this stage's memory
+    # would be the floor of the next stage's peak, growing with the input (issue 26)
+    release_unused_memory()
     print(
         f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True
     )
