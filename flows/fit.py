@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 from prefect import flow, get_run_logger, task
@@ -29,7 +31,7 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_outputs import record_parameters, write_stage_outputs
 from tracelab.analysis.common.stage_params import FitOptions
-from tracelab.analysis.export.params import write_stage_params
+from tracelab.analysis.export.params import FittedParameter, write_stage_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.priors import alibaba, google2019
@@ -127,7 +129,6 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
 def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.AlibabaFits:
     """Priors from ``fct_alibaba_task_times`` and ``fct_alibaba_task_usage_stats`` ->
     ``DATA/results/alibaba-2018/priors/`` (params.json, summary.json with the options)."""
-    logger = get_run_logger()
     derived = settings.derived_dir / alibaba.TRACE
     task_times = pl.read_parquet(
         derived / "fct_alibaba_task_times.parquet", columns=["terminal_state", "execution_time_s"]
@@ -137,13 +138,8 @@ def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.Alibab
     )
     fits = alibaba.alibaba_fits(task_times, task_usage, seed=params.seed, n_bootstrap=params.n_boot)
     out = settings.results_dir / alibaba.TRACE / alibaba.STAGE
-    write_stage_outputs(out, {}, alibaba.alibaba_summary(fits, task_times, task_usage))
-    record_parameters(out, params)
-    write_stage_params(out, list(fits.records))
-    for record in fits.records:
-        logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
-    for name, why in fits.skipped:
-        logger.warning("%s not fitted: %s", name, why)
+    summary = alibaba.alibaba_summary(fits, task_times, task_usage)
+    _write_trace_priors(out, summary, params, fits.records, fits.skipped)
     return fits
 
 
@@ -165,21 +161,32 @@ def fit_alibaba_flow(settings: Settings, trace: str, params: FitOptions) -> alib
 def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.Google2019Fits:
     """Priors from ``fct_g2019_instance_times`` and ``fct_g2019_instance_usage_stats`` ->
     ``DATA/results/google-2019/priors/`` (params.json, summary.json with the options)."""
-    logger = get_run_logger()
     derived = settings.derived_dir / google2019.TRACE
     times = pl.scan_parquet(derived / f"{google2019.INSTANCE_TIMES}.parquet")
     usage = pl.scan_parquet(derived / f"{google2019.USAGE_STATS}.parquet")
     fits = google2019.google2019_fits(times, usage, seed=params.seed, n_bootstrap=params.n_boot)
     out = settings.results_dir / google2019.TRACE / google2019.STAGE
     summary = google2019.google2019_summary(fits, times, settings.data_dir)
+    _write_trace_priors(out, summary, params, fits.records, fits.skipped)
+    return fits
+
+
+def _write_trace_priors(
+    out: Path,
+    summary: dict[str, Any],
+    params: FitOptions,
+    records: Sequence[FittedParameter],
+    skipped: Sequence[tuple[str, str]],
+) -> None:
+    """A trace's priors folder (params.json, summary.json with the options), each fit logged."""
+    logger = get_run_logger()
     write_stage_outputs(out, {}, summary)
     record_parameters(out, params)
-    write_stage_params(out, list(fits.records))
-    for record in fits.records:
+    write_stage_params(out, list(records))
+    for record in records:
         logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
-    for name, why in fits.skipped:
+    for name, why in skipped:
         logger.warning("%s not fitted: %s", name, why)
-    return fits
 
 
 @flow(name="tracelab-fit-google-2019", flow_run_name=flow_run_name("fit"))

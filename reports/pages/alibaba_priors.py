@@ -4,7 +4,7 @@ the samples it could not fit, and the options it ran with (its ``summary.json``)
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tracelab.analysis.common.shortfall import read_shortfalls
@@ -48,18 +48,29 @@ _PAPER = (
 
 def alibaba_priors_sections(ctx: PageContext) -> Sequence[Section]:
     """The fitted records first, then the options of the run."""
+    return priors_sections(ctx, _PAPER, _prose)
+
+
+#: a page's sentences on its records: (records, shortfalls, data source, summary.json)
+ProseOfRecords = Callable[
+    [Sequence[FittedParameter], Sequence[str], str, Mapping[str, Any]], Paragraph
+]
+
+
+def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequence[Section]:
+    """A trace's priors page (alibaba-2018, google-2019): its records' sentences and table,
+    then the options the fit ran with."""
     folder = ctx.results(STAGE)
     if not (folder / "params.json").is_file():
         raise InputsMissing("priors/params.json is missing")
     records = read_stage_params(folder)
-    shortfalls = read_shortfalls(folder)
     summary = read_json_object(folder / "summary.json")
     source = data_sources(ctx.data_dir, (ctx.trace,)).get(ctx.trace, "source not recorded")
     return (
         Section(
-            title="Gamma priors of alibaba-2018",
-            this_run=_prose(records, shortfalls, source, summary),
-            paper=_PAPER,
+            title=f"Gamma priors of {ctx.trace}",
+            this_run=prose(records, read_shortfalls(folder), source, summary),
+            paper=paper,
             tables=(priors_table(records, ctx.trace),),
         ),
         parameters_section(summary, "fit", "fit"),

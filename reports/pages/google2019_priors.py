@@ -9,22 +9,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracelab.analysis.common.shortfall import read_shortfalls
-from tracelab.analysis.common.stage_outputs import read_json_object
-from tracelab.analysis.export.params import FittedParameter, read_stage_params
-from tracelab.analysis.priors.google2019 import CPU_UNIT, STAGE
-from tracelab.reports.metadata import data_sources
+from tracelab.analysis.export.params import FittedParameter
+from tracelab.analysis.priors.google2019 import CPU_UNIT
 from tracelab.reports.model import (
     Fragment,
-    InputsMissing,
     Number,
     PageContext,
     Paragraph,
     Section,
 )
 from tracelab.reports.numfmt import fmt_int
-from tracelab.reports.pages.alibaba_priors import priors_table, record_prose
-from tracelab.reports.run_parameters import parameters_section
+from tracelab.reports.pages.alibaba_priors import priors_sections, record_prose
 
 #: v3's terminal event types (clusterdata_trace_format_v3.proto)
 _ENDS = {"4": "EVICT", "5": "FAIL", "6": "FINISH", "7": "KILL", "8": "LOST", "none": "not ended"}
@@ -44,21 +39,7 @@ _PAPER = (
 
 def google2019_priors_sections(ctx: PageContext) -> Sequence[Section]:
     """The fitted records first, then the options of the run."""
-    folder = ctx.results(STAGE)
-    if not (folder / "params.json").is_file():
-        raise InputsMissing("priors/params.json is missing")
-    records = read_stage_params(folder)
-    summary = read_json_object(folder / "summary.json")
-    source = data_sources(ctx.data_dir, (ctx.trace,)).get(ctx.trace, "source not recorded")
-    return (
-        Section(
-            title="Gamma priors of google-2019",
-            this_run=_prose(records, read_shortfalls(folder), source, summary),
-            paper=_PAPER,
-            tables=(priors_table(records, ctx.trace),),
-        ),
-        parameters_section(summary, "fit", "fit"),
-    )
+    return priors_sections(ctx, _PAPER, _prose)
 
 
 def _prose(
