@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.memory import gc_after_startup
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.registry import STAGES, Stage
 
@@ -105,6 +106,8 @@ CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
 #: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py)
 EARLY_SERVER = frozenset({"ingest"})
+#: sub-commands that stream raw files chunk by chunk, whose allocators keep freed pages
+STREAMING = frozenset({"ingest"})
 #: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
 WAIT_MAX_S = 86_400.0
 
@@ -266,9 +269,43 @@ def _attach_log_file(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse, run one sub-command, turn every failure into a one-line reason."""
+    with gc_after_startup() as started:  # issue #29
+        prepared = _prepared(argv)
+        started()
+        return prepared if isinstance(prepared, int) else _run_reporting(prepared)
+
+
+def _run_reporting(args: argparse.Namespace) -> int:
+    """Run the parsed command; every failure becomes one line (the traceback goes to the log)."""
+    try:
+        return _run(args)
+    except KeyboardInterrupt:
+        print(f"tracelab {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except (TracelabError, FileNotFoundError, PermissionError, NotADirectoryError) as exc:
+        reason = str(exc)
+    except Exception as exc:  # every failure is one line; the traceback goes to the log
+        reason = f"unexpected {type(exc).__name__}: {exc}"
+    # a multi-line reason (failed invariant checks list their rows) is whole in the log
+    reason = (reason.strip().splitlines() or ["failed"])[0]
+    if args.debug:
+        traceback.print_exc()
+    log = _log_failure(args)
+    where = f" (details: {log})" if log is not None else ""
+    print(f"tracelab {args.command}: error: {reason}{where}", file=sys.stderr)
+    return 1
+
+
+def _prepared(argv: list[str] | None) -> argparse.Namespace | int:
+    """The parsed options of a command ready to run, or the exit status of one that ended here
+    (help, a usage error, a missing data directory)."""
     _quiet_prefect_defaults()
     argv = sys.argv[1:] if argv is None else argv
     requested = _requested_command(argv)
+    if requested in STREAMING:
+        from tracelab.analysis.lake.ingest_stream import keep_polars_freed_pages
+
+        keep_polars_freed_pages()  # before Polars loads
     if requested in EARLY_SERVER and not {"-h", "--help"} & set(argv):
         _start_prefect_server_early()
     parser = build_parser(configure=() if requested is None else (requested,))
@@ -298,25 +335,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.command not in READ_ONLY:
         start_watchdog()
-    if args.command not in READ_ONLY:
         _attach_log_file(args)
-    try:
-        return _run(args)
-    except KeyboardInterrupt:
-        print(f"tracelab {args.command}: interrupted", file=sys.stderr)
-        return 130
-    except (TracelabError, FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        reason = str(exc)
-    except Exception as exc:  # every failure is one line; the traceback goes to the log
-        reason = f"unexpected {type(exc).__name__}: {exc}"
-    # a multi-line reason (failed invariant checks list their rows) is whole in the log
-    reason = (reason.strip().splitlines() or ["failed"])[0]
-    if args.debug:
-        traceback.print_exc()
-    log = _log_failure(args)
-    where = f" (details: {log})" if log is not None else ""
-    print(f"tracelab {args.command}: error: {reason}{where}", file=sys.stderr)
-    return 1
+    return args
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import os
 import signal
 import subprocess
@@ -72,6 +73,7 @@ def _serve(port: int, parent: int, arm: Callable[[], object] | None) -> NoReturn
     """The forked child: uvicorn serving Prefect's API, as Prefect's ``SubprocessASGIServer``
     runs it (its ephemeral mode: no UI), until SIGTERM; it never returns into the command."""
     code = 1
+    gc.disable()  # until the app is built (see gc_after_startup)
     try:
         if arm is not None:
             arm()  # SIGTERM when the command dies, SIGKILL included
@@ -79,14 +81,19 @@ def _serve(port: int, parent: int, arm: Callable[[], object] | None) -> NoReturn
             os._exit(0)
         stdin = os.open(os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
-        os.environ.update({"PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1"})
+        os.environ["PREFECT__SERVER_EPHEMERAL"] = "1"
         import uvicorn
+        from prefect.server.api.server import create_app
         from prefect.settings import temporary_settings
 
         with temporary_settings(updates=_no_block_registration()):
+            # not `final`: with this FastAPI it only adds a full collection (~0.3 CPU-s)
+            app = create_app(ephemeral=True)
+            # what the start-up built lives as long as the server: never scanned again
+            gc.freeze()
+            gc.enable()
             uvicorn.run(
-                "prefect.server.api.server:create_app",
-                factory=True,
+                app,
                 host=LOOPBACK,
                 port=port,
                 log_level="error",

@@ -16,13 +16,15 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import io
+import os
 import queue
+import sys
 import threading
 import zlib
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, BinaryIO, cast
+from typing import Any, BinaryIO, Protocol, cast
 
 import xxhash
 from isal import igzip, isal_zlib
@@ -98,50 +100,73 @@ class RawStream:
             ) from exc
         with fh:
             stored = _HashingReader(fh)
-            reader: BinaryIO = stored  # type: ignore[assignment]
+            reader: _Readable = stored
             content = stored.digest
             if gzipped:
-                reader = igzip.IGzipFile(fileobj=stored, mode="rb")  # type: ignore[assignment,no-untyped-call]
+                # the C reader under igzip.IGzipFile: it decompresses straight into the buffer
+                # it is given, where IGzipFile's read() would hand out a fresh one every time
+                reader = igzip._IGzipReader(cast(BinaryIO, stored), igzip.READ_BUFFER_SIZE)
                 content = xxhash.xxh3_128()
             yield from self._lines(reader, content if gzipped else None)
             self.checksum = DIGEST_PREFIX + stored.digest.hexdigest()
             self.content = DIGEST_PREFIX + content.hexdigest()
             self.sha256 = stored.sha256.hexdigest()
 
-    def _lines(self, reader: BinaryIO, content: xxhash.xxh3_128 | None) -> Iterator[bytes]:
-        head = self._read(reader, len(UTF8_BOM), content)
-        carry = head.removeprefix(UTF8_BOM)
-        while block := self._read(reader, self._chunk_bytes, content):
-            cut = block.rfind(b"\n")
+    def _lines(self, reader: _Readable, content: xxhash.xxh3_128 | None) -> Iterator[bytes]:
+        """The line-aligned chunks, decompressed into one buffer reused for every block.
+
+        A fresh buffer per block would be page-faulted anew each time (the kernel zeroes every
+        page first): ~150 MB of faults per published-size part, 1-2 CPU-s per GB (issue #29).
+        Each chunk is then one copy (``bytes``, what Polars' reader takes without copying).
+        """
+        buffer = bytearray(max(self._chunk_bytes, len(UTF8_BOM)))
+        view = memoryview(buffer)
+        carry = b""
+        start = 0
+        size = self._read(reader, view, content)
+        if buffer.startswith(UTF8_BOM):
+            start = len(UTF8_BOM)
+        while size:
+            cut = buffer.rfind(b"\n", start, size)
             if cut < 0:
-                carry += block
+                carry += view[start:size]
                 if len(carry) > max(4 * self._chunk_bytes, MAX_LINE_BYTES):
                     raise RawFileError(
                         f"{self._rel} has a line longer than {len(carry) >> 20} MB: it is not "
                         "a trace CSV file (check what was copied there)"
                     )
-                continue
-            # one copy: the carried partial line, then this block up to its last line end
-            yield b"".join((carry, memoryview(block)[: cut + 1]))
-            carry = block[cut + 1 :]
+            else:
+                # one copy: the carried partial line, then this block up to its last line end
+                yield (
+                    b"".join((carry, view[start : cut + 1]))
+                    if carry
+                    else bytes(view[start : cut + 1])
+                )
+                carry = bytes(view[cut + 1 : size])
+            start = 0
+            size = self._read(reader, view, content)
         if carry:
             yield carry
 
-    def _read(self, reader: BinaryIO, size: int, content: xxhash.xxh3_128 | None) -> bytes:
-        """Up to ``size`` bytes (fewer only at the end), added to the content digest."""
+    def _read(self, reader: _Readable, into: memoryview, content: xxhash.xxh3_128 | None) -> int:
+        """Fill ``into`` (less only at the end); the bytes read are added to the content digest."""
+        size = 0
         try:
-            block = reader.read(size)
             # a raw (uncompressed) read may return less than asked before the end
-            while 0 < len(block) < size and (more := reader.read(size - len(block))):
-                block += more
+            while size < len(into) and (got := reader.readinto(into[size:])):
+                size += got
         except _CORRUPT as exc:
             raise RawFileError(
                 f"{self._rel} is truncated or its compression is corrupt ({exc}); "
                 "download or copy the file again"
             ) from exc
         if content is not None:
-            content.update(block)
-        return block
+            content.update(into[:size])
+        return size
+
+
+class _Readable(Protocol):
+    def readinto(self, buffer: memoryview, /) -> int | None: ...
 
 
 #: glibc's mallopt parameters (malloc.h)
@@ -165,6 +190,27 @@ def reuse_freed_memory() -> bool:
         return False
     settings = ((_M_ARENA_MAX, 1), (_M_MMAP_THRESHOLD, 256 << 20), (_M_TRIM_THRESHOLD, 1 << 30))
     return all(mallopt(option, value) == 1 for option, value in settings)
+
+
+#: the environment variable Polars' jemalloc reads its settings from when it starts
+POLARS_MALLOC_CONF = "_RJEM_MALLOC_CONF"
+
+
+def keep_polars_freed_pages() -> bool:
+    """Let Polars' jemalloc keep the pages it frees for reuse; False when it is too late (Polars
+    is loaded) or the user set :data:`POLARS_MALLOC_CONF` themselves.
+
+    Polars sets its allocator to give freed pages back to the kernel after half a second
+    (``dirty_decay_ms:500``, appending what this variable holds), so the typed columns of every
+    chunk (~390 MB per published-size part) are page-faulted and zeroed anew: ~40% of the
+    faults of a 4 GB ingest, ~2.5 CPU-s (issue #29). Kept, they are reused by the next chunk;
+    RSS stays at the largest working set of the conversions, whatever the input size. Must run
+    before Polars is imported: the command calls it first thing.
+    """
+    if "polars" in sys.modules or POLARS_MALLOC_CONF in os.environ:
+        return False
+    os.environ[POLARS_MALLOC_CONF] = "dirty_decay_ms:-1"
+    return True
 
 
 def read_ahead(items: Iterator[bytes], depth: int = 1) -> Iterator[bytes]:

@@ -101,3 +101,34 @@ def test_figures_name_the_arrow_pool_bytes() -> None:
     assert memory_figures().arrow_allocated >= 64 * MB
     del held
     assert memory_figures().arrow_allocated < 64 * MB
+
+
+def test_the_collector_waits_for_the_end_of_the_start_up() -> None:
+    import gc
+
+    from tracelab.analysis.common.memory import gc_after_startup
+
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with gc_after_startup() as started:
+        assert not gc.isenabled()
+        built = [[i] for i in range(1000)]  # what a start-up builds
+        started()
+        assert gc.isenabled()
+        assert gc.get_freeze_count() >= len(built)  # frozen: never scanned again
+    # a caller that runs several commands keeps nothing frozen
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+
+
+def test_a_collector_switched_off_by_the_caller_stays_off() -> None:
+    import gc
+
+    from tracelab.analysis.common.memory import gc_after_startup
+
+    gc.disable()
+    try:
+        with gc_after_startup() as started:
+            started()
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

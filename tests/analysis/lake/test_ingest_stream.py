@@ -7,6 +7,7 @@ the decompressed bytes (less a leading BOM) and each end at a line end.
 from __future__ import annotations
 
 import gzip
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -109,3 +110,32 @@ def test_write_behind_keeps_order_and_raises_the_writers_error() -> None:
     with pytest.raises(OSError, match="disk full"):
         submit_all()
     assert written == [0, 1, 2]
+
+
+def _keep_in_child(code: str, env: dict[str, str]) -> str:
+    import os
+    import subprocess
+
+    full_env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | env
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.strip()
+
+
+_KEEP = (
+    "import os{pre}\n"
+    "from tracelab.analysis.lake.ingest_stream import keep_polars_freed_pages\n"
+    "print(keep_polars_freed_pages(), os.environ.get('_RJEM_MALLOC_CONF'))"
+)
+
+
+def test_polars_keeps_its_freed_pages_when_set_before_it_loads() -> None:
+    assert _keep_in_child(_KEEP.format(pre=""), {}) == "True dirty_decay_ms:-1"
+
+
+def test_too_late_once_polars_is_loaded_and_never_over_the_users_setting() -> None:
+    kept, conf = _keep_in_child(_KEEP.format(pre="; import polars"), {}).split()
+    assert kept == "False" and "dirty_decay_ms:-1" not in conf  # Polars' own settings only
+    users = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:1000"}
+    assert _keep_in_child(_KEEP.format(pre=""), users) == "False dirty_decay_ms:1000"
