@@ -108,7 +108,8 @@ def test_the_collector_waits_for_the_end_of_the_start_up() -> None:
 
     from tracelab.analysis.common.memory import gc_after_startup
 
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
     with gc_after_startup() as started:
         assert not gc.isenabled()
         built = [[i] for i in range(1000)]  # what a start-up builds
@@ -116,7 +117,8 @@ def test_the_collector_waits_for_the_end_of_the_start_up() -> None:
         assert gc.isenabled()
         assert gc.get_freeze_count() >= len(built)  # frozen: never scanned again
     # a caller that runs several commands keeps nothing frozen
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    assert gc.isenabled()
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_collector_switched_off_by_the_caller_stays_off() -> None:
