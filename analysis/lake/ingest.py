@@ -667,10 +667,10 @@ def _lake_table(
     once per row.
     """
     columns = good.select(schema.names[:-2]).to_arrow()
-    # built from buffers and a Polars Series: `pa.array` of a list or an ndarray imports pandas
-    # to check for its types (~0.5 CPU-s of every command's fixed cost, issue #29)
-    zeros = pa.py_buffer(np.zeros(good.height, dtype=np.int32))
-    indices = pa.Array.from_buffers(pa.int32(), good.height, [None, zeros])
+    # Polars Series, not `pa.array` (of a list or an ndarray it imports pandas to check for its
+    # types: ~0.5 CPU-s of every command's fixed cost) nor numpy (glibc memory that lives until
+    # the row group is written, between the stream's buffers: they could no longer be reused)
+    indices = pl.repeat(0, good.height, dtype=pl.Int32, eager=True).to_arrow()
     entry = pl.Series([source_file], dtype=pl.String).to_arrow().cast(pa.large_string())
     source = pa.DictionaryArray.from_arrays(indices, entry)
     return pa.Table.from_arrays([*columns.columns, source, rows], schema=schema)
@@ -678,8 +678,7 @@ def _lake_table(
 
 def _row_numbers(first: int, count: int) -> pa.Array:
     """The line numbers ``first`` .. ``first + count - 1`` as an Arrow int64 array."""
-    numbers = np.arange(first, first + count, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(numbers)])
+    return pl.int_range(first, first + count, dtype=pl.Int64, eager=True).to_arrow()
 
 
 def _validated_chunk(
