@@ -63,6 +63,9 @@ MEASURES = (
     "analysis/lake/schemas.py",
     "flows/ingest.py",
     "flows/temp_server.py",
+    # the command's start-up: the collector paused while it imports, Polars' allocator settings
+    "flows/cli.py",
+    "analysis/common/memory.py",
 )
 
 REPO = Path(__file__).resolve().parent.parent
