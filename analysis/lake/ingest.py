@@ -95,21 +95,20 @@ GARBAGE_SHARE = 0.9
 FAST_CHUNK_BYTES = 12 << 20
 #: zstd at level 1, for the rejects (and the google-2019 lake files)
 ZSTD: dict[str, Any] = {"compression": "zstd", "compression_level": 1}
-#: the lake files' codec: LZ4. With row groups of LAKE_ROW_GROUP_ROWS and large dictionaries the
-#: pages hold dictionary indices that compress little more: a published-size part's lake file
-#: is 76 MB with LZ4 and 72 MB with zstd at level 1 (Polars' default, zstd at level 3 with no
-#: float dictionaries: 108 MB without the two source columns), and LZ4 costs ~0.12 CPU-s less
+#: the lake files' codec: LZ4. With row groups of LAKE_ROW_GROUP_ROWS most pages hold dictionary
+#: indices, which compress little more: with 4 MB dictionaries a published-size part was 76 MB
+#: with LZ4 and 72 MB with zstd at level 1, and LZ4 cost ~0.12 CPU-s less (Polars' default, zstd
+#: at level 3 with no float dictionaries: 108 MB without the two source columns)
 LAKE_CODEC: dict[str, Any] = {"compression": "lz4"}
 #: rows per row group of a lake file, at least: typed chunks are gathered to this many before they
-#: are written. Each row group costs the writer a fresh dictionary and codec per column, and a
-#: float dictionary pays off over many rows (the trace's values repeat: 2,759 distinct cpu_rate
-#: values in the first 10,000 real rows): on a published-size part, 15 row groups of one chunk
-#: each cost 1.22 CPU-s for a 105 MB file; ~1M rows with 4 MB dictionaries 1.05 CPU-s for 70 MB.
-#: Memory: at most two groups per conversion (one gathering, one being written), ~190 MB each
+#: are written. Each row group costs the writer a fresh dictionary and codec per column: on a
+#: published-size part, a row group per 24 MB chunk (15) cost 1.22 CPU-s of writing (zstd level
+#: 1, 105 MB), ~2^20 rows 0.83 (LZ4, 105 MB). Larger dictionary pages than Arrow's 1 MB would make
+#: the synthetic parts smaller (76 MB at 4 MB) for ~0.13 CPU-s more: their float columns have
+#: more distinct values than the real trace's (2,759 distinct cpu_rate values in the first 10,000
+#: real rows, 7,977 in the generator's), whose dictionaries fit in 1 MB. Memory: at most two
+#: groups per conversion (one gathering, one being written), ~190 MB each for task_usage
 LAKE_ROW_GROUP_ROWS = 1 << 20
-#: the dictionary page size from which a column chunk falls back to plain values (Arrow's
-#: default is 1 MB, which the float columns outgrow in a row group of LAKE_ROW_GROUP_ROWS)
-LAKE_DICTIONARY_BYTES = 4 << 20
 
 REJECT_SCHEMA = pa.schema(
     [
@@ -653,7 +652,6 @@ def _lake_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
         path,
         schema,
         use_dictionary=[f.name for f in schema if f.name != SOURCE_ROW],
-        dictionary_pagesize_limit=LAKE_DICTIONARY_BYTES,
         column_encoding={SOURCE_ROW: "DELTA_BINARY_PACKED"},
         store_schema=False,
         **LAKE_CODEC,
