@@ -106,7 +106,7 @@ CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
 #: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py)
 EARLY_SERVER = frozenset({"ingest"})
-#: sub-commands that stream raw files chunk by chunk, whose allocators keep freed pages
+#: sub-commands that convert raw files chunk by chunk: Polars is set up for them before it loads
 STREAMING = frozenset({"ingest"})
 #: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
 WAIT_MAX_S = 86_400.0
@@ -303,9 +303,9 @@ def _prepared(argv: list[str] | None) -> argparse.Namespace | int:
     argv = sys.argv[1:] if argv is None else argv
     requested = _requested_command(argv)
     if requested in STREAMING:
-        from tracelab.analysis.lake.ingest_stream import keep_polars_freed_pages
+        from tracelab.analysis.lake.ingest_stream import set_up_polars_for_conversions
 
-        keep_polars_freed_pages()  # before Polars loads
+        set_up_polars_for_conversions()  # before Polars loads
     if requested in EARLY_SERVER and not {"-h", "--help"} & set(argv):
         _start_prefect_server_early()
     parser = build_parser(configure=() if requested is None else (requested,))

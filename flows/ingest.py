@@ -72,7 +72,7 @@ from tracelab.analysis.lake.ingest_run import (
     sha256_backfilled,
     with_sources,
 )
-from tracelab.analysis.lake.ingest_stream import reuse_freed_memory
+from tracelab.analysis.lake.ingest_stream import CONVERSION_WORKERS, reuse_freed_memory
 from tracelab.analysis.lake.provenance import (
     Kind,
     check_not_mixing,
@@ -155,7 +155,7 @@ def _progress(total_bytes: int, show: bool) -> Iterator[tuple[Progress, TaskID]]
 
 
 # both cores: Polars releases the GIL, so two files convert at once
-_WORKERS = 2
+_WORKERS = CONVERSION_WORKERS
 _RUNNER: ThreadPoolTaskRunner[Any] = ThreadPoolTaskRunner(max_workers=_WORKERS)
 
 

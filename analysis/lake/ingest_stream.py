@@ -21,7 +21,7 @@ import queue
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, cast
@@ -192,24 +192,38 @@ def reuse_freed_memory() -> bool:
     return all(mallopt(option, value) == 1 for option, value in settings)
 
 
-#: the environment variable Polars' jemalloc reads its settings from when it starts
-POLARS_MALLOC_CONF = "_RJEM_MALLOC_CONF"
+#: files converted at once by the ingest command's threads (Polars, ISA-L and pyarrow release
+#: the GIL); each conversion also decompresses ahead and writes behind on threads of its own
+CONVERSION_WORKERS = 2
 
 
-def keep_polars_freed_pages() -> bool:
-    """Let Polars' jemalloc keep the pages it frees for reuse; False when it is too late (Polars
-    is loaded) or the user set :data:`POLARS_MALLOC_CONF` themselves.
+def polars_settings_for_conversions(cores: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment variables that set Polars up for :data:`CONVERSION_WORKERS` conversions
+    at once on ``cores`` cores, leaving out any the user set in ``environ``.
 
-    Polars sets its allocator to give freed pages back to the kernel after half a second
-    (``dirty_decay_ms:500``, appending what this variable holds), so the typed columns of every
-    chunk (~390 MB per published-size part) are page-faulted and zeroed anew: ~40% of the
-    faults of a 4 GB ingest, ~2.5 CPU-s (issue #29). Kept, they are reused by the next chunk;
-    RSS stays at the largest working set of the conversions, whatever the input size. Must run
-    before Polars is imported: the command calls it first thing.
+    - ``_RJEM_MALLOC_CONF``: Polars sets its jemalloc to give freed pages back to the kernel after
+      half a second (``dirty_decay_ms:500``, appending what this variable holds), so the typed
+      columns of every chunk (~390 MB per published-size part) were page-faulted and zeroed
+      anew: ~40% of the faults of a 4 GB ingest, ~2.5 CPU-s. Kept, the next chunk reuses them;
+      RSS stays at the largest working set of the conversions, whatever the input size.
+    - ``POLARS_MAX_THREADS``: the cores shared by the conversions. Each conversion calling
+      Polars' reader with a pool as large as the machine made more threads than cores (~70,000
+      involuntary context switches in a 4 GB ingest): one thread each on two cores was 33.7
+      against 35.4 CPU-s, as fast (the mean of three runs each, issue #29).
     """
-    if "polars" in sys.modules or POLARS_MALLOC_CONF in os.environ:
+    wanted = {
+        "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1",
+        "POLARS_MAX_THREADS": str(max(1, cores // CONVERSION_WORKERS)),
+    }
+    return {name: value for name, value in wanted.items() if name not in environ}
+
+
+def set_up_polars_for_conversions() -> bool:
+    """Apply :func:`polars_settings_for_conversions` to this process; False when it is too late
+    (Polars is loaded: it reads them once, as it loads). The ingest command calls it first."""
+    if "polars" in sys.modules:
         return False
-    os.environ[POLARS_MALLOC_CONF] = "dirty_decay_ms:-1"
+    os.environ.update(polars_settings_for_conversions(os.cpu_count() or 1, os.environ))
     return True
 
 

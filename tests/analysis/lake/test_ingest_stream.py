@@ -112,31 +112,54 @@ def test_write_behind_keeps_order_and_raises_the_writers_error() -> None:
     assert written == [0, 1, 2]
 
 
-def _keep_in_child(code: str, env: dict[str, str]) -> str:
-    import os
-    import subprocess
+def test_polars_settings_for_two_conversions_leave_the_users_own() -> None:
+    from tracelab.analysis.lake.ingest_stream import polars_settings_for_conversions
 
-    full_env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"} | env
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=full_env, capture_output=True, text=True, check=True
-    )
-    return out.stdout.strip()
+    assert polars_settings_for_conversions(2, {}) == {
+        "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1",
+        "POLARS_MAX_THREADS": "1",  # two conversions share two cores
+    }
+    assert polars_settings_for_conversions(16, {})["POLARS_MAX_THREADS"] == "8"
+    assert polars_settings_for_conversions(1, {})["POLARS_MAX_THREADS"] == "1"
+    users = {"POLARS_MAX_THREADS": "3", "_RJEM_MALLOC_CONF": "dirty_decay_ms:1000"}
+    assert polars_settings_for_conversions(2, users) == {}
 
 
-_KEEP = (
-    "import os{pre}\n"
-    "from tracelab.analysis.lake.ingest_stream import keep_polars_freed_pages\n"
-    "print(keep_polars_freed_pages(), os.environ.get('_RJEM_MALLOC_CONF'))"
+_SET_UP = (
+    "import os, sys{pre}\n"
+    "from tracelab.analysis.lake.ingest_stream import set_up_polars_for_conversions\n"
+    "applied = set_up_polars_for_conversions()\n"
+    "import polars\n"
+    "print(applied, os.environ['_RJEM_MALLOC_CONF'], polars.thread_pool_size())"
 )
 
 
-def test_polars_keeps_its_freed_pages_when_set_before_it_loads() -> None:
-    assert _keep_in_child(_KEEP.format(pre=""), {}) == "True dirty_decay_ms:-1"
+def _in_child(code: str) -> list[str]:
+    import os
+    import subprocess
+
+    env = {
+        k: v for k, v in os.environ.items() if k not in ("_RJEM_MALLOC_CONF", "POLARS_MAX_THREADS")
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    return out.stdout.split()
 
 
-def test_too_late_once_polars_is_loaded_and_never_over_the_users_setting() -> None:
-    kept, conf = _keep_in_child(_KEEP.format(pre="; import polars"), {}).split()
-    assert kept == "False"
+def test_polars_loads_with_the_settings_when_they_come_first() -> None:
+    import os
+
+    applied, conf, threads = _in_child(_SET_UP.format(pre=""))
+    assert applied == "True"
+    assert conf.endswith("dirty_decay_ms:-1")  # after Polars' own, so it wins
+    assert int(threads) == max(1, (os.cpu_count() or 1) // 2)
+
+
+def test_too_late_once_polars_is_loaded() -> None:
+    import os
+
+    applied, conf, threads = _in_child(_SET_UP.format(pre="; import polars"))
+    assert applied == "False"
     assert "dirty_decay_ms:-1" not in conf  # Polars' own settings only
-    users = {"_RJEM_MALLOC_CONF": "dirty_decay_ms:1000"}
-    assert _keep_in_child(_KEEP.format(pre=""), users) == "False dirty_decay_ms:1000"
+    assert int(threads) == os.cpu_count()
