@@ -176,12 +176,13 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 def reuse_freed_memory() -> bool:
     """Let glibc reuse the memory of freed chunks instead of mapping it anew (False if not glibc).
 
-    Every chunk is a few fresh buffers of ~24 MB (decompressed bytes, the line-aligned copy);
-    by default glibc maps each from the kernel and unmaps it when freed (the read-ahead thread's
-    arena is too small for them), so every chunk page-faults its bytes anew: ~94,000 faults per
-    published-size part for the stream alone, ~25,000 with these settings (one arena, no mmap
-    below 256 MB, freed memory kept up to 1 GB). Peak RSS stays flat: the same few buffers are
-    reused. Called by the command before its threads start; library callers keep their malloc.
+    Every chunk is a fresh buffer (the line-aligned copy that Polars' reader takes; 24 MB and
+    two buffers per chunk when this was measured); by default glibc maps each from the kernel
+    and unmaps it when freed (the read-ahead thread's arena is too small for them), so every
+    chunk page-faulted its bytes anew: ~94,000 faults per published-size part for the stream
+    alone, ~25,000 with these settings (one arena, no mmap below 256 MB, freed memory kept up
+    to 1 GB). Peak RSS stays flat: the same few buffers are reused. Called by the command before
+    its threads start; library callers keep their malloc.
     """
     try:
         libc = ctypes.CDLL("libc.so.6")
