@@ -5,8 +5,6 @@ in the params export (JSON and CSV) and on their page."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from html import unescape
@@ -17,29 +15,22 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render
 from browser.html import read_refs
+from cli_helpers import tracelab_output
 from repo_paths import TESTS
 from scipy import optimize, special, stats
 
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.lake.ingest_manifest import read_manifest
-from tracelab.flows.cli import main
 from tracelab.reports.numfmt import fmt_ci
 
 TRACE = "alibaba-2018"
 EXCERPT = TESTS / "data" / TRACE
 
 
-def _tracelab(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = main(list(args))
-    return rc, out.getvalue()
-
-
 @pytest.fixture(scope="module")
 def generated_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("alibaba-generated") / "data"
-    rc, out = _tracelab("run", "--data", str(data), "--trace", TRACE, "--scale", "tiny")
+    rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--scale", "tiny")
     assert rc == 0, out
     return data
 
@@ -47,7 +38,7 @@ def generated_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactor
 @pytest.fixture(scope="module")
 def excerpt_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("alibaba-excerpt") / "data"
-    rc, out = _tracelab("run", "--data", str(data), "--trace", TRACE, "--raw", str(EXCERPT))
+    rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--raw", str(EXCERPT))
     assert rc == 0, out
     return data
 
@@ -181,7 +172,9 @@ def test_the_export_carries_the_excerpt_fit_as_an_independent_fit_gives_it(
 
 def test_the_csv_export_has_the_alibaba_rows(excerpt_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "params.csv"
-    rc, text = _tracelab("export", "--data", str(excerpt_run), "--format", "csv", "--out", str(out))
+    rc, text = tracelab_output(
+        "export", "--data", str(excerpt_run), "--format", "csv", "--out", str(out)
+    )
     assert rc == 0, text
     rows = pl.read_csv(out)
     mine = rows.filter(pl.col("trace") == TRACE)
@@ -262,7 +255,9 @@ def test_fit_refuses_the_azure_vmtable_option_on_alibaba(
     vmtable.write_text("")
     data = tmp_path / "data"
     data.mkdir()
-    rc, out = _tracelab("fit", "--data", str(data), "--trace", TRACE, "--vmtable", str(vmtable))
+    rc, out = tracelab_output(
+        "fit", "--data", str(data), "--trace", TRACE, "--vmtable", str(vmtable)
+    )
     assert rc != 0
     assert "--vmtable is an azure-2017 option" in out
     assert "Traceback" not in out

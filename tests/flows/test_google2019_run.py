@@ -6,8 +6,6 @@ page say what it lacked."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import re
 from html import unescape
@@ -19,11 +17,11 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render
 from browser.html import read_refs
+from cli_helpers import tracelab_output
 from repo_paths import TESTS
 from scipy import stats
 
 from tracelab.analysis.export.document import SCHEMA_PATH, ParamsDocument, load_params
-from tracelab.flows.cli import main
 from tracelab.reports.numfmt import fmt_ci
 
 TRACE = "google-2019"
@@ -34,17 +32,10 @@ RECORDS = [EXECUTION, "g2019_instance_inst_mean", "g2019_instance_inst_std"]
 SHARD_ROWS = 15_407
 
 
-def _tracelab(*args: str) -> tuple[int, str]:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = main(list(args))
-    return rc, out.getvalue()
-
-
 @pytest.fixture(scope="module")
 def generated_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     data = tmp_path_factory.mktemp("g2019-generated") / "data"
-    rc, out = _tracelab("run", "--data", str(data), "--trace", TRACE, "--scale", "tiny")
+    rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--scale", "tiny")
     assert rc == 0, out
     return data
 
@@ -54,7 +45,7 @@ def excerpt_run(
     prefect_harness: None, tmp_path_factory: pytest.TempPathFactory
 ) -> tuple[Path, str]:
     data = tmp_path_factory.mktemp("g2019-excerpt") / "data"
-    rc, out = _tracelab("run", "--data", str(data), "--trace", TRACE, "--raw", str(EXCERPT))
+    rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--raw", str(EXCERPT))
     assert rc == 0, out
     return data, out
 
@@ -93,7 +84,7 @@ def test_the_exported_execution_prior_is_a_fit_of_the_generated_finished_runs(
 
 def test_the_csv_export_has_the_google_2019_rows(generated_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "params.csv"
-    rc, text = _tracelab(
+    rc, text = tracelab_output(
         "export", "--data", str(generated_run), "--format", "csv", "--out", str(out)
     )
     assert rc == 0, text
@@ -179,7 +170,7 @@ def test_the_priors_page_of_the_real_shard_says_what_it_lacked(
 
 def test_fit_on_the_real_shard_says_so_in_one_line(excerpt_run: tuple[Path, str]) -> None:
     data, _ = excerpt_run
-    rc, out = _tracelab("fit", "--data", str(data), "--trace", TRACE)
+    rc, out = tracelab_output("fit", "--data", str(data), "--trace", TRACE)
     assert rc == 1
     lines = out.strip().splitlines()
     assert len(lines) == 1, lines
@@ -193,7 +184,7 @@ def test_fit_refuses_the_azure_vmtable_option_on_google_2019(
     vmtable = tmp_path / "vmtable.csv"
     vmtable.write_text("")
     args = ("fit", "--data", str(generated_run), "--trace", TRACE, "--vmtable", str(vmtable))
-    rc, out = _tracelab(*args)
+    rc, out = tracelab_output(*args)
     assert rc != 0
     assert "--vmtable is an azure-2017 option" in out
     assert "Traceback" not in out

@@ -10,8 +10,6 @@ that model (or from TRUTH.json's per-instance durations), never from the code un
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -19,21 +17,19 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
+from cli_helpers import tracelab_output
 from scipy import integrate, optimize, special, stats
 
 from tracelab.analysis.priors import google2019 as g19
 from tracelab.analysis.synthetic.google2019 import FINISH, WINDOW_US, Model, generate_google_2019
-from tracelab.flows.cli import main
 
 MODEL = Model(end_mix=(1.0, 0.0, 0.0, 0.0), duration_mean_s=4 * 3_600.0, cpu_shape=2.0)
 SEED = 7
 
 
 def _tracelab(*args: str) -> None:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
-        rc = main(list(args))
-    assert rc == 0, out.getvalue()
+    rc, out = tracelab_output(*args)
+    assert rc == 0, out
 
 
 @pytest.fixture(scope="module")
