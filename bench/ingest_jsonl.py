@@ -109,7 +109,7 @@ def _child(engine: str, raw: Path, dest: Path) -> None:
     spec = table(TRACE, TABLE)
     rel = f"{TABLE}/{raw.name}"
     info = RawFile(TABLE, raw, rel, raw.stat().st_size)
-    paths = lake_paths(dest, info)
+    paths = lake_paths(dest, info.table, info.rel)
     for p in (paths.parquet, paths.rejects):
         p.parent.mkdir(parents=True, exist_ok=True)
     started = time.process_time()

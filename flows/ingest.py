@@ -68,6 +68,9 @@ from tracelab.analysis.lake.ingest_run import (
     failed_conversion,
     kinds_in_lake,
     not_converted_row,
+    orphan_outputs,
+    other_root_error,
+    reconciliation_problems,
     remove_lake_outputs,
     sha256_backfilled,
     with_sources,
@@ -232,7 +235,7 @@ def _not_converted(
     for plan in plans:
         if plan.action != "convert":
             if plan.action == "duplicate":
-                remove_outputs(lake_paths(lake_trace_dir, plan.raw))
+                remove_outputs(lake_paths(lake_trace_dir, plan.raw.table, plan.raw.rel))
             rows.append(not_converted_row(plan, now))
     return {r.path: r for r in with_sources(sha256_backfilled(rows, plans), kinds)}
 
@@ -252,6 +255,7 @@ def ingest_flow(
     show_progress: bool = False,
     manifest_write_s: float = 1.0,
     batch_mb: int = 32,
+    keep_vanished: bool = False,
 ) -> IngestSummary:
     """Ingest every raw file of ``trace`` under ``raw_dir`` into ``lake_dir/<trace>``.
 
@@ -260,7 +264,9 @@ def ingest_flow(
     ``manifest_write_s`` is the least time between two manifest rewrites while files finish (a
     killed run re-converts the files that finished since the last rewrite; 0 rewrites after
     every file); files smaller than ``batch_mb`` stored MB share a conversion task (see
-    :func:`analysis.lake.ingest_manifest.conversion_batches`).
+    :func:`analysis.lake.ingest_manifest.conversion_batches`). The lake mirrors ``raw_dir``: the
+    rows of files ingested before whose raw file is gone are removed, or kept with
+    ``keep_vanished``; the run ends by reconciling the lake's files with the manifest.
     """
     logger = get_run_logger()
     started = time.perf_counter()
@@ -280,8 +286,19 @@ def ingest_flow(
     manifest = read_manifest(lake_trace_dir)
     previous = manifest_rows(manifest)
     kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
-    # before anything is written: a lake holds the rows of one kind only
+    # before anything is written: a lake holds the rows of one kind and one raw root only
     check_not_mixing(lake_trace_dir, kinds_in_lake(previous.values(), kinds), kinds)
+    other_root = other_root_error(
+        lake_trace_dir, raw_dir, holds_rows=any(r.rows_read for r in previous.values())
+    )
+    if other_root:
+        raise TracelabError(other_root)
+    tables = trace_tables(trace)
+    orphans = orphan_outputs(lake_trace_dir, tables, previous.values())
+    for path in orphans:
+        path.unlink()
+    if orphans:
+        logger.warning("removed %d lake file(s) that no raw file owns", len(orphans))
     ignored = [(p.path, p.reason) for p in found.problems if not p.is_error]
     write_ingest_note(lake_trace_dir, raw_dir, ignored)
     first = files_to_checksum_first(found.files, previous, lake_trace_dir)
@@ -289,11 +306,12 @@ def ingest_flow(
     plans = plan_files(found.files, checksums, previous, lake_trace_dir)
     rows = _not_converted(plans, lake_trace_dir, kinds)
     ledger = ManifestLedger(lake_trace_dir, manifest, manifest_write_s)
-    # files are identified by content: a renamed, moved or recompressed file replaces the rows
-    # of its vanished path and a copy is a duplicate, never counted twice
+    # a copy (same content) is a duplicate, never counted twice; a vanished file's rows go,
+    # unless kept on request and no present file holds the same content
     identity = ContentLedger(
         [p.previous for p in plans if p.action == "skip" and p.previous is not None],
         vanished_rows(found.files, previous),
+        keep_vanished=keep_vanished,
     )
     _settle(identity.start, list(rows.values()), lake_trace_dir, ledger, rows)
     try:
@@ -318,6 +336,9 @@ def ingest_flow(
         discovery_errors=tuple((p.path, p.reason) for p in found.problems if p.is_error),
         ignored=tuple((p.path, p.reason) for p in found.problems if not p.is_error),
         seconds=time.perf_counter() - started,
+        removed=tuple(identity.removed),
+        kept=tuple(identity.kept),
+        unreconciled=tuple(reconciliation_problems(lake_trace_dir, tables, ledger.rows())),
     )
 
 
@@ -352,6 +373,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def add_replace_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--keep-vanished",
+        action="store_true",
+        help="keep the lake rows of raw files ingested before and since deleted (default: the "
+        "lake mirrors the raw folder and their rows are removed); the summary names each file",
+    )
     parser.add_argument(
         "--replace",
         action="store_true",
@@ -397,6 +424,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         chunk_mb=args.chunk_mb,
         batch_mb=args.batch_mb,
         show_progress=not args.no_progress,
+        keep_vanished=args.keep_vanished,
     )
 
 
@@ -408,6 +436,7 @@ def ingest_trace(
     chunk_mb: int = 32,
     batch_mb: int = 32,
     show_progress: bool = True,
+    keep_vanished: bool = False,
 ) -> int:
     """Ingest ``raw_dir`` (on Dask when the settings say so), print the summary; 1 if any error."""
     runner = dask_task_runner(settings)
@@ -420,6 +449,7 @@ def ingest_trace(
         chunk_mb=chunk_mb,
         batch_mb=batch_mb,
         show_progress=show_progress and sys.stderr.isatty(),
+        keep_vanished=keep_vanished,
     )
     # a wide console when piped, so table rows and reasons stay on one line in logs
     print_summary(summary, Console(width=None if sys.stdout.isatty() else 160))
@@ -451,11 +481,23 @@ def print_summary(summary: IngestSummary, console: Console) -> None:
     for row in summary.rows:
         if row.status == "duplicate":
             console.print(f"[yellow]duplicate[/yellow] {row.path}: {row.error}")
+    for row in summary.removed:
+        console.print(
+            f"[yellow]removed[/yellow] {row.path}: raw file gone, its {row.rows_read:,} rows "
+            "left the lake"
+        )
+    for row in summary.kept:
+        console.print(
+            f"[yellow]kept[/yellow] {row.path}: raw file gone, its {row.rows_read:,} rows stay "
+            "in the lake (--keep-vanished)"
+        )
     for path, reason in summary.discovery_errors:
         console.print(f"[red]error[/red] {path}: {reason}")
     for row in summary.rows:
         if row.status == "error":
             console.print(f"[red]error[/red] {row.table}/{Path(row.path).name}: {row.error}")
+    for problem in summary.unreconciled:
+        console.print(f"[red]error[/red] lake does not reconcile: {problem}")
     rejected = sum(r.rows_rejected for r in summary.rows if r.status == "ok")
     if rejected:
         console.print(

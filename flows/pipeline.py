@@ -170,7 +170,12 @@ def shortfall_timing(stage: Stage, trace: str, shortfall: Shortfall, data_dir: P
 
 
 def _raw_timings(
-    settings: Settings, trace: str, raw_dir: Path | None, scale: str, seed: int
+    settings: Settings,
+    trace: str,
+    raw_dir: Path | None,
+    scale: str,
+    seed: int,
+    keep_vanished: bool,
 ) -> list[StageTiming]:
     """Generate the default sample when needed, then ingest ``trace``."""
     raw = raw_dir or settings.raw_dir / trace
@@ -203,7 +208,13 @@ def _raw_timings(
         print(f"[ingest] {trace} skipped: {note}", flush=True)
         return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
     # a partial sample under --raw goes to ingest, which refuses it with the reason
-    timings.append(stage_timing("ingest", trace, lambda: ingest_trace(settings, trace, raw)))
+    timings.append(
+        stage_timing(
+            "ingest",
+            trace,
+            lambda: ingest_trace(settings, trace, raw, keep_vanished=keep_vanished),
+        )
+    )
     return timings
 
 
@@ -268,6 +279,7 @@ def pipeline_flow(
     rebuild_report: bool = False,
     stage_options: StageOptions | None = None,
     config: Path | None = None,
+    keep_vanished: bool = False,
 ) -> PipelineResult:
     """Generate (if needed) and ingest each trace, then every registry stage, then the report.
 
@@ -280,7 +292,7 @@ def pipeline_flow(
     timings: list[StageTiming] = []
     failed: set[str] = set()
     for trace in traces:
-        raw = _raw_timings(settings, trace, raw_dir, scale, seed)
+        raw = _raw_timings(settings, trace, raw_dir, scale, seed, keep_vanished)
         timings += raw
         if any(t.status in ("failed", "skipped") for t in raw):
             failed.add(trace)
@@ -400,6 +412,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         rebuild_report=args.rebuild_report,
         stage_options=options,
         config=args.config,
+        keep_vanished=args.keep_vanished,
     )
     print()
     for t in result.timings:

@@ -1,7 +1,8 @@
 """Lossless raw CSV(.gz) → typed Parquet conversion of one trace file (issue #2, item 5).
 
 Every physical line of a raw file ends up in exactly one place: a typed row of
-``lake/<trace>/<table>/<stem>.parquet`` or a row of ``lake/<trace>/_rejects/<table>__<stem>.parquet``
+``lake/<trace>/<table>/<name>.parquet`` or a row of ``lake/<trace>/_rejects/<table>__<name>.parquet``
+(``<name>``: :func:`lake_name`, unique per raw path)
 (``source_file, source_line, reason, raw_text, raw_bytes``), so that for every file
 ``rows_read = rows_written + rows_rejected``.
 
@@ -53,6 +54,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import numpy as np
 import polars as pl
@@ -131,15 +133,6 @@ class RawFile:
     #: path relative to the raw root, with forward slashes (the ``source_file`` value)
     rel: str
     size_bytes: int
-
-    @property
-    def stem(self) -> str:
-        """Output name: the file name without ``.csv`` / ``.csv.gz``."""
-        name = self.path.name
-        for suffix in (".csv.gz", ".csv", *JSON_SUFFIXES):
-            if name.endswith(suffix):
-                return name[: -len(suffix)]
-        return name
 
 
 @dataclass(frozen=True)
@@ -255,7 +248,8 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
         problems.append(
             _error(".", f"no raw files under {raw_root} (expected {globs}); check --raw")
         )
-    return RawDiscovery(*_unique_output_names(files, problems))
+    files.sort(key=lambda f: (f.table, f.rel))
+    return RawDiscovery(tuple(files), tuple(problems))
 
 
 def raw_files_present(raw_dir: Path) -> bool:
@@ -391,25 +385,6 @@ def _entry_problems(
     return [RawProblem(path=rel, reason=reason, is_error=False)]
 
 
-def _unique_output_names(
-    files: list[RawFile], problems: list[RawProblem]
-) -> tuple[tuple[RawFile, ...], tuple[RawProblem, ...]]:
-    """Files sorted by table then path, the first of any two with the same output name kept."""
-    files.sort(key=lambda f: (f.table, f.rel))
-    kept: dict[tuple[str, str], RawFile] = {}
-    for raw in files:
-        first = kept.setdefault((raw.table, raw.stem), raw)
-        if first is not raw:
-            problems.append(
-                _error(
-                    raw.rel,
-                    f"not ingested: same output name {raw.stem}.parquet as {first.rel} "
-                    "(keep only one of the two files)",
-                )
-            )
-    return tuple(kept.values()), tuple(problems)
-
-
 def _raw_file(table_name: str, path: Path, raw_root: Path) -> RawFile:
     return RawFile(
         table=table_name,
@@ -419,11 +394,26 @@ def _raw_file(table_name: str, path: Path, raw_root: Path) -> RawFile:
     )
 
 
-def lake_paths(lake_trace_dir: Path, raw: RawFile) -> LakePaths:
-    """Output locations of one raw file under ``lake/<trace>``."""
+def lake_name(table: str, rel: str) -> str:
+    """The name of a raw file's outputs: its path in its table folder, percent-encoded.
+
+    Two raw files never share it: ``part-0.csv`` and ``part-0.csv.gz`` keep their suffixes, and
+    a file outside the table folder (azure-2017's ``vmtable.csv.gz`` at the raw root) is encoded
+    from its whole path after ``%2F``, which no encoded name in the folder starts with (``%``
+    itself is encoded).
+    """
+    inside = rel.removeprefix(f"{table}/")
+    if inside == rel or "/" in inside:
+        return "%2F" + quote(rel, safe="")
+    return quote(inside, safe="")
+
+
+def lake_paths(lake_trace_dir: Path, table: str, rel: str) -> LakePaths:
+    """Output locations of the raw file ``rel`` (relative to the raw root) of ``table``."""
+    name = lake_name(table, rel)
     return LakePaths(
-        parquet=lake_trace_dir / raw.table / f"{raw.stem}.parquet",
-        rejects=lake_trace_dir / REJECTS_DIR / f"{raw.table}__{raw.stem}.parquet",
+        parquet=lake_trace_dir / table / f"{name}.parquet",
+        rejects=lake_trace_dir / REJECTS_DIR / f"{table}__{name}.parquet",
     )
 
 

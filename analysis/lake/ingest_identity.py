@@ -1,18 +1,20 @@
-"""A file's identity is its decompressed content: each content's rows are in the lake once.
+"""Which raw file holds each content's rows, and what happens to the rows of vanished files.
 
-A raw file renamed, moved, copied or recompressed (``zcat part | gzip -9 > other-name``) has new
-stored bytes but the same content. Its content digest is known only once its one read is done
-(:class:`analysis.lake.ingest_stream.RawStream`), so the plan converts it and :class:`ContentLedger`
-settles it as it finishes, in the flow's main thread:
+A file's identity is its decompressed content, known only once its one read is done
+(:class:`analysis.lake.ingest_stream.RawStream`), so the plan converts it and
+:class:`ContentLedger` settles it as it finishes, in the flow's main thread. Every raw path has
+outputs of its own name (:func:`analysis.lake.ingest.lake_name`), so settling one file never
+touches the outputs of another present file:
 
 * same content as a file whose rows are in the lake under a path present in this run (unchanged,
   or converted earlier in this run) → ``duplicate``: its just-written outputs are deleted. Between
   two files converted in this run the first in (table, path) order keeps the rows, whichever
   finished first, so the outcome does not depend on timing;
-* same content as a file ingested before whose path has vanished → that file renamed or moved:
-  the vanished file's outputs and manifest row are dropped, so its rows are replaced, never
-  added to. A vanished row written before content digests existed is matched by its stored
-  checksum instead (the file was renamed without being recompressed).
+* a file ingested before whose path has vanished: the lake mirrors the raw folder, so its outputs
+  and manifest row go at the start of the run. With ``keep_vanished`` they stay (the raw files
+  were deleted to save space), unless a present file has the same content: then that file is the
+  vanished one renamed, moved or recompressed, and the vanished rows go, never counted twice. A
+  vanished row written before content digests existed is matched by its stored checksum instead.
 
 A file with no line (empty content) has no rows to double and is left alone. Pure bookkeeping:
 the flow deletes the outputs and records the rows that a :class:`Settlement` names.
@@ -51,15 +53,27 @@ def _order(row: ManifestRow) -> tuple[str, str]:
 class ContentLedger:
     """Which file holds each content's rows in the lake, as this run's files settle."""
 
-    def __init__(self, unchanged: list[ManifestRow], vanished: list[ManifestRow]) -> None:
+    def __init__(
+        self, unchanged: list[ManifestRow], vanished: list[ManifestRow], *, keep_vanished: bool
+    ) -> None:
         self._kept: dict[str, _Keeper] = {}
-        self._vanished = list(vanished)
+        self._vanished = list(vanished) if keep_vanished else []
+        #: vanished files whose rows this run removed, in the order they went
+        self.removed: list[ManifestRow] = [] if keep_vanished else sorted(vanished, key=_order)
         self.start = Settlement()
+        for gone in self.removed:
+            self.start.forget.append(_order(gone))
+            self.start.remove_outputs.append(_order(gone))
         for row in sorted(unchanged, key=_order):
             if _identifiable(row) and row.content not in self._kept:
                 self._kept[row.content] = _Keeper(row, unchanged=True)
                 # a vanished file with the same content: its rows are this file's, once
                 self._replace_vanished(row, self.start)
+
+    @property
+    def kept(self) -> list[ManifestRow]:
+        """Vanished files whose rows the lake keeps (``keep_vanished``, no present copy)."""
+        return sorted(self._vanished, key=_order)
 
     def settle(self, row: ManifestRow) -> Settlement:
         """The settlement of a file this run converted (its outputs already in place)."""
@@ -84,6 +98,7 @@ class ContentLedger:
     def _replace_vanished(self, row: ManifestRow, done: Settlement) -> None:
         for gone in [v for v in self._vanished if _same_file(v, row)]:
             self._vanished.remove(gone)
+            self.removed.append(gone)
             done.forget.append(_order(gone))
             done.remove_outputs.append(_order(gone))
 

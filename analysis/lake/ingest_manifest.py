@@ -174,7 +174,7 @@ def _may_be_unchanged(
         and before.bytes == raw.size_bytes
         # a row without a content digest (an earlier version's) is converted once more
         and bool(before.content)
-        and lake_paths(lake_trace_dir, raw).parquet.is_file()
+        and lake_paths(lake_trace_dir, raw.table, raw.rel).parquet.is_file()
     )
 
 

@@ -13,10 +13,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import polars as pl
+import pyarrow.parquet as pq
 
 from tracelab.analysis.lake.ingest import (
+    REJECTS_DIR,
     Conversion,
-    RawFile,
     convert_file,
     lake_paths,
     remove_outputs,
@@ -25,10 +26,16 @@ from tracelab.analysis.lake.ingest_jsonl import convert_jsonl_file
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
+    manifest_rows,
     manifest_with,
     write_manifest,
 )
-from tracelab.analysis.lake.provenance import lake_kinds, sha256_of
+from tracelab.analysis.lake.provenance import (
+    lake_kinds,
+    raw_root_key,
+    read_ingest_note,
+    sha256_of,
+)
 from tracelab.analysis.lake.schemas import table
 
 
@@ -70,7 +77,10 @@ def converted_plan(
     plan already has a checksum (it decided something) keeps it.
     """
     try:
-        spec, paths = table(trace, plan.raw.table), lake_paths(lake_trace_dir, plan.raw)
+        spec, paths = (
+            table(trace, plan.raw.table),
+            lake_paths(lake_trace_dir, plan.raw.table, plan.raw.rel),
+        )
         if spec.format == "jsonl":
             result = convert_jsonl_file(spec, plan.raw, paths, chunk_bytes=chunk_bytes)
         else:
@@ -82,6 +92,8 @@ def converted_plan(
                 wrong_format_share=wrong_format_share,
             )
     except Exception as exc:
+        # the file's earlier outputs must not outlive the row that says it holds no rows
+        remove_outputs(lake_paths(lake_trace_dir, plan.raw.table, plan.raw.rel))
         result = failed_conversion(exc)
     digest = plan.checksum or result.checksum
     return Converted(result, digest, result.sha256)
@@ -129,8 +141,77 @@ def with_sources(rows: list[ManifestRow], kinds: Mapping[str, str]) -> list[Mani
 def remove_lake_outputs(lake_trace_dir: Path, keys: list[tuple[str, str]]) -> None:
     """Delete the lake outputs (typed Parquet and rejects) of raw files given as (table, path)."""
     for table_name, rel in keys:
-        gone = RawFile(table=table_name, path=Path(rel), rel=rel, size_bytes=0)
-        remove_outputs(lake_paths(lake_trace_dir, gone))
+        remove_outputs(lake_paths(lake_trace_dir, table_name, rel))
+
+
+def _lake_files(lake_trace_dir: Path, tables: Iterable[str]) -> list[Path]:
+    folders = [lake_trace_dir / t for t in sorted(tables)] + [lake_trace_dir / REJECTS_DIR]
+    return [p for folder in folders if folder.is_dir() for p in sorted(folder.glob("*.parquet"))]
+
+
+def orphan_outputs(
+    lake_trace_dir: Path, tables: Iterable[str], rows: Iterable[ManifestRow]
+) -> list[Path]:
+    """Lake files that no manifest row owns: outputs of a run killed before it recorded them, or
+    named by an earlier version's rule. Their rows are in no count, so ingest deletes them."""
+    owned: set[Path] = set()
+    for r in rows:
+        paths = lake_paths(lake_trace_dir, r.table, r.path)
+        owned |= {paths.parquet, paths.rejects}
+    return [p for p in _lake_files(lake_trace_dir, tables) if p not in owned]
+
+
+def _parquet_rows(path: Path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows if path.is_file() else 0
+
+
+def reconciliation_problems(
+    lake_trace_dir: Path, tables: Iterable[str], rows: Iterable[ManifestRow]
+) -> list[str]:
+    """Where the lake and the manifest disagree; empty when every row is accounted for.
+
+    For each raw file the lake keeps: rows read = rows written + rows rejected, its typed file
+    holds exactly the rows written and its rejects file the rows rejected (counted from the
+    Parquet footers, not from the conversion); a duplicate has no outputs; and no lake file is
+    left that no row owns.
+    """
+    rows = list(rows)
+    problems = [
+        f"{p}: lake file owned by no raw file; run ingest again (it deletes such files)"
+        for p in orphan_outputs(lake_trace_dir, tables, rows)
+    ]
+    for r in rows:
+        paths = lake_paths(lake_trace_dir, r.table, r.path)
+        written, rejected = _parquet_rows(paths.parquet), _parquet_rows(paths.rejects)
+        if r.rows_read != r.rows_written + r.rows_rejected:
+            problems.append(
+                f"{r.path}: {r.rows_read:,} rows read but {r.rows_written:,} written + "
+                f"{r.rows_rejected:,} rejected"
+            )
+        if (written, rejected) != (r.rows_written, r.rows_rejected):
+            problems.append(
+                f"{r.path}: the lake holds {written:,} rows and {rejected:,} rejects, the manifest "
+                f"says {r.rows_written:,} and {r.rows_rejected:,}"
+            )
+    return problems
+
+
+def other_root_error(lake_trace_dir: Path, raw_root: Path, holds_rows: bool) -> str | None:
+    """One line refusing to ingest another raw root into a lake that mirrors one already.
+
+    Two roots can hold the same relative names (every google-2019 cell's export uses the same
+    shard names): one would silently replace the other's rows. None when the roots agree, the
+    lake holds no rows, or no root was recorded.
+    """
+    note = read_ingest_note(lake_trace_dir)
+    recorded = str(note.get("raw_root_key", ""))
+    if not holds_rows or not recorded or recorded == raw_root_key(lake_trace_dir, raw_root):
+        return None
+    return (
+        f"{lake_trace_dir} mirrors the raw folder {note.get('raw_root')}, not {raw_root}: ingest "
+        f"{raw_root} into another data directory (--data NEW_DIR) to keep both, or pass "
+        "--replace to drop this trace's lake and ingest it instead"
+    )
 
 
 def converted_row(plan: FilePlan, done: Converted) -> ManifestRow:
@@ -207,6 +288,10 @@ class ManifestLedger:
         if time.monotonic() - self._last_write >= self._interval_s:
             self.flush()
 
+    def rows(self) -> list[ManifestRow]:
+        """Every row of the manifest as written by the last :meth:`flush`."""
+        return list(manifest_rows(self._manifest).values())
+
     def flush(self) -> None:
         manifest = manifest_with(self._manifest, self._pending)
         if self._forget:
@@ -249,10 +334,19 @@ class IngestSummary:
     #: (path, reason) of files left out on purpose (not matching the table glob)
     ignored: tuple[tuple[str, str], ...]
     seconds: float
+    #: files ingested before whose raw file is gone: rows removed, or kept (``--keep-vanished``)
+    removed: tuple[ManifestRow, ...] = ()
+    kept: tuple[ManifestRow, ...] = ()
+    #: where the lake and the manifest disagree after the run (:func:`reconciliation_problems`)
+    unreconciled: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
-        return bool(self.discovery_errors) or any(r.status == "error" for r in self.rows)
+        return (
+            bool(self.discovery_errors)
+            or bool(self.unreconciled)
+            or any(r.status == "error" for r in self.rows)
+        )
 
     def tables(self) -> list[TableSummary]:
         out: list[TableSummary] = []

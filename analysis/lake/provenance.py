@@ -161,11 +161,19 @@ def write_ingest_note(
     """
     doc = {
         "raw_root": str(raw_root.resolve()),
+        "raw_root_key": raw_root_key(lake_trace_dir, raw_root),
         "generated": (raw_root / TRUTH_FILE).is_file(),
         "ignored": [{"path": p, "reason": r} for p, r in ignored],
     }
     lake_trace_dir.mkdir(parents=True, exist_ok=True)
     return atomic_write_text(lake_trace_dir / INGEST_NOTE, json.dumps(doc, indent=2) + "\n")
+
+
+def raw_root_key(lake_trace_dir: Path, raw_root: Path) -> str:
+    """What names a lake's raw root: its path in the data directory (``DATA/lake/<trace>``'s
+    grandparent) when it lies there, so the data directory can move whole, else its absolute path."""
+    data_dir, root = lake_trace_dir.parent.parent.resolve(), raw_root.resolve()
+    return root.relative_to(data_dir).as_posix() if root.is_relative_to(data_dir) else str(root)
 
 
 def read_ingest_note(lake_trace_dir: Path) -> dict[str, object]:

@@ -66,9 +66,9 @@ def test_incremental_rerun_new_part_and_changed_file(tmp_path: Path, prefect_har
         "job_events/part-00000-of-00003.csv.gz": "ok",
         "job_events/part-00001-of-00003.csv": "ok",
     }
-    out0 = lake / TRACE / "job_events/part-00000-of-00003.parquet"
+    out0 = lake / TRACE / "job_events/part-00000-of-00003.csv.gz.parquet"
     mtime = out0.stat().st_mtime_ns
-    rejects1 = lake / TRACE / "_rejects/job_events__part-00001-of-00003.parquet"
+    rejects1 = lake / TRACE / "_rejects/job_events__part-00001-of-00003.csv.parquet"
     assert pl.read_parquet(rejects1)["source_line"].to_list() == [51]
 
     second = _run(raw, lake)
@@ -129,7 +129,7 @@ def test_duplicate_empty_truncated_and_unknown_folder(
     tables = {t.table: t for t in summary.tables()}
     assert tables["job_events"].rows_written == 30  # the duplicate is not counted twice
     lake_files = sorted(p.name for p in (lake / TRACE / "job_events").iterdir())
-    assert lake_files == ["part-00000-of-00004.parquet", "part-00001-of-00004.parquet"]
+    assert lake_files == ["part-00000-of-00004.csv.gz.parquet", "part-00001-of-00004.csv.parquet"]
 
 
 def test_cli_exit_code_and_summary(tmp_path: Path, prefect_harness: None) -> None:
@@ -154,7 +154,7 @@ def test_sigkill_mid_file_leaves_no_partial_parquet(tmp_path: Path, prefect_harn
     _run(raw, reference)
 
     data = tmp_path / "data"
-    big_tmp = data / "lake" / TRACE / "job_events/part-00000-of-00003.parquet.tmp"
+    big_tmp = data / "lake" / TRACE / "job_events/part-00000-of-00003.csv.parquet.tmp"
     env = {**os.environ, "PREFECT_LOGGING_LEVEL": "WARNING"}
     api_url = get_current_settings().api.url
     if api_url:  # the harness's server: the child need not start its own
@@ -176,7 +176,7 @@ def test_sigkill_mid_file_leaves_no_partial_parquet(tmp_path: Path, prefect_harn
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGKILL
-    final = data / "lake" / TRACE / "job_events/part-00000-of-00003.parquet"
+    final = data / "lake" / TRACE / "job_events/part-00000-of-00003.csv.parquet"
     assert not final.exists(), "a killed conversion left its Parquet in place"
     expected = _lake_digest(reference)
     finished = _lake_digest(data / "lake")
@@ -187,7 +187,7 @@ def test_sigkill_mid_file_leaves_no_partial_parquet(tmp_path: Path, prefect_harn
     assert not rerun.failed
     assert not list((data / "lake").rglob("*.tmp"))
     assert _lake_digest(data / "lake") == expected
-    assert expected["google-2011/job_events/part-00000-of-00003.parquet"][0] == 400_000
+    assert expected["google-2011/job_events/part-00000-of-00003.csv.parquet"][0] == 400_000
     manifest = read_manifest(data / "lake" / TRACE).sort("path")
     assert manifest["rows_read"].to_list() == [400_001, 300, 200]
     assert manifest["rows_rejected"].to_list() == [1, 0, 0]

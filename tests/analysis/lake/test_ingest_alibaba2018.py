@@ -55,8 +55,8 @@ def excerpt_lake(
     return lake / TRACE, _ingest(EXCERPT, lake)
 
 
-def _table(lake: Path, table: str, stem: str | None = None) -> pl.DataFrame:
-    return pl.read_parquet(lake / table / f"{stem or table}.parquet")
+def _table(lake: Path, table: str, raw_name: str = "*") -> pl.DataFrame:
+    return pl.read_parquet(lake / table / f"{raw_name}.parquet")
 
 
 @pytest.mark.real_data
@@ -187,16 +187,17 @@ def test_excerpt_ingest_is_incremental_and_idempotent(
     assert {r.status for r in again.rows} == {"skipped-unchanged"}
     after = {p: p.read_bytes() for p in sorted(lake.rglob("*.parquet")) if p.name[0] != "_"}
     assert after == before
-    # a changed file is converted again, the others are not
-    raw = tmp_path / TRACE
+    # a new file is converted, the others are not
+    raw, copy = tmp_path / TRACE, tmp_path / "lake"
     shutil.copytree(EXCERPT, raw)
+    _ingest(raw, copy)
     extra = b"M1,1,j_x,1,Terminated,10,20,100,0.5\n"
     (raw / "batch_task" / "more.csv").write_bytes(extra)
-    third = _ingest(raw, lake.parent)
+    third = _ingest(raw, copy)
     statuses = {r.path: r.status for r in third.rows}
     assert statuses["batch_task/more.csv"] == "ok"
     assert statuses["machine_meta/machine_meta.csv.gz"] == "skipped-unchanged"
-    assert _table(lake, "batch_task", "more").height == 1
+    assert _table(copy / TRACE, "batch_task", "more.csv").height == 1
 
 
 def test_bad_lines_are_rejected_with_their_reason(tmp_path: Path, prefect_harness: None) -> None:

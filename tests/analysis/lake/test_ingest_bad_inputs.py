@@ -60,7 +60,7 @@ def _convert(
     path = folder / name
     path.write_bytes(data)
     raw = RawFile(tbl.name, path, f"{tbl.name}/{name}", path.stat().st_size)
-    paths = lake_paths(tmp_path / "lake" / "google-2011", raw)
+    paths = lake_paths(tmp_path / "lake" / "google-2011", raw.table, raw.rel)
     result = convert_file(tbl, raw, paths, chunk_bytes=chunk_bytes)
     assert result.rows_read == result.rows_written + result.rows_rejected
     return Converted(result, paths, raw.rel)
@@ -219,7 +219,7 @@ def test_truncated_gzip_is_an_error_without_output(tmp_path: Path) -> None:
 
 def test_unreadable_file_is_an_error(tmp_path: Path) -> None:
     raw = RawFile("job_events", tmp_path / "gone.csv", "job_events/gone.csv", 10)
-    result = convert_file(JOB, raw, lake_paths(tmp_path / "lake", raw))
+    result = convert_file(JOB, raw, lake_paths(tmp_path / "lake", raw.table, raw.rel))
     assert result.status == "error"
     assert "cannot read job_events/gone.csv" in result.error
 
@@ -272,7 +272,6 @@ def test_discovery_reports_unknown_folders_and_ignored_files(tmp_path: Path) -> 
         "task_events/part-00000-of-00002.csv",
         "task_events/part-00001-of-00002.csv.gz",
     ]
-    assert [f.stem for f in found.files] == ["part-00000-of-00002", "part-00001-of-00002"]
     errors = [p for p in found.problems if p.is_error]
     assert [p.path for p in errors] == ["jobevents"]
     assert "known tables are: job_events, machine_attributes" in errors[0].reason
@@ -283,21 +282,35 @@ def test_discovery_reports_unknown_folders_and_ignored_files(tmp_path: Path) -> 
 def test_azure_single_vmtable_at_the_root_is_found(tmp_path: Path) -> None:
     (tmp_path / "vmtable.csv.gz").write_bytes(gzip.compress(b""))
     found = discover_raw_files("azure-2017", tmp_path)
-    assert [(f.table, f.rel, f.stem) for f in found.files] == [
-        ("vmtable", "vmtable.csv.gz", "vmtable")
-    ]
+    assert [(f.table, f.rel) for f in found.files] == [("vmtable", "vmtable.csv.gz")]
 
 
-def test_two_files_with_the_same_output_name_are_an_error(tmp_path: Path) -> None:
+def test_every_raw_path_has_outputs_of_its_own(tmp_path: Path) -> None:
+    # the same stem under two compressions, and azure's two documented layouts side by side
     for name in ("part-00000-of-00001.csv", "part-00000-of-00001.csv.gz"):
         (tmp_path / "job_events").mkdir(exist_ok=True)
         (tmp_path / "job_events" / name).write_bytes(b"")
     found = discover_raw_files("google-2011", tmp_path)
-    assert [f.rel for f in found.files] == ["job_events/part-00000-of-00001.csv"]
-    (problem,) = found.problems
-    assert problem.is_error
-    assert problem.path == "job_events/part-00000-of-00001.csv.gz"
-    assert "same output name part-00000-of-00001.parquet" in problem.reason
+    assert [f.rel for f in found.files] == [
+        "job_events/part-00000-of-00001.csv",
+        "job_events/part-00000-of-00001.csv.gz",
+    ]
+    assert found.problems == ()
+    rels = [
+        ("job_events", "job_events/part-00000-of-00001.csv"),
+        ("job_events", "job_events/part-00000-of-00001.csv.gz"),
+        ("vmtable", "vmtable.csv.gz"),
+        ("vmtable", "vmtable/vmtable.csv.gz"),
+        ("vmtable", "vmtable/%2Fvmtable.csv.gz"),
+    ]
+    names = [lake_paths(tmp_path, t, rel).parquet.name for t, rel in rels]
+    assert names == [
+        "part-00000-of-00001.csv.parquet",
+        "part-00000-of-00001.csv.gz.parquet",
+        "%2Fvmtable.csv.gz.parquet",
+        "vmtable.csv.gz.parquet",
+        "%252Fvmtable.csv.gz.parquet",
+    ]
 
 
 def test_utf16_file_is_an_error_with_every_line_kept(tmp_path: Path) -> None:

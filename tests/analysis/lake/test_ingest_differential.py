@@ -48,7 +48,10 @@ def _paths_outcome(tmp: Path, data: bytes, chunk_bytes: int = 64) -> tuple[bool,
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     raw = RawFile("task_events", path, f"task_events/{name}", len(data))
-    fast_paths, paths = lake_paths(tmp / "fast", raw), lake_paths(tmp / "lake", raw)
+    fast_paths, paths = (
+        lake_paths(tmp / "fast", raw.table, raw.rel),
+        lake_paths(tmp / "lake", raw.table, raw.rel),
+    )
     for p in (fast_paths, paths):
         p.parquet.parent.mkdir(parents=True, exist_ok=True)
         p.rejects.parent.mkdir(parents=True, exist_ok=True)
@@ -102,7 +105,9 @@ def test_a_cr_ending_a_field_is_dropped_by_both_paths(tmp_path: Path) -> None:
     fast, counts = _paths_outcome(tmp_path, f"{stray}\n{GOOD}\r\n".encode())
     assert fast
     assert counts == {"read": 2, "written": 2, "rejected": 0}
-    rows = pl.read_parquet(tmp_path / "fast" / "task_events" / "part-00000-of-00001.parquet.tmp")
+    rows = pl.read_parquet(
+        tmp_path / "fast" / "task_events" / "part-00000-of-00001.csv.parquet.tmp"
+    )
     assert rows["event_type"].to_list() == [1, 1]
     assert rows["user"].to_list() == ["u\rA", "userA"]
 
@@ -120,9 +125,11 @@ def test_convert_file_never_writes_inf(tmp_path: Path) -> None:
     raw_path.write_bytes(f"{GOOD.replace('0.0625', '1e400')}\n{GOOD}\n".encode())
     size = raw_path.stat().st_size
     raw = RawFile("task_events", raw_path, "task_events/part-00000-of-00001.csv", size)
-    result = convert_file(TASK, raw, lake_paths(tmp_path / "lake", raw), chunk_bytes=64)
+    result = convert_file(
+        TASK, raw, lake_paths(tmp_path / "lake", raw.table, raw.rel), chunk_bytes=64
+    )
     assert (result.status, result.rows_written, result.rows_rejected) == ("ok", 1, 1)
-    rows = pl.read_parquet(tmp_path / "lake" / "task_events" / "part-00000-of-00001.parquet")
+    rows = pl.read_parquet(tmp_path / "lake" / "task_events" / "part-00000-of-00001.csv.parquet")
     assert rows["cpu_request"].to_list() == [0.0625]
 
 
@@ -210,7 +217,7 @@ def test_both_paths_agree_on_generated_files(data: bytes, chunk_bytes: int) -> N
     with tempfile.TemporaryDirectory() as tmp:
         _, counts = _paths_outcome(Path(tmp), data, chunk_bytes)
         assert counts["read"] == _physical_line_count(data)
-        written = Path(tmp) / "lake" / "task_events" / "part-00000-of-00001.parquet.tmp"
+        (written,) = (Path(tmp) / "lake" / "task_events").glob("*.parquet.tmp")
         floats = pl.read_parquet(written).select(pl.col(pl.Float64))
         assert (
             floats.select(pl.all().is_finite().fill_null(True).all()).row(0)

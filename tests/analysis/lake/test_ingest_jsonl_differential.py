@@ -46,7 +46,10 @@ def _outcome(tmp: Path, spec: Table, data: bytes, chunk_bytes: int = 1 << 20) ->
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
     raw = RawFile(spec.name, path, f"{spec.name}/{name}", len(data))
-    fast_paths, ref_paths = lake_paths(tmp / "fast", raw), lake_paths(tmp / "ref", raw)
+    fast_paths, ref_paths = (
+        lake_paths(tmp / "fast", raw.table, raw.rel),
+        lake_paths(tmp / "ref", raw.table, raw.rel),
+    )
     for p in (fast_paths, ref_paths):
         p.parquet.parent.mkdir(parents=True, exist_ok=True)
         p.rejects.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ def _row_groups(tmp_path: Path, chunk_bytes: int) -> tuple[list[int], pl.DataFra
     path = folder / "part-00000-of-00001.csv"
     path.write_bytes(b"".join(_line(n) for n in range(1, LINES + 1)))
     raw = RawFile("job_events", path, "job_events/part-00000-of-00001.csv", path.stat().st_size)
-    paths = lake_paths(tmp_path / "lake", raw)
+    paths = lake_paths(tmp_path / "lake", raw.table, raw.rel)
     result = convert_file(JOB, raw, paths, chunk_bytes=chunk_bytes)
     assert (result.status, result.rows_written, result.rows_rejected) == ("ok", LINES - 1, 1)
     meta = pq.ParquetFile(paths.parquet).metadata

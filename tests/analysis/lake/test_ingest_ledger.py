@@ -1,4 +1,4 @@
-"""The ingest ledger under misuse (issue 12, item 2): no row counted twice, none lost silently.
+"""The ingest ledger under misuse: no row counted twice, none lost silently.
 
 A rename, a copy or a move of a raw file between runs never counts its rows twice; anything in
 the raw root that ingest cannot read is an error that fails the run, never a silent skip.
@@ -87,15 +87,26 @@ def test_rename_copy_and_move_never_count_rows_twice(tmp_path: Path, prefect_har
     }
 
 
-def test_a_deleted_raw_file_keeps_its_lake_rows(tmp_path: Path, prefect_harness: None) -> None:
+def test_a_deleted_raw_file_leaves_the_lake_unless_kept(
+    tmp_path: Path, prefect_harness: None
+) -> None:
     raw, lake = tmp_path / "raw", tmp_path / "lake"
     _write(raw / "job_events/part-00000-of-00002.csv", _job_lines(0, 10))
     _write(raw / "job_events/part-00001-of-00002.csv", _job_lines(10, 5))
     _run(raw, lake)
     (raw / "job_events/part-00001-of-00002.csv").unlink()
-    _run(raw, lake)
-    # the lake is the record: deleting raw files to save space loses nothing
+    kept = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, keep_vanished=True)
+    # deleting raw files to save space loses nothing when asked
     assert _lake_rows(lake) == 15
+    assert [(r.path, r.rows_read) for r in kept.kept] == [("job_events/part-00001-of-00002.csv", 5)]
+    assert not kept.unreconciled
+    # by default the lake mirrors the raw folder, and the summary names what left
+    mirrored = _run(raw, lake)
+    assert _lake_rows(lake) == 10
+    assert [(r.path, r.rows_read) for r in mirrored.removed] == [
+        ("job_events/part-00001-of-00002.csv", 5)
+    ]
+    assert list(_manifest_paths(lake)) == ["job_events/part-00000-of-00002.csv"]
 
 
 def test_fifo_dangling_link_and_wrong_level_are_errors(tmp_path: Path) -> None:
@@ -214,7 +225,7 @@ def test_a_raw_root_without_raw_files_is_an_error(tmp_path: Path) -> None:
 def test_rename_plus_recompress_replaces_rows_instead_of_doubling(
     tmp_path: Path, prefect_harness: None
 ) -> None:
-    # issue 28, item 3: zcat part-00001 | gzip -9 > part-00011-of-00012.csv.gz; rm part-00001
+    # zcat part-00001 | gzip -9 > part-00011-of-00012.csv.gz; rm part-00001
     raw, lake = tmp_path / "raw", tmp_path / "lake"
     folder = raw / "job_events"
     first, second = _job_lines(0, 30), _job_lines(30, 12)

@@ -61,7 +61,7 @@ def test_only_files_a_checksum_can_decide_are_checksummed_first(tmp_path: Path) 
         (no_content.table, no_content.rel): _ok_row(no_content, 600, "sha256:o", content=""),
     }
     for raw in (known, no_content):
-        parquet = lake_paths(tmp_path, raw).parquet
+        parquet = lake_paths(tmp_path, raw.table, raw.rel).parquet
         parquet.parent.mkdir(parents=True, exist_ok=True)
         parquet.write_bytes(b"PAR1")
 

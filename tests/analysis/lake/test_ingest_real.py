@@ -46,7 +46,7 @@ def _rows(lake: Path, rel: str) -> pl.DataFrame:
 
 def test_task_events_part0_exact_counts(google_lake: tuple[Path, IngestSummary]) -> None:
     lake, _ = google_lake
-    df = _rows(lake, "task_events/part-00000-of-00500.parquet")
+    df = _rows(lake, "task_events/part-00000-of-00500.csv.gz.parquet")
     assert df.height == 450_146
     counts = dict(df.group_by("event_type").len().iter_rows())
     assert counts == {0: 201_491, 1: 189_994, 2: 4_338, 3: 581, 4: 43_237, 5: 10_505}
@@ -59,27 +59,27 @@ def test_task_events_part0_exact_counts(google_lake: tuple[Path, IngestSummary])
 
 def test_machine_and_job_events_counts(google_lake: tuple[Path, IngestSummary]) -> None:
     lake, _ = google_lake
-    machines = _rows(lake, "machine_events/part-00000-of-00001.parquet")
+    machines = _rows(lake, "machine_events/part-00000-of-00001.csv.gz.parquet")
     assert machines.height == 37_780
     assert machines["machine_id"].n_unique() == 12_583
     for part, rows in (("00000", 10_704), ("00002", 3_360), ("00003", 4_179)):
-        assert _rows(lake, f"job_events/part-{part}-of-00500.parquet").height == rows
+        assert _rows(lake, f"job_events/part-{part}-of-00500.csv.gz.parquet").height == rows
 
 
 def test_task_usage_header_line_goes_to_rejects(google_lake: tuple[Path, IngestSummary]) -> None:
     lake, _ = google_lake
-    usage = _rows(lake, "task_usage/part-00000-of-00002.parquet")
+    usage = _rows(lake, "task_usage/part-00000-of-00002.csv.parquet")
     assert usage.height == 10_000
     assert usage["source_row"].min() == 2  # line 1 is the header
     assert (usage["start_time"] == 600_000_000).all()
     assert (usage["sampled_cpu_usage"] == 0).sum() == 7_277
-    rejects = _rows(lake, "_rejects/task_usage__part-00000-of-00002.parquet")
+    rejects = _rows(lake, "_rejects/task_usage__part-00000-of-00002.csv.parquet")
     assert rejects.height == 1
     row = rejects.row(0, named=True)
     assert row["source_line"] == 1
     assert row["reason"].startswith("header line")
     assert row["raw_text"].startswith("start_time,end_time,job_id")
-    headerless = _rows(lake, "task_usage/part-00001-of-00002.parquet")
+    headerless = _rows(lake, "task_usage/part-00001-of-00002.csv.parquet")
     assert headerless.height == 120
     # datagg_test.csv holds rows 1-120 of the same part file
     assert headerless.drop("source_file", "source_row").equals(
@@ -118,8 +118,8 @@ def test_azure_filtered_vmtable_is_a_clear_error(
     assert "is this the original headerless vmtable?" in row.error
     assert (row.rows_read, row.rows_written, row.rows_rejected) == (658, 0, 658)
     lake = tmp_path / "lake/azure-2017"
-    assert not (lake / "vmtable/filtered_vmtables_50.parquet").exists()
-    rejects = pl.read_parquet(lake / "_rejects/vmtable__filtered_vmtables_50.parquet")
+    assert not (lake / "vmtable/filtered_vmtables_50.csv.parquet").exists()
+    rejects = pl.read_parquet(lake / "_rejects/vmtable__filtered_vmtables_50.csv.parquet")
     headers = rejects.filter(pl.col("raw_text").str.starts_with(",vmid,vmcreated"))
     assert headers["source_line"].to_list() == [1, 631]
     assert all(r.startswith("header line") for r in headers["reason"])
