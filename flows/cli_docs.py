@@ -15,7 +15,8 @@ from tracelab.flows.cli import CREATES_DATA, READ_ONLY, build_parser, commands
 WIDTH = 100
 
 
-def _sub_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+def sub_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each sub-command's parser, by name."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             return dict(action.choices)
@@ -30,7 +31,7 @@ def _help(parser: argparse.ArgumentParser) -> str:
 def cli_markdown() -> str:
     """The whole of ``docs/cli.md``."""
     parser = build_parser()
-    subs = _sub_parsers(parser)
+    subs = sub_parsers(parser)
     lines = [
         "# Command line",
         "",
