@@ -132,7 +132,7 @@ def _quiet_prefect_defaults() -> None:
 
 
 def _start_prefect_server_early() -> None:
-    """Prefect's temporary server boots while the command imports and plans (issue #29)."""
+    """Prefect's temporary server boots while the command imports and plans."""
     from tracelab.flows.orphans import mark_owner, stop_orphans
     from tracelab.flows.temp_server import start_early
 
@@ -310,7 +310,7 @@ def _attach_log_file(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse, run one sub-command, turn every failure into a one-line reason."""
-    with gc_after_startup() as started:  # issue #29
+    with gc_after_startup() as started:
         prepared = _prepared(argv)
         started()
         return prepared if isinstance(prepared, int) else _run_reporting(prepared)
