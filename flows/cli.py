@@ -176,7 +176,7 @@ _UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<typed>.*)$")
 
 
 def nearest_hint(message: str, options: Collection[str]) -> str:
-    """``"; did you mean 'ingest'?"`` for an argparse error about a mistyped word, else ``""``.
+    """``"; did you mean ingest?"`` for an argparse error about a mistyped word, else ``""``.
 
     Python 3.11's argparse names the unknown word but not the nearest known one.
     """
