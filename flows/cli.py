@@ -10,7 +10,6 @@ one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on scre
 from __future__ import annotations
 
 import argparse
-import difflib
 import logging
 import os
 import re
@@ -180,6 +179,8 @@ def nearest_hint(message: str, options: Collection[str]) -> str:
 
     Python 3.11's argparse names the unknown word but not the nearest known one.
     """
+    import difflib  # only a usage error needs it: not part of every command's start-up
+
     if match := _INVALID_CHOICE.search(message):
         typed = [match["typed"]]
         known = re.findall(r"'([^']*)'", match["choices"])
