@@ -2,15 +2,14 @@
 
 Every ``bench/<name>.py`` declares the files it measures in a module-level
 ``MEASURES = ("analysis/lake/ingest.py", ...)`` (a folder stands for every file under it). A row of
-the ledger names its command (``make bench-<name>`` or ``bench/<name>.py``) and the commit it was
-measured at; the row is **stale** when any measured file's code differs between that commit and
-``HEAD``. Git follows renames, and for Python files only the code counts: a file moved and its
-imports or docstrings edited (the package restructure) is not a change; a SQL file is compared
-byte for byte. Prints every stale row
-with the files that changed, and exits 1 when there is one that is not marked superseded.
-Rows whose command is not a benchmark (``make run``, ``tracelab generate``) are listed as
-untracked. Never a test itself: ``tests/test_bench_check.py`` checks this logic on a tiny
-ledger in a throw-away repository.
+the ledger (a table with ``benchmark``, ``command``, ``date`` and ``commit`` columns) names its
+command (``make bench-<name>`` or ``bench/<name>.py``) and the commit it was measured at; the row is
+**stale** when any measured file's code differs between that commit and ``HEAD``. Git follows
+renames, and for Python files only the code counts: a file moved and its imports or docstrings
+edited is not a change; a SQL file is compared byte for byte. Prints every stale row with the files
+that changed, and exits 1 when there is one. Rows whose command is not a benchmark (``tracelab
+run``, ``tracelab generate``) are listed as untracked. Never a test itself:
+``tests/test_bench_check.py`` checks this logic on a tiny ledger in a throw-away repository.
 """
 
 from __future__ import annotations
@@ -38,10 +37,6 @@ class Row:
     date: str
     commit: str
 
-    @property
-    def superseded(self) -> bool:
-        return "superseded" in self.what.lower()
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -54,16 +49,30 @@ class Verdict:
     problem: str = ""
 
 
+#: the columns a ledger table has (others, such as ``figure`` and ``machine``, are not read)
+COLUMNS = ("benchmark", "command", "date", "commit")
+
+
 def ledger_rows(text: str) -> list[Row]:
-    """The rows of every table whose last two columns are ``date | commit``."""
+    """The rows of every table whose header has the ``COLUMNS``, in any order."""
     rows: list[Row] = []
+    where: dict[str, int] | None = None
     for number, line in enumerate(text.splitlines(), start=1):
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if not line.lstrip().startswith("|") or len(cells) < 4:
+        if not line.lstrip().startswith("|"):
+            where = None
             continue
-        commit = cells[-1].strip("`")
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if where is None:
+            names = [c.lower() for c in cells]
+            if set(COLUMNS) <= set(names):
+                where = {c: names.index(c) for c in COLUMNS}
+            continue
+        if len(cells) <= max(where.values()) or set("".join(cells)) <= set("-: "):
+            continue
+        commit = cells[where["commit"]].strip("`")
         if _COMMIT.match(commit):
-            rows.append(Row(number, cells[0], cells[1], cells[-2], commit))
+            what, command, date = (cells[where[c]] for c in ("benchmark", "command", "date"))
+            rows.append(Row(number, what, command, date, commit))
     return rows
 
 
@@ -162,7 +171,7 @@ def check(repo: Path) -> list[Verdict]:
 
 
 def report(verdicts: list[Verdict]) -> tuple[str, int]:
-    """The printed report and the exit status (1 when a current row is stale or unknown)."""
+    """The printed report and the exit status (1 when a row is stale or its commit unknown)."""
     lines: list[str] = []
     failing = 0
     for v in verdicts:
@@ -170,14 +179,13 @@ def report(verdicts: list[Verdict]) -> tuple[str, int]:
         if v.problem and not v.bench:
             lines.append(f"untracked  {where}: {v.row.what[:70]}")
         elif v.problem or v.changed:
-            label = "superseded" if v.row.superseded else "STALE     "
-            failing += not v.row.superseded
+            failing += 1
             why = v.problem or "changed since: " + ", ".join(v.changed)
-            lines.append(f"{label} {where} [bench/{v.bench}.py]: {v.row.what[:70]} — {why}")
+            lines.append(f"STALE      {where} [bench/{v.bench}.py]: {v.row.what[:70]} — {why}")
     current = sum(1 for v in verdicts if v.bench and not v.problem and not v.changed)
     lines.append(
-        f"{failing} stale row(s), {current} current; re-measure a stale row at HEAD and put the "
-        "new commit in its row (or mark it superseded by the row that replaces it)"
+        f"{failing} stale row(s), {current} current; re-measure a stale row at HEAD and replace "
+        "it with the new figure, date and commit"
     )
     return "\n".join(lines), int(failing > 0)
 

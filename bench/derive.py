@@ -1,4 +1,4 @@
-"""Benchmark the derived tables (issue #3) and compare ``fct_task_usage_stats`` with pandas.
+"""Benchmark the derived tables and compare ``fct_task_usage_stats`` with pandas.
 
 Generates (or reuses, under ``--out``) a synthetic google-2011 trace with
 :func:`analysis.synthetic.generate_trace` (``--scale medium`` is about 24 million usage rows over

@@ -1,4 +1,4 @@
-"""The whole pipeline at fractions of the full Google 2011 trace, extrapolated to all of it (issue #26).
+"""The whole pipeline at fractions of the full Google 2011 trace, extrapolated to all of it.
 
 For each ``--fraction`` (default 1/40 and 1/10 of the full trace's ~1.23 billion task_usage rows)
 it generates (or reuses, under ``--out``) a synthetic google-2011 trace in published-size parts

@@ -1,4 +1,4 @@
-"""Benchmark `tracelab ingest` against plain Polars and DuckDB on the same raw files (issue #2, item 6).
+"""Benchmark `tracelab ingest` against plain Polars and DuckDB on the same raw files.
 
 Generates (or reuses, under ``bench/out/``) a synthetic google-2011 trace of ``--target-mb`` MB of
 raw CSV per size with :func:`analysis.synthetic.generate_trace`, in parts of the published size

@@ -1,4 +1,4 @@
-"""Benchmark google-2019's JSON-lines ingest against its reference path and plain Polars (issue 27).
+"""Benchmark google-2019's JSON-lines ingest against its reference path and plain Polars.
 
 Generates (or reuses, under ``bench/out/``) the google-2019 generator's ``medium`` trace and
 writes one ``instance_usage`` export shard of ``--target-mb`` MB of JSON lines (the generated

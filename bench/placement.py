@@ -1,4 +1,4 @@
-"""Benchmark the placement stage (issue 17): a generated Azure-V1-sized stream through all policies.
+"""Benchmark the placement stage: a generated Azure-V1-sized stream through all policies.
 
 Writes its own params document through the real export path (the sample generator's true
 deployment model as the fitted records), then runs :func:`analysis.placement.placement_results`
@@ -59,7 +59,7 @@ MEASURES = (
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Time the placement replays (issue 17).")
+    parser = argparse.ArgumentParser(description="Time the placement replays.")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "out" / "placement")
     parser.add_argument("--quick", action="store_true", help="two small pools instead of 24")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)

@@ -1,4 +1,4 @@
-"""`tracelab analyze` (issue #4): the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
+"""`tracelab analyze`: the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
 
 A thin Prefect flow: one task per stage, each calling the plain functions in ``analysis/`` and
 writing ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 import traceback
 import typing
@@ -130,7 +131,7 @@ def _quiet_prefect_defaults() -> None:
 
 
 def _start_prefect_server_early() -> None:
-    """Prefect's temporary server boots while the command imports and plans (issue #29)."""
+    """Prefect's temporary server boots while the command imports and plans."""
     from tracelab.flows.orphans import mark_owner, stop_orphans
     from tracelab.flows.temp_server import start_early
 
@@ -148,11 +149,52 @@ def version() -> str:
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """Usage errors as one line (and exit 1, like every other failure), not usage + error."""
+    """Usage errors as one line (and exit 1, like every other failure), not usage + error, with
+    the nearest known command, option or choice when one is close to what was typed."""
 
     def error(self, message: str) -> typing.NoReturn:
-        print(f"{self.prog}: error: {message}; see `{self.prog} --help`", file=sys.stderr)
+        hint = nearest_hint(message, self._known_options())
+        print(f"{self.prog}: error: {message}{hint}; see `{self.prog} --help`", file=sys.stderr)
         sys.exit(1)
+
+    def _known_options(self) -> list[str]:
+        # an unknown option is reported by the top parser, so the sub-commands' options count too
+        parsers: list[argparse.ArgumentParser] = [self]
+        known: list[str] = []
+        while parsers:
+            parser = parsers.pop()
+            for action in parser._actions:
+                known += [o for o in action.option_strings if o.startswith("--")]
+                if isinstance(action, argparse._SubParsersAction):
+                    parsers += action.choices.values()
+        return known
+
+
+_INVALID_CHOICE = re.compile(r"invalid choice: '(?P<typed>[^']*)' \(choose from (?P<choices>.*)\)$")
+_UNRECOGNIZED = re.compile(r"^unrecognized arguments: (?P<typed>.*)$")
+
+
+def nearest_hint(message: str, options: Collection[str]) -> str:
+    """``"; did you mean ingest?"`` for an argparse error about a mistyped word, else ``""``.
+
+    Python 3.11's argparse names the unknown word but not the nearest known one.
+    """
+    import difflib  # only a usage error needs it: not part of every command's start-up
+
+    if match := _INVALID_CHOICE.search(message):
+        typed = [match["typed"]]
+        known = re.findall(r"'([^']*)'", match["choices"])
+    elif match := _UNRECOGNIZED.search(message):
+        typed = [w.split("=", 1)[0] for w in match["typed"].split() if w.startswith("--")]
+        known = sorted(set(options))
+    else:
+        return ""
+    guesses = [
+        f"{word} -> {close[0]}" if len(typed) > 1 else close[0]
+        for word in typed
+        if (close := difflib.get_close_matches(word, known, n=1, cutoff=0.6))
+    ]
+    return f"; did you mean {', '.join(guesses)}?" if guesses else ""
 
 
 def _common_options(p: argparse.ArgumentParser, name: str) -> None:
@@ -269,7 +311,7 @@ def _attach_log_file(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse, run one sub-command, turn every failure into a one-line reason."""
-    with gc_after_startup() as started:  # issue #29
+    with gc_after_startup() as started:
         prepared = _prepared(argv)
         started()
         return prepared if isinstance(prepared, int) else _run_reporting(prepared)

@@ -1,4 +1,4 @@
-"""`tracelab derive` (issue #3): the SQL files in ``queries/`` -> ``DATA/derived/<trace>/*.parquet``.
+"""`tracelab derive`: the SQL files in ``queries/`` -> ``DATA/derived/<trace>/*.parquet``.
 
 Thin Prefect flow over :mod:`analysis.derive`: each table is one task that opens a bounded DuckDB
 connection (memory limit and spill directory from the settings), exposes the lake tables and the

@@ -1,4 +1,4 @@
-"""`tracelab export`: every stage's fitted parameters -> one versioned params document (issue #5).
+"""`tracelab export`: every stage's fitted parameters -> one versioned params document.
 
 Gathers ``DATA/results/<trace>/<stage>/params.json``, validates the document against
 ``analysis/export/params_schema.json`` and writes ``DATA/exports/params.json`` with the schema beside it

@@ -1,4 +1,4 @@
-"""`tracelab fit`: Gamma priors of the Azure deployment model (issue #5, docs/methods.md §2.6).
+"""`tracelab fit`: Gamma priors of the Azure deployment model (docs/methods.md §2.6).
 
 Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab derive --trace
 azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables
@@ -6,7 +6,7 @@ from that one vmtable CSV(.gz) (``queries/``, :mod:`analysis.azure_vmtable`) int
 ``DATA/derived/azure-2017/``; fits the priors (:mod:`analysis.priors`) into
 ``DATA/results/azure-2017/priors/``.
 
-``--trace alibaba-2018`` (issue 27, step 4) fits the priors that trace supports
+``--trace alibaba-2018`` fits the priors that trace supports
 (:mod:`analysis.priors.alibaba`: Gamma execution times of the Terminated tasks and per-task mean
 CPU) from ``DATA/derived/alibaba-2018/`` into ``DATA/results/alibaba-2018/priors/``; the azure-only
 options do not apply there. ``--trace google-2019`` likewise fits google-2011's §2.7 Gamma priors

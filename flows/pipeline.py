@@ -153,7 +153,7 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
                 note = f"not enough data for: {parts}"
     seconds = time.perf_counter() - started
     # the stages run in this one process: what the allocators kept of this stage's memory
-    # would be the floor of the next stage's peak, growing with the input (issue 26)
+    # would be the floor of the next stage's peak, growing with the input
     release_unused_memory()
     print(
         f"[{name}] {trace} {status} in {seconds:.1f} s" + (f": {note}" if note else ""), flush=True

@@ -1,10 +1,10 @@
 """``tracelab run --config FILE``: one TOML file sets any stage's options (docs/run-config.md).
 
 A table per stage, named by the stage or its command, holding the stage's options by field
-name (``tasks_per_instance``) or flag name (``tasks-per-instance``)::
+name (``max_failures``) or flag name (``max-failures``)::
 
     [packing]
-    tasks_per_instance = 1000
+    max_failures = 10
 
 Every value is checked as the command line checks it (type, range, choices), before anything
 runs; an unknown stage or option is a one-line error naming the file and the known names.
@@ -132,6 +132,6 @@ def add_config_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="TOML file setting any stage's options, e.g. [packing] tasks_per_instance = 1000 "
+        help="TOML file setting any stage's options, e.g. [packing] max_failures = 10 "
         "(docs/run-config.md)",
     )

@@ -24,7 +24,7 @@ class Settings:
     duckdb_threads: int = 0
     #: DuckDB memory_limit of every stage's connection; out-of-core spilling goes to duckdb_temp_dir.
     #: The process's peak is about 1 GB (interpreter, Prefect, one streamed batch) above it, so
-    #: the default keeps a whole run under 8 GB at any trace size (docs/benchmarks.md, issue 26)
+    #: the default keeps a whole run under 8 GB at any trace size (docs/operations.md)
     duckdb_memory_limit: str = DEFAULT_DUCKDB_MEMORY
     duckdb_temp_dir: Path | None = None
     #: existing Dask scheduler (tcp://host:port); None = single machine

@@ -3,7 +3,7 @@
 With no ``PREFECT_API_URL``, Prefect's client starts a temporary server (``uvicorn`` serving
 ``prefect.server.api.server:create_app`` in a subprocess) when the flow begins: the command first
 imports Prefect's whole server package only to start that subprocess, and the subprocess, a fresh
-interpreter, imports Prefect again (issue #29: ~10 CPU-s of fixed cost per command).
+interpreter, imports Prefect again (several CPU-s of fixed cost per command).
 :func:`start_early` runs the same server (uvicorn, ``create_app``, Prefect's ephemeral mode: no
 UI) from the very start of the command, as a fork of it made right after ``import prefect``:
 the child inherits Prefect's client, settings and schemas, which are half of what the server

@@ -107,3 +107,29 @@ def test_every_methods_reference_names_an_existing_section() -> None:
     assert len(refs) > 40, "the references were not found: is the pattern still right?"
     missing = [f"{where}: §{number}" for where, number in refs if number not in sections]
     assert not missing, missing
+
+
+#: what a lab notebook has and a reference page does not: issue numbers, re-measurement stories,
+#: commit hashes (a hex word with a digit and a letter; the benchmark ledger alone names commits)
+_HISTORY = re.compile(
+    r"\bissues? #?\d+|\bre-measured\b|\bsuperseded\b|(?<![.\w])(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,12}\b",
+    re.IGNORECASE,
+)
+
+
+def test_docs_are_reference_without_history() -> None:
+    offenders = [
+        f"{p.relative_to(REPO)}:{n}: {m.group(0)}"
+        for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+        if p.name != "benchmarks.md"
+        for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1)
+        if (m := _HISTORY.search(line))
+    ]
+    assert not offenders, "history lives in git and docs/benchmarks.md:\n" + "\n".join(offenders)
+
+
+def test_docs_index_links_every_page() -> None:
+    index = (REPO / "docs" / "index.md").read_text(encoding="utf-8")
+    pages = sorted(p.name for p in (REPO / "docs").glob("*.md") if p.name != "index.md")
+    assert [p for p in pages if f"]({p}" not in index] == []
+    assert "(docs/index.md)" in (REPO / "README.md").read_text(encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Cluster admission control on the exported Gamma priors (Cluster Admission §2–6, docs/methods.md §3.2, issue 16).
+"""Cluster admission control on the exported Gamma priors (Cluster Admission §2–6, docs/methods.md §3.2).
 
 ``admission_results`` reads only ``DATA/exports/params.json`` (through :func:`load_params`),
 tunes each policy's threshold by binary search to meet the SLA on the scale-out failure rate,

@@ -71,7 +71,7 @@ class PolicyResult:
     runs: int
     #: None for the no-SLA upper bound
     sla_met: bool | None
-    #: the regime (issue 24): time-mean live deployments over runs, accepted / arriving
+    #: the regime: time-mean live deployments over runs, accepted / arriving
     mean_deployments: float
     accepted: int
     arrivals: int

@@ -11,7 +11,7 @@ jumps where one more admitted deployment tips a run into failures, and halving t
 around such a jump only locates it more precisely, without changing either end's utilization.
 Both ends' utilizations are reported, so the page shows what the remaining width could change. A fixed number of
 steps is not enough: with 3 steps over log10 T ∈ [−8, 0] the bracket is a factor 10 wide and the
-policies' order depended on where the grid fell (issue 24).
+policies' order depends on where the grid falls.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
 malloc keeps freed chunks resident inside its heaps and per-thread arenas (a chunk still in use
 above them pins the heap, so it cannot shrink by itself); how much it keeps grows with the
 largest buffers a stage held, that is with the input, and the next stage's peak sits on top of
-it (the "floor" in docs/benchmarks.md). DuckDB's and Polars' jemalloc return freed memory
+it (the "floor" in docs/operations.md). DuckDB's and Polars' jemalloc return freed memory
 themselves (a closed DuckDB connection's RSS is back within seconds), and pyarrow's pool held
 nothing between stages when measured; :func:`release_unused_memory` still asks it, as it is
-cheap. Measured before and after in docs/benchmarks.md (issue 26).
+cheap.
 """
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def gc_after_startup() -> Iterator[Callable[[], None]]:
 
     A command's start-up (importing Prefect, Polars and pyarrow) builds ~10^6 objects that live
     as long as the command, and the collector scans them again and again while they are built:
-    0.8-1.1 of the 3.6 CPU-s that importing Prefect and its server takes (issue #29), finding no
+    0.8-1.1 of the 3.6 CPU-s that importing Prefect and its server takes, finding no
     garbage. Calling the yielded function ends the start-up: what it built is frozen (never
     scanned again) and the collector is back. Reference counting frees everything that is not
     in a cycle meanwhile. Leaving the block unfreezes it: a caller that runs many commands in one

@@ -1,4 +1,4 @@
-"""What a run's grid reduces relative to the paper's grid, for pages to state (issue 24)."""
+"""What a run's grid reduces relative to the paper's grid, for pages to state."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Side-by-side metrics of the traces present in a data directory (issue 27)."""
+"""Side-by-side metrics of the traces present in a data directory."""

@@ -1,5 +1,5 @@
 """The same metrics for every trace present: how tasks end, queue and running counts, task
-durations, usage against request, machine churn (issue 27's comparison page).
+durations, usage against request, machine churn (the comparison page).
 
 Each trace keeps these in its own derived tables with its own codes and units; a
 :class:`TraceTables` says where, and the functions here turn them into :class:`Estimate` rows

@@ -1,4 +1,4 @@
-"""Derived tables (issue #3, docs/methods.md §1): plain functions the derive flow and the tests share.
+"""Derived tables (docs/methods.md §1): plain functions the derive flow and the tests share.
 
 The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files: names with
 ``_azure_`` belong to azure-2017, the others to google-2011. A file reads the lake tables by their

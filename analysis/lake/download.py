@@ -1,4 +1,4 @@
-"""Fetching the published trace files: resumable, parallel, verified, atomic (issue 12, item 6).
+"""Fetching the published trace files: resumable, parallel, verified, atomic.
 
 Locations are the ones the publishers document:
 

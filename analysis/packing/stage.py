@@ -1,4 +1,4 @@
-"""Stage ``packing``: stochastic bin packing with GPA and its baselines (docs/methods.md §3.1, issue 15).
+"""Stage ``packing``: stochastic bin packing with GPA and its baselines (docs/methods.md §3.1).
 
 Janus & Rzadca §4–5, Algorithm 1, Figs. 7–13. Instances of long tasks (``packing_inputs``) are packed
 by every method (``packing_core``) and evaluated on held-out realizations:

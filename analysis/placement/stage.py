@@ -1,4 +1,4 @@
-"""Lifetime-aware VM placement (issue 17; docs/methods.md §3.3; LAVA paper §2.4, §4–6).
+"""Lifetime-aware VM placement (docs/methods.md §3.3; LAVA paper §2.4, §4–6).
 
 VM create/delete events — the ingested Azure vmtable, or a stream generated from the exported
 deployment model — are replayed on pools of identical hosts under Best Fit, LA-Binary, LAS and

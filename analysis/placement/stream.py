@@ -32,7 +32,7 @@ WINDOW_S = 2_592_000
 GENERATED_MAX_VM_CORES = 4
 GENERATED_MEMORY_GB_PER_CORE = 1.75
 _VMTABLE_COLUMNS = ("deploymentid", "vmcreated", "vmdeleted", "vmcorecount", "vmmemory")
-#: the predictor's features (LAVA paper §3: VM family and shape; issue 24: subscription, category)
+#: the predictor's features (LAVA paper §3: VM family and shape; here also subscription and category)
 _FEATURE_COLUMNS = ("subscriptionid", "vmcategory")
 
 

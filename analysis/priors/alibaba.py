@@ -1,4 +1,4 @@
-"""Gamma priors from Alibaba cluster-trace-v2018 (issue 27, step 4), parallel to google-2011's.
+"""Gamma priors from Alibaba cluster-trace-v2018, parallel to google-2011's.
 
 The existing model's Gamma priors (docs/methods.md §2.7, :mod:`analysis.statistics.gamma_fits`)
 that this trace supports: the execution time of tasks that ended normally (``Terminated``; the

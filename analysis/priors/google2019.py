@@ -1,4 +1,4 @@
-"""Gamma priors from Google's v3 trace of 2019 (issue 27, step 4), parallel to google-2011's.
+"""Gamma priors from Google's v3 trace of 2019, parallel to google-2011's.
 
 The existing model's priors that this trace supports are the Gamma fits of docs/methods.md §2.7
 (:mod:`analysis.statistics.gamma_fits`, the same fitter): v3 has google-2011's quantities under

@@ -1,4 +1,4 @@
-"""Calibration table: does a run's data look like the real traces? (issue 13)
+"""Calibration table: does a run's data look like the real traces?
 
 One row per statistic: ``statistic | target | source | measured | tolerance | ok``. Every target
 is a published number (the papers of docs/methods.md's references: Janus & Rzadca on usage, Zhu

@@ -91,7 +91,7 @@ class GammaPrior:
 
 @dataclass(frozen=True)
 class AzureModel:
-    """True parameters of the generator, calibrated to the published V1 figures (issue 24).
+    """True parameters of the generator, calibrated to the published V1 figures.
 
     Targets (``analysis/statistics/calibration.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
     (AzurePublicDatasetV1.md: 2,013,767 VMs, 104.4 M VM-hours, 237.8 M core-hours), ~56 VMs per

@@ -114,7 +114,7 @@ def trace_instance(spec: InstanceSpec, jobs: TraceJobs, cpu_load: float = 0.0) -
 
     ``cpu_load`` > 0 scales the drawn CPU needs by one factor so that their sum is ``cpu_load``
     hosts' worth (each need capped at 1): a trace's requests are about as large in CPU as in
-    memory, so hosts sized by memory are never CPU-bound and every algorithm yields 1 (issue 24).
+    memory, so hosts sized by memory are never CPU-bound and every algorithm yields 1.
     The paper's generator loads its hosts the same way by design (mean CPU need 0.5 per job).
     """
     rng = np.random.default_rng(spec.seed)

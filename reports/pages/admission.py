@@ -99,7 +99,7 @@ class PolicyRow:
     failures: int
     sla_met: bool | None
     gain_vs_zeroth: float | None
-    #: the regime (issue 24): time-mean live deployments, accepted share of arrivals
+    #: the regime: time-mean live deployments, accepted share of arrivals
     mean_deployments: float = float("nan")
     accepted_share: float = float("nan")
     #: the tuning bracket's infeasible end (None: upper bound, or outputs without it)
@@ -350,7 +350,7 @@ def _threshold_cell(r: PolicyRow) -> str:
 
 
 def _regime(n: AdmissionNumbers) -> tuple[str | Number, ...]:
-    """The regime the tuned policies ran in: how many deployments they pool (issue 24)."""
+    """The regime the tuned policies ran in: how many deployments they pool."""
     deps = [r.mean_deployments for r in n.table2]
     shares = [r.accepted_share for r in n.table2]
     return (

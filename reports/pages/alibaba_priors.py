@@ -1,4 +1,4 @@
-"""The alibaba-2018 Gamma priors page (issue 27, step 4): ``tracelab fit --trace alibaba-2018``'s
+"""The alibaba-2018 Gamma priors page: ``tracelab fit --trace alibaba-2018``'s
 records (``DATA/results/alibaba-2018/priors/params.json``) with their intervals and KS distances,
 the samples it could not fit, and the options it ran with (its ``summary.json``)."""
 

@@ -1,4 +1,4 @@
-"""Calibration page: the run's statistics against published and real-excerpt targets (issue 13).
+"""Calibration page: the run's statistics against published and real-excerpt targets.
 
 The table comes from :func:`tracelab.analysis.statistics.calibration.calibration_rows` on this run's own
 derived tables and analysis results (google-2011, and agg_azure_population of azure-2017).

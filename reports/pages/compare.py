@@ -1,5 +1,5 @@
 """Cross-trace comparison page: the same metrics side by side for every trace whose derived
-tables are in the data directory (issue 27). Metrics and their intervals come from
+tables are in the data directory. Metrics and their intervals come from
 :mod:`tracelab.analysis.compare.metrics`; this module only lays them out."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The google-2019 Gamma priors page (issue 27, step 4): ``tracelab fit --trace google-2019``'s
+"""The google-2019 Gamma priors page: ``tracelab fit --trace google-2019``'s
 records (``DATA/results/google-2019/priors/params.json``) with their intervals and KS distances,
 the window they cover, the samples it could not fit, the priors the trace cannot support, and the
 options it ran with (its ``summary.json``). The table and each record's sentence are the

@@ -1,4 +1,4 @@
-"""The lifetime-aware placement page (the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6, Fig. 2, Table 2; issue 17).
+"""The lifetime-aware placement page (the LAVA paper (“Lifetime-Aware VM Allocation”) Fig. 6, Fig. 2, Table 2).
 
 Reads only ``results/azure-2017/placement/`` (``summary.json`` and the stage's Parquet tables).
 """

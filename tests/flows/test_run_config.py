@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -60,3 +61,38 @@ def test_wrong_values_name_the_file_stage_and_option(
 def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(TracelabError, match="cannot read it"):
         stage_options_from_config(tmp_path / "absent.toml")
+
+
+#: an example in prose: "[packing] max_failures = 10", on one line or over lines
+_EXAMPLE = re.compile(r"\[(?P<stage>[a-z_-]+)\]\s+(?P<key>[a-z_-]+) = (?P<value>[0-9.e-]+)")
+
+
+def _examples_shown() -> dict[str, list[re.Match[str]]]:
+    from tracelab.flows import run_config
+    from tracelab.flows.cli import build_parser
+    from tracelab.flows.cli_docs import sub_parsers
+
+    run_help = sub_parsers(build_parser(configure=("run",)))["run"].format_help()
+    return {
+        "tracelab run --help": list(_EXAMPLE.finditer(" ".join(run_help.split()))),
+        "flows/run_config.py": list(_EXAMPLE.finditer(run_config.__doc__ or "")),
+    }
+
+
+def test_every_example_shown_to_users_is_accepted(tmp_path: Path) -> None:
+    shown = _examples_shown()
+    for where, examples in shown.items():
+        assert examples, f"no config example found in {where}"
+        for example in examples:
+            config = tmp_path / "example.toml"
+            config.write_text(f"[{example['stage']}]\n{example['key']} = {example['value']}\n")
+            options = stage_options_from_config(config)
+            assert changed_options(options) == {"packing": {"max_failures": 10}}, where
+    # the page names one option by field name and by flag name: both set it
+    page = (REPO / "docs" / "run-config.md").read_text(encoding="utf-8")
+    names = re.search(r"field name \(`([a-z_]+)`\) or flag name \(`([a-z-]+)`\)", page)
+    assert names is not None
+    for name in names.groups():
+        config = tmp_path / "named.toml"
+        config.write_text(f"[pack]\n{name} = 10\n")
+        assert stage_options_from_config(config)["packing"].max_failures == 10
