@@ -105,8 +105,9 @@ READ_ONLY = frozenset({"serve", "schedule", "sql"})
 #: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
 CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
-#: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py)
-EARLY_SERVER = frozenset({"ingest"})
+#: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py);
+#: ingest runs without Prefect, and the stage commands still start Prefect's own
+EARLY_SERVER: frozenset[str] = frozenset()
 #: sub-commands that convert raw files chunk by chunk: Polars is set up for them before it loads
 STREAMING = frozenset({"ingest"})
 #: the longest --wait for another run's lock: a day (inf or nan would wait for ever)

@@ -9,9 +9,13 @@ a shared file system, and have tracelab installed).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.parallel import Runner, in_threads
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 
@@ -61,3 +65,46 @@ def dask_task_runner(settings: Settings) -> Any | None:
             "dashboard_address": ":0",  # None still binds 8787 in this distributed
         }
     )
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@contextmanager
+def runner_for(settings: Settings | None, threads: int) -> Iterator[Runner]:
+    """Where a plain stage's pieces run: ``threads`` threads here, or the settings' Dask cluster
+    (``--dask-address``, or a local one of ``--workers`` single-threaded processes)."""
+    if settings is None or (not settings.dask_address and settings.workers <= 0):
+        yield in_threads(threads)
+        return
+    # Any: distributed's functions carry no annotations
+    distributed: Any = importlib.import_module("distributed")
+    cluster = None
+    if settings.dask_address:
+        client = distributed.Client(settings.dask_address)
+    else:
+        # one thread per worker: DuckDB and Polars use the cores themselves
+        cluster = distributed.LocalCluster(
+            n_workers=settings.workers,
+            threads_per_worker=1,
+            processes=True,
+            dashboard_address=":0",
+        )
+        client = distributed.Client(cluster)
+
+    def on_dask(work: Callable[[T], R], items: Sequence[T]) -> Iterator[tuple[T, R | Exception]]:
+        # pure=False: two pieces with equal arguments are still two pieces of work
+        pending = {client.submit(work, item, pure=False): item for item in items}
+        for future in distributed.as_completed(list(pending)):
+            try:
+                yield pending[future], future.result()
+            except Exception as exc:
+                yield pending[future], exc
+
+    try:
+        yield on_dask
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()

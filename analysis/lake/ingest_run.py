@@ -1,42 +1,63 @@
-"""One ingest run: converting planned files, their manifest rows, the ledger and the summary.
+"""One ingest run (:func:`ingest_lake`): planning, converting, the ledgers, the summary.
 
-:mod:`flows.ingest` only orchestrates (Prefect tasks, progress, logging); what a planned file
-becomes, which manifest row records it and what the run adds up to is decided here.
+A plain function: :mod:`flows.ingest` gives it a runner (threads, or a Dask cluster) and a
+progress bar, and prints the summary; nothing here needs Prefect.
 """
 
 from __future__ import annotations
 
+import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 import polars as pl
 import pyarrow.parquet as pq
 
+from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.parallel import Runner
 from tracelab.analysis.lake.ingest import (
     REJECTS_DIR,
     Conversion,
+    RawFile,
     convert_file,
+    discover_raw_files,
+    file_checksum,
     lake_paths,
+    remove_leftover_temp_files,
     remove_outputs,
 )
+from tracelab.analysis.lake.ingest_identity import ContentLedger, Settlement
 from tracelab.analysis.lake.ingest_jsonl import convert_jsonl_file
 from tracelab.analysis.lake.ingest_manifest import (
     FilePlan,
     ManifestRow,
+    conversion_batches,
+    files_to_checksum_first,
     manifest_rows,
     manifest_with,
+    plan_files,
+    read_manifest,
+    vanished_rows,
     write_manifest,
 )
+from tracelab.analysis.lake.ingest_stream import CONVERSION_WORKERS
 from tracelab.analysis.lake.provenance import (
+    check_not_mixing,
+    file_kinds,
     lake_kinds,
     raw_root_key,
     read_ingest_note,
     sha256_of,
+    write_ingest_note,
 )
-from tracelab.analysis.lake.schemas import table
+from tracelab.analysis.lake.schemas import table, trace_tables
+
+_LOG = logging.getLogger("tracelab.ingest")
 
 
 @dataclass(frozen=True)
@@ -366,3 +387,170 @@ class IngestSummary:
                 )
             )
         return out
+
+
+@dataclass(frozen=True)
+class IngestOptions:
+    """How one ingest run reads and records (``tracelab ingest``'s options)."""
+
+    #: decompressed MB read at once: bounds the memory of the line-validating path
+    chunk_mb: int = 32
+    #: share of wrong-field-count lines from which a file is declared the wrong format
+    wrong_format_share: float = 0.5
+    #: least seconds between two manifest rewrites while files finish (a killed run converts
+    #: the files that finished since the last rewrite again; 0 rewrites after every file)
+    manifest_write_s: float = 1.0
+    #: files smaller than this many stored MB share a piece of work (:func:`conversion_batches`)
+    batch_mb: int = 32
+    #: keep the rows of raw files ingested before and since deleted (default: remove them)
+    keep_vanished: bool = False
+
+    def __post_init__(self) -> None:
+        if self.chunk_mb < 1:
+            # a zero-byte read is end of file: the validated path would read no line at all
+            raise TracelabError(
+                f"--chunk-mb must be at least 1 (got {self.chunk_mb}); use the default 32"
+            )
+
+
+def converted_batch(
+    trace: str, lake_trace_dir: Path, options: IngestOptions, batch: tuple[FilePlan, ...]
+) -> list[Converted]:
+    """Convert a batch of raw files (each atomically); a file's failure is that file's error."""
+    return [
+        converted_plan(
+            trace,
+            plan,
+            lake_trace_dir,
+            chunk_bytes=options.chunk_mb << 20,
+            wrong_format_share=options.wrong_format_share,
+        )
+        for plan in batch
+    ]
+
+
+def _not_converted(
+    plans: list[FilePlan], lake_trace_dir: Path, kinds: Mapping[str, str]
+) -> dict[str, ManifestRow]:
+    """Rows of the files this run does not convert (unchanged, byte-for-byte duplicates), by
+    path; a duplicate's outputs are deleted."""
+    now = datetime.now(UTC)
+    rows: list[ManifestRow] = []
+    for plan in plans:
+        if plan.action != "convert":
+            if plan.action == "duplicate":
+                remove_outputs(lake_paths(lake_trace_dir, plan.raw.table, plan.raw.rel))
+            rows.append(not_converted_row(plan, now))
+    return {r.path: r for r in with_sources(sha256_backfilled(rows, plans), kinds)}
+
+
+def _checksums(files: tuple[RawFile, ...]) -> dict[str, str]:
+    with ThreadPoolExecutor(max_workers=CONVERSION_WORKERS) as pool:
+        digests = pool.map(lambda f: file_checksum(f.path), files)
+        return {f.rel: d for f, d in zip(files, digests, strict=True)}
+
+
+def ingest_lake(
+    trace: str,
+    raw_dir: Path,
+    lake_dir: Path,
+    options: IngestOptions,
+    runner: Runner,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+) -> IngestSummary:
+    """Ingest every raw file of ``trace`` under ``raw_dir`` into ``lake_dir/<trace>``.
+
+    Files are converted in batches by ``runner`` (threads or a Dask cluster) and settled as each
+    batch finishes, here; ``progress(done, total)`` gets the stored bytes converted so far. The
+    lake mirrors ``raw_dir`` (see :mod:`analysis.lake.ingest_identity`), and the run ends by
+    reconciling the lake's files with the manifest (:func:`reconciliation_problems`).
+    """
+    started = time.perf_counter()
+    tables = trace_tables(trace)  # unknown trace id: a clear error before anything is touched
+    lake_trace_dir = lake_dir / trace
+    removed = remove_leftover_temp_files(lake_trace_dir)
+    if removed:
+        _LOG.warning("removed %d temp file(s) left by an interrupted run", len(removed))
+    found = discover_raw_files(trace, raw_dir)
+    for problem in found.problems:
+        (_LOG.error if problem.is_error else _LOG.warning)("%s: %s", problem.path, problem.reason)
+    manifest = read_manifest(lake_trace_dir)
+    previous = manifest_rows(manifest)
+    kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
+    # before anything is written: a lake holds the rows of one kind and one raw root only
+    check_not_mixing(lake_trace_dir, kinds_in_lake(previous.values(), kinds), kinds)
+    other_root = other_root_error(
+        lake_trace_dir, raw_dir, holds_rows=any(r.rows_read for r in previous.values())
+    )
+    if other_root:
+        raise TracelabError(other_root)
+    orphans = orphan_outputs(lake_trace_dir, tables, previous.values())
+    for path in orphans:
+        path.unlink()
+    if orphans:
+        _LOG.warning("removed %d lake file(s) that no raw file owns", len(orphans))
+    ignored = [(p.path, p.reason) for p in found.problems if not p.is_error]
+    write_ingest_note(lake_trace_dir, raw_dir, ignored)
+    first = files_to_checksum_first(found.files, previous, lake_trace_dir)
+    plans = plan_files(found.files, _checksums(first), previous, lake_trace_dir)
+    rows = _not_converted(plans, lake_trace_dir, kinds)
+    ledger = ManifestLedger(lake_trace_dir, manifest, options.manifest_write_s)
+    # a copy (same content) is a duplicate, never counted twice; a vanished file's rows go,
+    # unless kept on request and no present file holds the same content
+    identity = ContentLedger(
+        [p.previous for p in plans if p.action == "skip" and p.previous is not None],
+        vanished_rows(found.files, previous),
+        keep_vanished=options.keep_vanished,
+    )
+    _settle(identity.start, list(rows.values()), lake_trace_dir, ledger, rows)
+    batches = conversion_batches(plans, options.batch_mb << 20, CONVERSION_WORKERS)
+    total = sum(p.raw.size_bytes for batch in batches for p in batch)
+    done_bytes = 0
+    work = partial(converted_batch, trace, lake_trace_dir, options)
+    try:
+        for batch, outcome in runner(work, batches):
+            if isinstance(outcome, Exception):  # e.g. a lost Dask worker: every file of the batch
+                outcome = [Converted(failed_conversion(outcome), p.checksum) for p in batch]
+            for plan, converted in zip(batch, outcome, strict=True):
+                row = with_sources([converted_row(plan, converted)], kinds)[0]
+                _settle(identity.settle(row), [], lake_trace_dir, ledger, rows)
+                if converted.conversion.status == "error":
+                    _LOG.error("%s: %s", plan.raw.rel, converted.conversion.error)
+            done_bytes += sum(p.raw.size_bytes for p in batch)
+            if progress is not None:
+                progress(done_bytes, total)
+    finally:
+        # also when interrupted: what finished stays recorded
+        ledger.flush()
+    order = {p.raw.rel: i for i, p in enumerate(plans)}
+    return IngestSummary(
+        trace=trace,
+        raw_dir=raw_dir,
+        lake_dir=lake_trace_dir,
+        rows=tuple(sorted(rows.values(), key=lambda r: order[r.path])),
+        discovery_errors=tuple((p.path, p.reason) for p in found.problems if p.is_error),
+        ignored=tuple(ignored),
+        seconds=time.perf_counter() - started,
+        removed=tuple(identity.removed),
+        kept=tuple(identity.kept),
+        unreconciled=tuple(reconciliation_problems(lake_trace_dir, tables, ledger.rows())),
+    )
+
+
+def _settle(
+    settlement: Settlement,
+    extra: list[ManifestRow],
+    lake_trace_dir: Path,
+    ledger: ManifestLedger,
+    rows: dict[str, ManifestRow],
+) -> None:
+    """Apply a content settlement: outputs first, then the manifest rows in one write.
+
+    Deleting the outputs first keeps a kill harmless: the manifest still names the file and the
+    next run settles it again.
+    """
+    remove_lake_outputs(lake_trace_dir, settlement.remove_outputs)
+    recorded = extra + settlement.record
+    ledger.record(recorded, settlement.forget)
+    rows.update((r.path, r) for r in recorded)

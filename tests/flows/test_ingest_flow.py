@@ -17,7 +17,7 @@ from prefect.settings import get_current_settings
 from repo_paths import REPO
 
 from tracelab.analysis.lake.ingest_manifest import read_manifest
-from tracelab.flows.ingest import IngestSummary, ingest_flow
+from tracelab.flows.ingest import IngestSummary, run_ingest
 
 TRACE = "google-2011"
 
@@ -31,7 +31,7 @@ def _job_lines(first_time: int, n: int) -> bytes:
 
 
 def _run(raw: Path, lake: Path) -> IngestSummary:
-    return ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    return run_ingest(TRACE, raw, lake)
 
 
 def _statuses(lake: Path) -> dict[str, str]:
@@ -207,7 +207,7 @@ def test_generated_traces_round_trip_with_zero_rejects(
     az_truth = json.loads(generate_trace("azure-2017", azure, seed=11, scale="tiny").read_text())
     lake = tmp_path / "lake"
     summary = _run(google, lake)
-    az_summary = ingest_flow(trace="azure-2017", raw_dir=azure, lake_dir=lake)
+    az_summary = run_ingest("azure-2017", azure, lake)
     assert not summary.failed
     assert not az_summary.failed
     written = {t.table: t.rows_written for t in summary.tables()}

@@ -1,4 +1,4 @@
-"""On a 2-worker Dask LocalCluster the pipeline gives exactly the single-process result (issue #7)."""
+"""On a 2-worker Dask LocalCluster the pipeline gives exactly the single-process result ."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from prefect_dask.task_runners import DaskTaskRunner
 
 from tracelab.analysis.lake.derive import PER_TASK_TABLES, derived_table_names
 from tracelab.analysis.lake.schemas import GOOGLE_2011
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.derive import derive_flow
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
 TRACE = "google-2011"
@@ -29,11 +30,13 @@ def dask_address() -> Iterator[str]:
         yield str(cluster.scheduler_address)
 
 
-def _run(data: Path, raw: Path, runner: object | None, partitions: int) -> Settings:
-    settings = Settings(data_dir=data, duckdb_memory_limit="2GB")
-    ingest = ingest_flow if runner is None else ingest_flow.with_options(task_runner=runner)
+def _run(data: Path, raw: Path, address: str | None, partitions: int) -> Settings:
+    settings = Settings(data_dir=data, duckdb_memory_limit="2GB").with_overrides(
+        dask_address=address
+    )
+    runner = None if address is None else DaskTaskRunner(address=address)
     derive = derive_flow if runner is None else derive_flow.with_options(task_runner=runner)
-    summary = ingest(trace=TRACE, raw_dir=raw, lake_dir=settings.lake_dir)
+    summary = run_ingest(TRACE, raw, settings.lake_dir, settings=settings)
     assert not summary.failed
     derive(settings=settings, trace=TRACE, partitions=partitions)
     return settings
@@ -48,12 +51,10 @@ def _sorted(frame: pl.DataFrame) -> pl.DataFrame:
 def test_dask_run_equals_single_process_run(
     prefect_harness: None, dask_address: str, tmp_path: Path
 ) -> None:
-    from prefect_dask.task_runners import DaskTaskRunner
-
     raw = tmp_path / "raw"
     generate_trace(TRACE, raw, seed=8, scale="tiny")
     single = _run(tmp_path / "single", raw, None, partitions=1)
-    dask = _run(tmp_path / "dask", raw, DaskTaskRunner(address=dask_address), partitions=4)
+    dask = _run(tmp_path / "dask", raw, dask_address, partitions=4)
 
     for name in GOOGLE_2011:
         a = pl.read_parquet(single.lake_dir / TRACE / name / "*.parquet")
@@ -78,7 +79,7 @@ def test_partitions_never_split_a_task(prefect_harness: None, tmp_path: Path) ->
     raw = tmp_path / "raw"
     generate_trace(TRACE, raw, seed=9, scale="tiny")
     settings = Settings(data_dir=tmp_path / "data", duckdb_memory_limit="2GB")
-    ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=settings.lake_dir)
+    run_ingest(TRACE, raw, settings.lake_dir)
     whole = derive_flow(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=1)
     stats_whole = pl.read_parquet(whole.tables[0].path)
     split = derive_flow(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=7)

@@ -14,7 +14,7 @@ import pytest
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.cli import main
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 
 @pytest.fixture(scope="module")
@@ -22,7 +22,7 @@ def data(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) -> Pat
     root = tmp_path_factory.mktemp("catalog")
     raw = root / "raw"
     generate_trace("google-2011", raw, seed=3, scale="tiny")
-    summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=root / "lake")
+    summary = run_ingest("google-2011", raw, root / "lake")
     assert not summary.failed
     # one derived and one result table, written by hand: the catalog only has to find them
     (root / "derived" / "google-2011").mkdir(parents=True)

@@ -19,7 +19,7 @@ import pytest
 from tracelab.analysis.common.sql import load_sql
 from tracelab.analysis.lake import derive
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 TRACE = "google-2019"
 
@@ -47,7 +47,7 @@ def generated(
 ) -> tuple[dict[str, Any], dict[str, pl.DataFrame]]:
     root = tmp_path_factory.mktemp("g2019derive")
     truth = json.loads(generate_trace(TRACE, root / "raw", seed=11, scale="small").read_text())
-    summary = ingest_flow(trace=TRACE, raw_dir=root / "raw", lake_dir=root / "lake")
+    summary = run_ingest(TRACE, root / "raw", root / "lake")
     assert not summary.failed
     return truth, _derive_all(root / "lake", root / "derived")
 
@@ -135,7 +135,7 @@ def test_real_shard_machine_capacity(real_dir: Path, tmp_path: Path, prefect_har
     raw.mkdir(parents=True)
     shard = "machine_events-000000000000.json.gz"
     shutil.copy(real_dir / "google-clusterdata-2019" / shard, raw / shard)
-    assert not ingest_flow(trace=TRACE, raw_dir=tmp_path / "raw", lake_dir=tmp_path / "lake").failed
+    assert not run_ingest(TRACE, tmp_path / "raw", tmp_path / "lake").failed
     tables = _derive_all(tmp_path / "lake", tmp_path / "derived")
     capacity = tables["agg_g2019_machine_capacity"]
     # the shard's event counts (PROVENANCE.md): every event is on the time axis (none at 2^63-1)

@@ -16,7 +16,7 @@ import pytest
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.derive import DeriveRun, derive_flow
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
 PARTS = ("part-00000-of-00500", "part-00002-of-00500", "part-00003-of-00500")
@@ -78,7 +78,7 @@ def derived(
 ) -> tuple[Path, DeriveRun]:
     data = tmp_path_factory.mktemp("real")
     raw = _raw_root(real_dir, data / "raw" / "google-2011")
-    summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=data / "lake")
+    summary = run_ingest("google-2011", raw, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
     run = derive_flow(settings=settings, trace="google-2011")

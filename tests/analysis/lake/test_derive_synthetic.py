@@ -21,7 +21,7 @@ import pytest
 from tracelab.analysis.lake.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.derive import DeriveRun, derive_flow
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
 SEED = 20111
@@ -43,7 +43,7 @@ def generated(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -
     data = tmp_path_factory.mktemp("synthetic")
     raw = data / "raw" / TRACE
     truth_path = generate_trace(TRACE, raw, seed=SEED, scale="tiny")
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=data / "lake")
+    summary = run_ingest(TRACE, raw, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
     run = derive_flow(settings=settings, trace=TRACE)

@@ -17,7 +17,7 @@ import pytest
 from test_derive_real import real_task_events
 
 from tracelab.flows.derive import DeriveRun, derive_flow
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
 pytestmark = [pytest.mark.real_data, pytest.mark.slow]
@@ -40,7 +40,7 @@ def _derive_window(real_dir: Path, data: Path, parts: tuple[str, ...]) -> Derive
     for part in parts:
         source = real_dir / "google-clusterdata-2011-2" / "task_events" / f"{part}.csv.gz"
         (raw / f"{part}.csv.gz").symlink_to(source)
-    summary = ingest_flow(trace="google-2011", raw_dir=raw.parent, lake_dir=data / "lake")
+    summary = run_ingest("google-2011", raw.parent, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
     return derive_flow(settings=settings, trace="google-2011")

@@ -18,7 +18,7 @@ from repo_paths import TESTS
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.ingest_run import IngestSummary
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 TRACE = "alibaba-2018"
 SAMPLES = "alibaba-cluster-trace-v2018"
@@ -32,7 +32,7 @@ SAMPLE_FILES = {
 
 
 def _ingest(raw: Path, lake: Path) -> IngestSummary:
-    return ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    return run_ingest(TRACE, raw, lake)
 
 
 @pytest.fixture(scope="module")

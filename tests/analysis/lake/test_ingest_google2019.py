@@ -17,7 +17,7 @@ from repo_paths import REPO
 from tracelab.analysis.lake.ingest_jsonl import JsonShape, parse_line
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.schemas import table
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 TRACE = "google-2019"
 SHARD = "machine_events/machine_events-000000000000.json.gz"
@@ -25,7 +25,7 @@ EXCERPT = REPO / "tests" / "data" / TRACE
 
 
 def _ingest(raw: Path, lake: Path) -> pl.DataFrame:
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    summary = run_ingest(TRACE, raw, lake)
     assert not summary.failed, summary.rows
     return pl.read_parquet(lake / TRACE / "machine_events" / "*.parquet")
 
@@ -71,7 +71,7 @@ def test_trimmed_excerpt_counts_and_idempotent_rerun(tmp_path: Path, prefect_har
     assert (first["time"], first["machine_id"], first["type"]) == (1687655299440, 385611578151, 1)
     assert first["switch_id"] == "+1VWJQsXJiHPTnLfEiJRudzQxErmdD00l4Iwh+Z/MYA="
     before = sorted(p.stat().st_mtime_ns for p in (lake / TRACE).rglob("machine_events/*"))
-    summary = ingest_flow(trace=TRACE, raw_dir=EXCERPT, lake_dir=lake)
+    summary = run_ingest(TRACE, EXCERPT, lake)
     assert [r.status for r in summary.rows] == ["skipped-unchanged"]
     after = sorted(p.stat().st_mtime_ns for p in (lake / TRACE).rglob("machine_events/*"))
     assert before == after
@@ -124,7 +124,7 @@ def test_a_csv_file_in_a_shard_folder_is_an_error_with_every_line_kept(
 ) -> None:
     raw, lake = tmp_path / "raw", tmp_path / "lake"
     _shard(raw / SHARD, ["0,1,2,3\n"] * 20)
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    summary = run_ingest(TRACE, raw, lake)
     assert summary.failed
     (row,) = summary.rows
     assert row.status == "error"

@@ -18,7 +18,7 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake import ingest
 from tracelab.analysis.lake.ingest import discover_raw_files
 from tracelab.analysis.lake.ingest_manifest import read_manifest
-from tracelab.flows.ingest import IngestSummary, ingest_flow
+from tracelab.flows.ingest import IngestOptions, IngestSummary, run_ingest
 
 TRACE = "google-2011"
 
@@ -34,7 +34,7 @@ def _write(path: Path, data: bytes) -> None:
 
 
 def _run(raw: Path, lake: Path) -> IngestSummary:
-    return ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    return run_ingest(TRACE, raw, lake)
 
 
 def _lake_rows(lake: Path) -> int:
@@ -95,7 +95,7 @@ def test_a_deleted_raw_file_leaves_the_lake_unless_kept(
     _write(raw / "job_events/part-00001-of-00002.csv", _job_lines(10, 5))
     _run(raw, lake)
     (raw / "job_events/part-00001-of-00002.csv").unlink()
-    kept = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, keep_vanished=True)
+    kept = run_ingest(TRACE, raw, lake, IngestOptions(keep_vanished=True))
     # deleting raw files to save space loses nothing when asked
     assert _lake_rows(lake) == 15
     assert [(r.path, r.rows_read) for r in kept.kept] == [("job_events/part-00001-of-00002.csv", 5)]
@@ -187,9 +187,9 @@ def test_chunk_mb_zero_is_refused_before_anything_is_recorded(
     raw, lake = tmp_path / "raw", tmp_path / "lake"
     _write(raw / "job_events/part-00000-of-00001.csv", _job_lines(0, 5) + b"\n")  # validated path
     with pytest.raises(TracelabError, match="--chunk-mb must be at least 1"):
-        ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, chunk_mb=0)
+        run_ingest(TRACE, raw, lake, IngestOptions(chunk_mb=0))
     assert not (lake / TRACE / "_manifest.parquet").exists()
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    summary = run_ingest(TRACE, raw, lake)
     assert [(r.rows_read, r.rows_written, r.rows_rejected) for r in summary.rows] == [(6, 5, 1)]
 
 
@@ -277,7 +277,7 @@ def test_a_copy_under_another_compression_is_a_duplicate(
     more = _job_lines(100, 7)
     _write(folder / "part-00003-of-00009.csv", more)
     _write(folder / "part-00002-of-00009.csv.gz", gzip.compress(more, mtime=0))
-    ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, batch_mb=0)
+    run_ingest(TRACE, raw, lake, IngestOptions(batch_mb=0))
     statuses = _manifest_paths(lake)
     assert statuses["job_events/part-00002-of-00009.csv.gz"] == "ok"
     assert statuses["job_events/part-00003-of-00009.csv"] == "duplicate"

@@ -22,7 +22,7 @@ from tracelab.analysis.lake.ingest_manifest import ManifestRow, manifest_rows, r
 from tracelab.analysis.lake.ingest_run import IngestSummary, reconciliation_problems
 from tracelab.analysis.lake.schemas import trace_tables
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import IngestOptions, run_ingest
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PART_2 = "task_events/part-00002-of-00500.csv.gz"
@@ -64,7 +64,7 @@ def _lake_rows(lake_trace_dir: Path) -> dict[str, int]:
 
 
 def _ingest(trace: str, raw: Path, lake: Path, **options: bool) -> IngestSummary:
-    summary = ingest_flow(trace=trace, raw_dir=raw, lake_dir=lake, **options)
+    summary = run_ingest(trace, raw, lake, IngestOptions(**options))
     assert not summary.failed, (summary.unreconciled, [r.error for r in summary.rows])
     raw_rows = _raw_rows(raw, set(trace_tables(trace)))
     assert _lake_rows(lake / trace) == {t: n for t, n in raw_rows.items() if n}
@@ -195,7 +195,7 @@ def test_another_raw_root_with_the_same_names_is_refused(
     _ingest("google-2011", root_a, lake)
     before = _lake_rows(lake / "google-2011")
     with pytest.raises(TracelabError, match=r"mirrors the raw folder .*cell-a.*--data NEW_DIR"):
-        ingest_flow(trace="google-2011", raw_dir=root_b, lake_dir=lake)
+        run_ingest("google-2011", root_b, lake)
     assert _lake_rows(lake / "google-2011") == before
 
 
@@ -208,7 +208,7 @@ def test_a_lake_file_out_of_step_with_the_manifest_fails_loudly(
     pl.read_parquet(events).head(3).write_parquet(events)  # rows lost behind ingest's back
     stray = lake / "google-2011/task_events/stray.parquet"
     shutil.copy(events, stray)
-    summary = ingest_flow(trace="google-2011", raw_dir=google_raw, lake_dir=lake)
+    summary = run_ingest("google-2011", google_raw, lake)
     assert not stray.exists()  # a file no raw file owns is deleted, never counted
     assert summary.failed
     (problem,) = summary.unreconciled

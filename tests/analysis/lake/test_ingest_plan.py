@@ -17,7 +17,7 @@ from tracelab.analysis.lake.ingest_manifest import (
     plan_files,
     read_manifest,
 )
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import IngestOptions, run_ingest
 
 TRACE = "google-2011"
 
@@ -134,12 +134,12 @@ def test_flow_records_the_checksum_of_files_converted_without_a_first_pass(
     for rel, data in contents.items():
         (raw / rel).parent.mkdir(parents=True, exist_ok=True)
         (raw / rel).write_bytes(data)
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, batch_mb=1)
+    summary = run_ingest(TRACE, raw, lake, IngestOptions(batch_mb=1))
     assert not summary.failed
     manifest = read_manifest(lake / TRACE).sort("path")
     assert manifest["checksum"].to_list() == [
         "xxh3-128:" + xxhash.xxh3_128(data).hexdigest() for data in contents.values()
     ]
     assert manifest["rows_written"].to_list() == [1, 1, 1]
-    again = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake)
+    again = run_ingest(TRACE, raw, lake)
     assert {r.status for r in again.rows} == {"skipped-unchanged"}

@@ -13,7 +13,7 @@ import pytest
 
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.ingest_run import IngestSummary
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 pytestmark = pytest.mark.real_data
 
@@ -36,7 +36,7 @@ def google_lake(
     )
     shutil.copy(src / "task_usage/datagg_test.csv", usage / "part-00001-of-00002.csv")
     lake = tmp_path_factory.mktemp("lake")
-    summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=lake)
+    summary = run_ingest("google-2011", raw, lake)
     return lake / "google-2011", summary
 
 
@@ -107,7 +107,7 @@ def test_azure_filtered_vmtable_is_a_clear_error(
     raw = tmp_path / "raw"
     (raw / "vmtable").mkdir(parents=True)
     shutil.copy(real_dir / "azure-public-dataset-v1/filtered_vmtables_50.csv", raw / "vmtable")
-    summary = ingest_flow(trace="azure-2017", raw_dir=raw, lake_dir=tmp_path / "lake")
+    summary = run_ingest("azure-2017", raw, tmp_path / "lake")
     assert summary.failed
     (row,) = summary.rows
     assert row.status == "error"

@@ -19,7 +19,7 @@ from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.provenance import SYNTHETIC_MARK, gzip_member_name
 from tracelab.analysis.lake.schemas import ALIBABA_2018
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 TRACE = "alibaba-2018"
 
@@ -38,7 +38,7 @@ def lake(
     prefect_harness: None,
 ) -> Path:
     lake = tmp_path_factory.mktemp("lake")
-    summary = ingest_flow(trace=TRACE, raw_dir=sample[0], lake_dir=lake)
+    summary = run_ingest(TRACE, sample[0], lake)
     assert not summary.failed
     return lake / TRACE
 

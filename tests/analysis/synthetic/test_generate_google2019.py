@@ -12,7 +12,7 @@ import pytest
 from tracelab.analysis.lake.provenance import SYNTHETIC_MARK, gzip_member_name
 from tracelab.analysis.lake.schemas import trace_tables
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 TRACE = "google-2019"
 
@@ -70,7 +70,7 @@ def test_round_trip_through_ingest(
     sample: tuple[Path, dict[str, object]], tmp_path: Path, prefect_harness: None
 ) -> None:
     out, truth = sample
-    summary = ingest_flow(trace=TRACE, raw_dir=out, lake_dir=tmp_path)
+    summary = run_ingest(TRACE, out, tmp_path)
     assert not summary.failed
     tables: dict[str, dict[str, int]] = truth["tables"]  # type: ignore[assignment]
     for row in summary.rows:
