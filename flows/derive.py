@@ -1,20 +1,21 @@
 """`tracelab derive`: the SQL files in ``queries/`` -> ``DATA/derived/<trace>/*.parquet``.
 
-Thin Prefect flow over :mod:`analysis.derive`: each table is one task that opens a bounded DuckDB
-connection (memory limit and spill directory from the settings), exposes the lake tables and the
-tables derived before it as views, and streams its query into Parquet. The invariant checks run
-last; the flow fails with their offending rows shown.
+Plain orchestration over :mod:`analysis.lake.derive`, with no Prefect server behind it: each
+table opens a bounded DuckDB connection (memory limit and spill directory from the settings),
+exposes the lake tables and the tables derived before it as views, and streams its query into
+Parquet. The per-task tables can be computed in job_id-hash partitions, on threads here or on a
+Dask cluster. The invariant checks run last; the run fails with their offending rows shown.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NONE
 from rich.console import Console
 from rich.table import Table
 
@@ -22,12 +23,15 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
 from tracelab.analysis.common.stage_params import DeriveOptions
 from tracelab.analysis.lake import derive
-from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.observe import publish_summary
 from tracelab.flows.registry import StageResult
-from tracelab.flows.scaleout import dask_task_runner
+from tracelab.flows.scaleout import runner_for
 from tracelab.flows.settings import Settings, duckdb_connection
 
 _DEFAULTS = derive.DeriveParams()
+_LOG = logging.getLogger("tracelab.derive")
+#: partitions computed at once on this machine (each opens its own bounded DuckDB connection)
+_PARTITION_THREADS = 2
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,6 @@ class DeriveRun:
     checks: tuple[derive.CheckResult, ...]
 
 
-@task(cache_policy=NONE, task_run_name="derive {trace}/{name}")
 def derive_table(
     settings: Settings, trace: str, name: str, reads: tuple[str, ...], params: derive.DeriveParams
 ) -> derive.TableResult:
@@ -51,18 +54,17 @@ def derive_table(
         return derive.materialise_table(con, name, params.as_sql_params(), derived_dir)
 
 
-@task(cache_policy=NONE, task_run_name="derive {trace} partition {partition}/{n_partitions}")
 def derive_partition(
     settings: Settings,
     trace: str,
-    partition: int,
     n_partitions: int,
     names: tuple[str, ...],
     params: derive.DeriveParams,
+    partition: int,
 ) -> tuple[Path, ...]:
     """The per-task tables ``names`` for one job_id-hash partition, each written to its own file.
 
-    Runs wherever the task runner puts it (a Dask worker with ``--workers``/``--dask-address``).
+    Runs wherever the runner puts it (a Dask worker with ``--workers``/``--dask-address``).
     """
     out = derive.partition_dir(settings.derived_dir / trace, n_partitions) / f"part-{partition:05d}"
     with duckdb_connection(settings) as con:
@@ -74,7 +76,6 @@ def derive_partition(
         )
 
 
-@task(cache_policy=NONE, task_run_name="merge {trace}/{name}")
 def merge_table(
     settings: Settings, trace: str, name: str, parts: tuple[Path, ...]
 ) -> derive.TableResult:
@@ -83,7 +84,6 @@ def merge_table(
         return derive.merge_partitions(con, name, parts, settings.derived_dir / trace)
 
 
-@task(cache_policy=NONE, task_run_name="check invariants {trace}")
 def run_checks(
     settings: Settings, trace: str, tables: tuple[str, ...], params: derive.DeriveParams
 ) -> tuple[derive.CheckResult, ...]:
@@ -101,8 +101,7 @@ def run_checks(
     return tuple(results)
 
 
-@flow(name="tracelab-derive", flow_run_name=flow_run_name("derive"), log_prints=False)
-def derive_flow(
+def run_derive(
     settings: Settings,
     trace: str = "google-2011",
     tables: tuple[str, ...] = (),
@@ -112,7 +111,7 @@ def derive_flow(
     partitions: int = 1,
 ) -> DeriveRun:
     """Derive ``tables`` (default: all of the trace's) and what they read, in dependency order."""
-    logger = get_run_logger()
+    logger = _LOG
     console = Console(stderr=True) if show_progress else None
     deps = derive.table_dependencies(trace)
     unknown = sorted(set(tables) - set(deps))
@@ -127,12 +126,15 @@ def derive_flow(
     per_task = [n for n in derive.PER_TASK_TABLES if n in order] if partitions > 1 else []
     if per_task:
         # per-task tables need no other derived table: compute them per partition (on Dask when
-        # the flow runs with a DaskTaskRunner), then concatenate
-        futures = [
-            derive_partition.submit(settings, trace, i, partitions, tuple(per_task), params)
-            for i in range(partitions)
-        ]
-        part_paths = [f.result() for f in futures]
+        # the settings name a cluster), then concatenate in partition order
+        work = partial(derive_partition, settings, trace, partitions, tuple(per_task), params)
+        done: dict[int, tuple[Path, ...]] = {}
+        with runner_for(settings, _PARTITION_THREADS) as runner:
+            for i, outcome in runner(work, range(partitions)):
+                if isinstance(outcome, Exception):
+                    raise outcome
+                done[i] = outcome
+        part_paths = [done[i] for i in range(partitions)]
         for j, name in enumerate(per_task):
             result = merge_table(settings, trace, name, tuple(p[j] for p in part_paths))
             logger.info("%s: %d rows from %d partitions", name, result.rows, partitions)
@@ -182,15 +184,14 @@ def summary_table(run: DeriveRun) -> Table:
 
 def run_stage(settings: Settings, trace: str, params: DeriveOptions) -> StageResult:
     """The registry's entry point: every derived table of ``trace`` and its checks."""
-    # fail before Prefect starts: a missing lake is a one-line reason, not a failed flow run
+    # a missing lake is a one-line reason before anything runs
     derive.require_lake(trace, settings.lake_dir / trace)
     # workers on other machines need absolute paths
     settings = settings.with_overrides(data_dir=settings.data_dir.resolve())
-    runner = dask_task_runner(settings)
-    partitions = params.partitions or (4 * max(settings.workers, 1) if runner is not None else 1)
-    flow_fn = derive_flow if runner is None else derive_flow.with_options(task_runner=runner)
+    on_dask = bool(settings.dask_address) or settings.workers > 0
+    partitions = params.partitions or (4 * max(settings.workers, 1) if on_dask else 1)
     started = time.perf_counter()
-    run = flow_fn(
+    run = run_derive(
         settings=settings,
         partitions=partitions,
         trace=trace,

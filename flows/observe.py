@@ -7,6 +7,7 @@ numbers and the report page to open, and a stage skipped as unchanged publishes 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
@@ -48,6 +49,8 @@ def publish_summary(
     stage: str, trace: str, headline: Sequence[tuple[str, str]], page: str | None = None
 ) -> None:
     """Publish the stage's markdown artifact in the current flow run (no-op outside one)."""
+    if "prefect" not in sys.modules:
+        return  # no flow run without Prefect loaded: a plain command does not load it for this
     from prefect.artifacts import create_markdown_artifact
     from prefect.context import FlowRunContext
 

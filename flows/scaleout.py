@@ -48,25 +48,6 @@ def settings_with_scaleout(args: argparse.Namespace, settings: Settings) -> Sett
     )
 
 
-def dask_task_runner(settings: Settings) -> Any | None:
-    """A ``prefect_dask.DaskTaskRunner`` for the settings, or None for single-machine runs."""
-    if not settings.dask_address and settings.workers <= 0:
-        return None
-    from prefect_dask.task_runners import DaskTaskRunner
-
-    if settings.dask_address:
-        return DaskTaskRunner(address=settings.dask_address)
-    return DaskTaskRunner(
-        cluster_kwargs={
-            "n_workers": settings.workers,
-            # one thread per worker: DuckDB and Polars use the cores themselves
-            "threads_per_worker": 1,
-            "processes": True,
-            "dashboard_address": ":0",  # None still binds 8787 in this distributed
-        }
-    )
-
-
 T = TypeVar("T")
 R = TypeVar("R")
 

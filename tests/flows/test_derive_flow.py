@@ -10,7 +10,7 @@ import pytest
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.schemas import AZURE_2017, GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.cli import main
-from tracelab.flows.derive import derive_flow
+from tracelab.flows.derive import run_derive
 from tracelab.flows.settings import Settings
 
 REAL_GOOGLE = "google-clusterdata-2011-2"
@@ -55,7 +55,7 @@ def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
     )
     _write_lake_table(lake, "task_events", _typed(full, "task_events", "part-0"), "part-0")
     settings = Settings(data_dir=tmp_path, duckdb_memory_limit="512MB", duckdb_threads=1)
-    run = derive_flow(settings=settings, tables=("agg_queue_length",))
+    run = run_derive(settings=settings, tables=("agg_queue_length",))
     assert [t.name for t in run.tables] == [
         "fct_task_transitions",
         "fct_task_transitions_collapsed",
@@ -93,10 +93,10 @@ def test_flow_fails_with_the_offending_rows(prefect_harness: None, tmp_path: Pat
     settings = Settings(data_dir=tmp_path, duckdb_memory_limit="512MB", duckdb_threads=1)
     tables = ("fct_azure_vm_lifetimes",)
     with pytest.raises(TracelabError, match=r"assert_azure_vm_times_valid: 1 offending row"):
-        derive_flow(settings=settings, trace="azure-2017", tables=tables)
+        run_derive(settings=settings, trace="azure-2017", tables=tables)
     # the tables themselves were written; only the invariant failed
     assert (tmp_path / "derived" / "azure-2017" / "fct_azure_vm_lifetimes.parquet").is_file()
-    run = derive_flow(settings=settings, trace="azure-2017", tables=tables, check_invariants=False)
+    run = run_derive(settings=settings, trace="azure-2017", tables=tables, check_invariants=False)
     assert [t.name for t in run.tables] == ["fct_azure_vm_lifetimes"]
 
 

@@ -8,12 +8,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from prefect_dask.task_runners import DaskTaskRunner
 
 from tracelab.analysis.lake.derive import PER_TASK_TABLES, derived_table_names
 from tracelab.analysis.lake.schemas import GOOGLE_2011
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.derive import derive_flow
+from tracelab.flows.derive import run_derive
 from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
@@ -34,11 +33,9 @@ def _run(data: Path, raw: Path, address: str | None, partitions: int) -> Setting
     settings = Settings(data_dir=data, duckdb_memory_limit="2GB").with_overrides(
         dask_address=address
     )
-    runner = None if address is None else DaskTaskRunner(address=address)
-    derive = derive_flow if runner is None else derive_flow.with_options(task_runner=runner)
     summary = run_ingest(TRACE, raw, settings.lake_dir, settings=settings)
     assert not summary.failed
-    derive(settings=settings, trace=TRACE, partitions=partitions)
+    run_derive(settings=settings, trace=TRACE, partitions=partitions)
     return settings
 
 
@@ -80,9 +77,9 @@ def test_partitions_never_split_a_task(prefect_harness: None, tmp_path: Path) ->
     generate_trace(TRACE, raw, seed=9, scale="tiny")
     settings = Settings(data_dir=tmp_path / "data", duckdb_memory_limit="2GB")
     run_ingest(TRACE, raw, settings.lake_dir)
-    whole = derive_flow(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=1)
+    whole = run_derive(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=1)
     stats_whole = pl.read_parquet(whole.tables[0].path)
-    split = derive_flow(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=7)
+    split = run_derive(settings=settings, trace=TRACE, tables=PER_TASK_TABLES, partitions=7)
     stats_split = pl.read_parquet(
         next(t.path for t in split.tables if t.name == PER_TASK_TABLES[0])
     )

@@ -15,7 +15,7 @@ import pytest
 
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
-from tracelab.flows.derive import DeriveRun, derive_flow
+from tracelab.flows.derive import DeriveRun, run_derive
 from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
@@ -81,7 +81,7 @@ def derived(
     summary = run_ingest("google-2011", raw, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
-    run = derive_flow(settings=settings, trace="google-2011")
+    run = run_derive(settings=settings, trace="google-2011")
     return data / "derived" / "google-2011", run
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from tracelab.analysis.lake.schemas import GOOGLE_2011, TIME_AFTER_WINDOW_US
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.derive import DeriveRun, derive_flow
+from tracelab.flows.derive import DeriveRun, run_derive
 from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
@@ -46,7 +46,7 @@ def generated(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -
     summary = run_ingest(TRACE, raw, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
-    run = derive_flow(settings=settings, trace=TRACE)
+    run = run_derive(settings=settings, trace=TRACE)
     return Generated(
         raw=raw,
         derived=data / "derived" / TRACE,

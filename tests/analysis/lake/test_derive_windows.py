@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 from test_derive_real import real_task_events
 
-from tracelab.flows.derive import DeriveRun, derive_flow
+from tracelab.flows.derive import DeriveRun, run_derive
 from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
@@ -43,7 +43,7 @@ def _derive_window(real_dir: Path, data: Path, parts: tuple[str, ...]) -> Derive
     summary = run_ingest("google-2011", raw.parent, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
-    return derive_flow(settings=settings, trace="google-2011")
+    return run_derive(settings=settings, trace="google-2011")
 
 
 def expected_queue(events: pl.DataFrame) -> dict[int, tuple[int, int]]:
