@@ -32,7 +32,7 @@ from tracelab.analysis.common.fingerprints import (
 )
 from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
-from tracelab.analysis.common.stage_api import number_arg
+from tracelab.analysis.common.stage_api import StageResult, number_arg
 from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.generating import partial_sample
@@ -45,7 +45,6 @@ from tracelab.flows.registry import (
     ALL,
     TRACES,
     Stage,
-    StageResult,
     params_json,
     stage_named,
     stages_for,
