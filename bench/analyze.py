@@ -32,7 +32,7 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tracelab.analysis.common.stage_params import AnalyzeOptions  # noqa: E402
+from tracelab.analysis.statistics.options import AnalyzeOptions  # noqa: E402
 from tracelab.flows.analyze import STAGES, analyze_flow  # noqa: E402
 from tracelab.flows.settings import Settings  # noqa: E402
 

@@ -20,15 +20,15 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fitted_params import write_stage_params
 from tracelab.analysis.common.shortfall import (
     NOT_ENOUGH_DATA,
     SHORTFALLS,
     Shortfall,
     write_shortfall,
 )
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
-from tracelab.analysis.common.stage_params import AnalyzeOptions
-from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.statistics import (
     ANALYSES,
     clustering,
@@ -44,10 +44,10 @@ from tracelab.analysis.statistics.needs import (
     gamma_fit_shortfalls,
     gamma_fits_shortfall,
 )
+from tracelab.analysis.statistics.options import AnalyzeOptions
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
 STAGES = ANALYSES

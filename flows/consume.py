@@ -18,10 +18,9 @@ from typing import Any
 from prefect import flow
 
 from tracelab.analysis.common.shortfall import SHORTFALLS
-from tracelab.analysis.common.stage_api import MapFn, serial_map
+from tracelab.analysis.common.stage_api import MapFn, StageResult, serial_map
 from tracelab.analysis.common.stage_outputs import record_parameters
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
 
 #: at most one progress line per this many seconds (a log, not a flood)

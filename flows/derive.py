@@ -21,10 +21,10 @@ from rich.table import Table
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
-from tracelab.analysis.common.stage_params import DeriveOptions
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake import derive
+from tracelab.analysis.lake.derive import DeriveOptions
 from tracelab.flows.observe import publish_summary
-from tracelab.flows.registry import StageResult
 from tracelab.flows.scaleout import runner_for
 from tracelab.flows.settings import Settings, duckdb_connection
 

@@ -18,7 +18,7 @@ from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.datapaths import params_export_path, user_output_problem
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_params import ExportOptions
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.export.document import (
     SCHEMA_COPY_NAME,
     params_document,
@@ -26,8 +26,8 @@ from tracelab.analysis.export.document import (
     write_params_csv,
     write_params_json,
 )
+from tracelab.analysis.export.options import ExportOptions
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings
 
 FORMATS = ("json", "csv")

@@ -28,21 +28,21 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fitted_params import FittedParameter, write_stage_params
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.common.stage_outputs import record_parameters, write_stage_outputs
-from tracelab.analysis.common.stage_params import FitOptions
-from tracelab.analysis.export.params import FittedParameter, write_stage_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.priors import alibaba, google2019
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
+from tracelab.analysis.priors.options import FitOptions
 from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
 )
 from tracelab.flows.observe import flow_run_name, publish_summary
-from tracelab.flows.registry import StageResult
 from tracelab.flows.settings import Settings, duckdb_connection
 
 

@@ -14,13 +14,8 @@ from pathlib import Path
 from prefect import flow, task
 
 from tracelab.analysis.common.stage_api import number_arg
-from tracelab.analysis.synthetic import (
-    GENERATED_TRACES,
-    MAX_MB,
-    SCALES,
-    check_request,
-    generate_trace,
-)
+from tracelab.analysis.synthetic import generate_trace
+from tracelab.analysis.synthetic.request import GENERATED_TRACES, MAX_MB, SCALES, check_request
 from tracelab.flows.lock import LOCK_NAME, data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings

@@ -32,12 +32,12 @@ from tracelab.analysis.common.fingerprints import (
 )
 from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
-from tracelab.analysis.common.stage_api import number_arg
+from tracelab.analysis.common.stage_api import StageResult, number_arg
 from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
 from tracelab.analysis.lake.catalog import write_catalog
+from tracelab.analysis.lake.generating import partial_sample
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
-from tracelab.analysis.synthetic import partial_sample
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -45,7 +45,6 @@ from tracelab.flows.registry import (
     ALL,
     TRACES,
     Stage,
-    StageResult,
     params_json,
     stage_named,
     stages_for,

@@ -31,31 +31,19 @@ from tracelab.analysis.common.datapaths import (
     lake_table,
     stage_results,
 )
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.statistics import ANALYSES
 
 if TYPE_CHECKING:
     from tracelab.analysis.common.shortfall import Shortfall
     from tracelab.flows.settings import Settings
+    from tracelab.reports.model import PageSpec
 
 TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
 TRACES += ("alibaba-2018",)
 TRACES += ("google-2019",)
 #: stages outside the registry that run before it, in this order (their own commands)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
-
-
-@dataclass(frozen=True)
-class StageResult:
-    """What one run of a stage did: the headline numbers a user (and Prefect's UI) sees first."""
-
-    stage: str
-    trace: str
-    outputs: tuple[str, ...]
-    #: (label, formatted value) pairs, in reading order
-    headline: tuple[tuple[str, str], ...] = ()
-    seconds: float = 0.0
-    #: the parts the stage left out for lack of data (``<part>: needs …; found …``)
-    shortfalls: tuple[str, ...] = ()
 
 
 #: ``run(settings, trace, options) -> StageResult``: the stage's Prefect flow
@@ -151,7 +139,7 @@ def making_command(entry: DataEntry, trace: str) -> str:
 
 @cache
 def _derive() -> StageCode:
-    from tracelab.analysis.common.stage_params import DeriveOptions
+    from tracelab.analysis.lake.derive import DeriveOptions
     from tracelab.flows.derive import run_stage
 
     return StageCode(DeriveOptions, run_stage)
@@ -159,7 +147,7 @@ def _derive() -> StageCode:
 
 @cache
 def _analyze() -> StageCode:
-    from tracelab.analysis.common.stage_params import AnalyzeOptions
+    from tracelab.analysis.statistics.options import AnalyzeOptions
     from tracelab.flows.analyze import run_stage
 
     return StageCode(AnalyzeOptions, run_stage)
@@ -167,7 +155,7 @@ def _analyze() -> StageCode:
 
 @cache
 def _fit() -> StageCode:
-    from tracelab.analysis.common.stage_params import FitOptions
+    from tracelab.analysis.priors.options import FitOptions
     from tracelab.flows.fit import fit_needs, run_stage
 
     return StageCode(FitOptions, run_stage, fit_needs)
@@ -175,7 +163,7 @@ def _fit() -> StageCode:
 
 @cache
 def _export() -> StageCode:
-    from tracelab.analysis.common.stage_params import ExportOptions
+    from tracelab.analysis.export.options import ExportOptions
     from tracelab.analysis.lake.availability import export_needs
     from tracelab.flows.export import run_stage
 
@@ -432,6 +420,13 @@ def stages_for(traces: Iterable[str]) -> list[tuple[Stage, str]]:
         for trace in stage.traces
         if trace == ALL or trace in chosen
     ]
+
+
+def report_pages() -> tuple[PageSpec, ...]:
+    """Every report page, in stage order: each stage's ``pages`` in the order they are listed."""
+    from tracelab.reports.pages import PAGE_SPECS
+
+    return tuple(PAGE_SPECS[slug] for stage in STAGES for slug in stage.pages)
 
 
 def params_json(params: object) -> str:

@@ -16,6 +16,7 @@ from prefect import flow, get_run_logger, task
 
 from tracelab.analysis.common.safety import checked_run_id
 from tracelab.flows.observe import flow_run_name
+from tracelab.flows.registry import report_pages
 from tracelab.flows.settings import Settings
 from tracelab.reports.metadata import Parameter, StageTiming
 from tracelab.reports.model import Page
@@ -45,6 +46,7 @@ def site_task(
 
     build = build_site(
         data_dir,
+        specs=report_pages(),
         run_id=run_id,
         timings=timings,
         run_parameters=run_parameters,

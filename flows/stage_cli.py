@@ -17,8 +17,8 @@ from typing import Any
 from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import Shortfall, read_shortfall, write_shortfall
-from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
-from tracelab.flows.registry import ALL, STAGES, TRACES, Stage, StageResult
+from tracelab.analysis.common.stage_api import StageResult, element_type, option_spec, out_of_range
+from tracelab.flows.registry import ALL, STAGES, TRACES, Stage
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 

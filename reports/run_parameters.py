@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tracelab.analysis.common.stage_api import option_spec
 from tracelab.reports.model import HtmlTable, Section
 
 #: how a derived entry is described in the table's last column
@@ -27,14 +28,10 @@ def recorded_parameters(summary: Mapping[str, Any]) -> dict[str, Any]:
     return dict(block) if isinstance(block, Mapping) else {}
 
 
-def stage_options(stage: str) -> dict[str, str]:
-    """The registry's options of ``stage``: name -> help, in declaration order."""
-    from tracelab.analysis.common.stage_api import option_spec
-    from tracelab.flows.registry import STAGES
-
-    params = next(s for s in STAGES if s.name == stage).params_type()
+def option_help(options: type[Any]) -> dict[str, str]:
+    """The options of a stage's options dataclass: name -> help, in declaration order."""
     out: dict[str, str] = {}
-    for f in dataclasses.fields(params):
+    for f in dataclasses.fields(options):
         spec = option_spec(f)
         if spec is not None:
             out[f.name] = spec.help
@@ -56,12 +53,14 @@ def show(value: Any) -> str:
     return "none" if value is None else str(value)
 
 
-def parameters_table(summary: Mapping[str, Any], stage: str) -> HtmlTable:
-    """Options first (with their help), then what the stage derived, from the record only."""
+def parameters_table(summary: Mapping[str, Any], options: type[Any]) -> HtmlTable:
+    """Options first (with their help), then what the stage derived, from the record only.
+
+    ``options``: the stage's options dataclass, whose fields give each option's help."""
     recorded = recorded_parameters(summary)
-    options = stage_options(stage)
-    rows = [(k, show(recorded[k]), help_) for k, help_ in options.items() if k in recorded]
-    rows += [(k, show(v), DERIVED) for k, v in recorded.items() if k not in options]
+    helps = option_help(options)
+    rows = [(k, show(recorded[k]), help_) for k, help_ in helps.items() if k in recorded]
+    rows += [(k, show(v), DERIVED) for k, v in recorded.items() if k not in helps]
     return HtmlTable(
         "Parameters of this run (summary.json's parameters record)",
         ("parameter", "value", "meaning"),
@@ -69,7 +68,7 @@ def parameters_table(summary: Mapping[str, Any], stage: str) -> HtmlTable:
     )
 
 
-def parameters_section(summary: Mapping[str, Any], stage: str, command: str) -> Section:
+def parameters_section(summary: Mapping[str, Any], options: type[Any], command: str) -> Section:
     """The "Parameters of this run" section, or one saying the record is missing."""
     if not recorded_parameters(summary):
         return Section(
@@ -87,7 +86,7 @@ def parameters_section(summary: Mapping[str, Any], stage: str, command: str) -> 
             "as its summary.json records them.",
         ),
         paper="",
-        tables=(parameters_table(summary, stage),),
+        tables=(parameters_table(summary, options),),
     )
 
 

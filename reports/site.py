@@ -284,7 +284,7 @@ def _refresh_site_index(site_dir: Path, run: RunInfo, history: Any) -> Path:
 def build_site(
     data_dir: Path,
     *,
-    specs: Sequence[PageSpec] | None = None,
+    specs: Sequence[PageSpec],
     run_id: str | None = None,
     timings: Sequence[StageTiming] = (),
     run_parameters: Sequence[Parameter] = (),
@@ -295,6 +295,8 @@ def build_site(
 ) -> SiteBuild:
     """Build one run's pages under ``DATA/site/runs/<run_id>`` and refresh ``DATA/site/index.html``.
 
+    ``specs`` are the pages in the order the run lists them (``tracelab report`` passes the
+    stage registry's order, :func:`tracelab.flows.registry.report_pages`).
     A page whose inputs are absent is still written, with a visible "not available in this run"
     note naming the missing files and the command that makes them. With ``strict`` a page
     builder's unexpected error propagates (tests); otherwise the page shows the error.
@@ -302,10 +304,6 @@ def build_site(
     With ``reuse_unchanged``, when the fingerprint of the pages' inputs equals the latest run's,
     no page is built: the run records ``pages_from`` and its index links the existing pages.
     """
-    if specs is None:
-        from tracelab.reports.pages import ALL_PAGES
-
-        specs = ALL_PAGES
     now = now or datetime.now(UTC)
     started = time.perf_counter()
     site_dir = data_dir / "site"

@@ -6,8 +6,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tracelab.analysis.admission.model import AdmissionPriors
+from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
 from tracelab.analysis.export.document import params_document, write_params_json
-from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 

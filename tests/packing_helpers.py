@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tracelab.analysis.common.fitted_params import write_stage_params
 from tracelab.analysis.export.document import params_document, write_params_json
-from tracelab.analysis.export.params import write_stage_params
 from tracelab.analysis.statistics.clustering import HistogramClusters
 from tracelab.analysis.statistics.gamma_fits import gamma_fit
 

@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
 from tracelab.analysis.export.document import params_document, write_params_json
-from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
 
 
 def _gamma(name: str, shape: float, rate: float, unit: str) -> FittedParameter:

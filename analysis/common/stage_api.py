@@ -5,7 +5,8 @@ stage registry (``flows/registry.py``) turns each field into a CLI flag (help, d
 choices) and each instance into the flow's typed parameter object. The computation itself is a
 plain function of those parameters that reports progress through a :class:`Progress` and runs
 its independent pieces of work through a :data:`MapFn` (serial here, a Dask client's ``map`` on
-a cluster), so the same function gives the same tables on one machine and on many.
+a cluster), so the same function gives the same tables on one machine and on many. What one run
+of a stage did comes back as a :class:`StageResult`, whichever layer ran it.
 """
 
 from __future__ import annotations
@@ -43,6 +44,20 @@ class Progress(Protocol):
 
 def no_progress(done: int, total: int, what: str) -> None:
     """A :class:`Progress` that shows nothing (tests, library use)."""
+
+
+@dataclass(frozen=True)
+class StageResult:
+    """What one run of a stage did: the headline numbers a user (and Prefect's UI) sees first."""
+
+    stage: str
+    trace: str
+    outputs: tuple[str, ...]
+    #: (label, formatted value) pairs, in reading order
+    headline: tuple[tuple[str, str], ...] = ()
+    seconds: float = 0.0
+    #: the parts the stage left out for lack of data (``<part>: needs …; found …``)
+    shortfalls: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

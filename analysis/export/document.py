@@ -1,7 +1,7 @@
 """The one versioned params document (docs/methods.md §4) and its only reader.
 
 ``params_document`` gathers every ``DATA/results/<trace>/<stage>/params.json`` written with
-:func:`analysis.params.write_stage_params` into one document; ``write_params_json`` validates it
+:func:`tracelab.analysis.common.fitted_params.write_stage_params` into one document; ``write_params_json`` validates it
 against ``analysis/export/params_schema.json`` (which the document names in ``$schema`` by its ``$id``)
 and writes it atomically, with a copy of the schema beside it; ``write_params_csv`` writes a tidy
 table, one row per fitted parameter, and each record's ``values`` (arrays such as k-means
@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 
 from tracelab.analysis.common.atomic import atomic_write_text
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.export.params import STAGE_PARAMS_FILE, FittedParameter
+from tracelab.analysis.common.fitted_params import STAGE_PARAMS_FILE, FittedParameter
 from tracelab.analysis.lake.provenance import data_source
 
 #: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid);

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 from tracelab.analysis.common.atomic import atomic_path
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
+from tracelab.analysis.common.stage_api import option
 from tracelab.analysis.lake.schemas import (
     AZURE_CENSORED_VMDELETED_S,
     TIME_AFTER_WINDOW_US,
@@ -75,6 +76,46 @@ class DeriveParams:
     def as_sql_params(self) -> dict[str, int | float]:
         """The parameters by their ``$name`` in the SQL files."""
         return dict(asdict(self))
+
+
+_DEFAULTS = DeriveParams()
+
+
+@dataclass(frozen=True)
+class DeriveOptions:
+    """``tracelab derive``: which tables, the SQL parameters users tune, and partitioning."""
+
+    tables: tuple[str, ...] = option(
+        (), "derive only these tables and what they read (comma-separated; default every table)"
+    )
+    checks: bool = option(True, "run the invariant checks in queries/checks/")
+    long_task_windows: int = option(
+        _DEFAULTS.long_task_windows,
+        "usage windows that make a task long (24 = 2 hours)",
+        minimum=1,
+        maximum=1_000_000,
+    )
+    production_priority: int = option(
+        _DEFAULTS.production_priority, "lowest priority of a production task", minimum=0, maximum=11
+    )
+    shutdown_min_vms: int = option(
+        _DEFAULTS.shutdown_min_vms,
+        "azure-2017: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
+        minimum=2,
+    )
+    partitions: int = option(
+        0,
+        "compute the per-task tables in N job_id-hash partitions (0 = 1, or 4 per Dask worker)",
+        minimum=0,
+        maximum=100_000,
+    )
+
+    def sql_params(self) -> DeriveParams:
+        return DeriveParams(
+            long_task_windows=self.long_task_windows,
+            production_priority=self.production_priority,
+            shutdown_min_vms=self.shutdown_min_vms,
+        )
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.generating import GENERATING_MARKER, partial_sample
 from tracelab.analysis.lake.ingest_stream import (
     DIGEST_PREFIX,
     RawFileError,
@@ -71,7 +72,6 @@ from tracelab.analysis.lake.ingest_stream import (
     read_ahead,
 )
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table, trace_tables
-from tracelab.analysis.synthetic import GENERATING_MARKER, partial_sample
 
 __all__ = ["RawFileError"]  # re-exported: callers catch it from here
 

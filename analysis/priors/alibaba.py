@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
-from tracelab.analysis.export.params import FittedParameter
 from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, fit_gamma_samples
 
 TRACE = "alibaba-2018"

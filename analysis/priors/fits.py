@@ -59,7 +59,7 @@ import polars as pl
 from scipy import optimize, special, stats
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.export.params import FittedParameter, Interval, Quantity
+from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
 from tracelab.analysis.priors.paper import (
     ALPHA_BOUNDS,
     ALPHA_TIME_UNIT,

@@ -28,8 +28,8 @@ from typing import Any
 
 import polars as pl
 
+from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
-from tracelab.analysis.export.params import FittedParameter
 from tracelab.analysis.lake.availability import lake_dir, table_found, table_rows
 from tracelab.analysis.priors.alibaba import STAGE as STAGE  # every trace's priors folder
 from tracelab.analysis.statistics.gamma_fits import (

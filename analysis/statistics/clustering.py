@@ -28,7 +28,7 @@ from sklearn.cluster import KMeans, MiniBatchKMeans
 from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
-from tracelab.analysis.export.params import FittedParameter, Quantity
+from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

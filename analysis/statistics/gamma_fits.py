@@ -19,7 +19,7 @@ import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
-from tracelab.analysis.export.params import FittedParameter, Interval, Quantity
+from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
 
 DEFAULT_BOOTSTRAP = 200
 GAMMA_STAGE = "gamma_fits"

@@ -27,7 +27,7 @@ import numpy.typing as npt
 import polars as pl
 from scipy import special, stats
 
-from tracelab.analysis.export.params import FittedParameter, Quantity
+from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch
 
 DEFAULT_SIZES: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)

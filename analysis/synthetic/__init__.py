@@ -12,28 +12,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from tracelab.analysis.common.errors import TracelabError
-
-#: trace ids the generator knows
-GENERATED_TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
-GENERATED_TRACES += ("alibaba-2018",)
-GENERATED_TRACES += ("google-2019",)
-
-
-#: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)
-MAX_MB = 10_000_000
-
-#: sizes every generator accepts (INTERFACE.md)
-SCALES = ("tiny", "small", "medium", "large")
-
-
-#: written into the output folder before a generation touches anything there and removed after
-#: its last file (TRUTH.json): while it exists the folder holds a partial sample, never raw input
-GENERATING_MARKER = ".generating"
-
-
-def partial_sample(folder: Path) -> bool:
-    """True when ``folder`` holds a generation that has not finished (killed, or failed)."""
-    return (folder / GENERATING_MARKER).exists()
+from tracelab.analysis.lake.generating import GENERATING_MARKER
+from tracelab.analysis.synthetic.request import check_request
 
 
 @contextmanager
@@ -54,25 +34,6 @@ def generation(out: Path) -> Iterator[None]:
         os.fsync(fh.fileno())
     yield
     marker.unlink()
-
-
-def check_request(
-    trace: str, scale: str, target_mb: float | None, part_mb: float | None = None
-) -> None:
-    """Raise a TracelabError naming the bad argument before any work starts."""
-    if trace not in GENERATED_TRACES:
-        known = ", ".join(GENERATED_TRACES)
-        raise TracelabError(f"unknown trace {trace!r}; the generator knows: {known}")
-    if scale not in SCALES:
-        raise TracelabError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
-    for flag, mb in (("--target-mb", target_mb), ("--part-mb", part_mb)):
-        # `not > 0` also refuses nan; inf would generate until the disk is full
-        if mb is not None and not 0 < mb <= MAX_MB:
-            raise TracelabError(f"{flag} must be positive and at most {MAX_MB:,}, got {mb}")
-    if part_mb is not None and trace != "google-2011":
-        raise TracelabError(
-            f"--part-mb applies to google-2011's part files; {trace} is published as one file"
-        )
 
 
 def generate_trace(

@@ -117,7 +117,6 @@ from tracelab.analysis.lake.schemas import (
     USAGE_WINDOW_US,
     WINDOW_START_US,
 )
-from tracelab.analysis.synthetic import check_request
 from tracelab.analysis.synthetic import usage_families as uf
 from tracelab.analysis.synthetic.csvparts import (
     GzipPartStream,
@@ -127,6 +126,7 @@ from tracelab.analysis.synthetic.csvparts import (
     pending_part_name,
     write_gzip_part,
 )
+from tracelab.analysis.synthetic.request import check_request
 
 GENERATOR_VERSION = "2.0.0"
 TRACE = "google-2011"

@@ -265,13 +265,3 @@ PAGE_SPECS: dict[str, PageSpec] = {
     + EXPORT_PAGES
     + CONSUMER_PAGES
 }
-
-
-def _pages_in_registry_order() -> tuple[PageSpec, ...]:
-    from tracelab.flows.registry import STAGES
-
-    return tuple(PAGE_SPECS[slug] for stage in STAGES for slug in stage.pages)
-
-
-#: every page, in the registry's stage order (``flows/registry.py`` lists each stage's pages)
-ALL_PAGES: tuple[PageSpec, ...] = _pages_in_registry_order()

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 from matplotlib.patches import Patch
 
+from tracelab.analysis.admission.stage import AdmissionParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.model import (
     Figure,
@@ -697,7 +698,7 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
             figures=tuple(_tuning_figure(ctx, n)),
         )
     )
-    sections.append(parameters_section(n.summary, STAGE, "admit"))
+    sections.append(parameters_section(n.summary, AdmissionParams, "admit"))
     return sections
 
 

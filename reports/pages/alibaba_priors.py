@@ -7,10 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
-from tracelab.analysis.export.params import FittedParameter, read_stage_params
 from tracelab.analysis.priors.alibaba import STAGE
+from tracelab.analysis.priors.options import FitOptions
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     Fragment,
@@ -73,7 +74,7 @@ def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequ
             paper=paper,
             tables=(priors_table(records, ctx.trace),),
         ),
-        parameters_section(summary, "fit", "fit"),
+        parameters_section(summary, FitOptions, "fit"),
     )
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from tracelab.analysis.statistics.calibration import (
     AD_SPECS,
+    CalibrationOptions,
     CalibrationRow,
     calibration_rows,
     load_calibration_inputs,
@@ -83,7 +84,7 @@ def _parameters(ctx: PageContext) -> tuple[Section, ...]:
     summary = ctx.results("calibration") / "summary.json"
     if not summary.is_file():
         return ()
-    return (parameters_section(read_json(summary), "calibration", "calibrate"),)
+    return (parameters_section(read_json(summary), CalibrationOptions, "calibrate"),)
 
 
 def _ad_parameters(summary: Mapping[str, Any] | None) -> Paragraph:

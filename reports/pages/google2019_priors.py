@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracelab.analysis.export.params import FittedParameter
+from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.priors.google2019 import CPU_UNIT
 from tracelab.reports.model import (
     Fragment,

@@ -18,7 +18,7 @@ import polars as pl
 from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS
+from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
@@ -646,5 +646,5 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
         if extra is not None:
             sections.append(extra)
     sections.append(_fig13_rebalancing(ctx, runs, numbers, evidence))
-    sections.append(parameters_section(summary, STAGE, "pack"))
+    sections.append(parameters_section(summary, PackingParams, "pack"))
     return sections

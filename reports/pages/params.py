@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.export.document import load_params
-from tracelab.analysis.export.params import FittedParameter
 from tracelab.reports.model import HtmlTable, InputsMissing, Number, PageContext, Section
 from tracelab.reports.numfmt import fmt
 

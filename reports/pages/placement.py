@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.placement.stage import PlacementParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, read_json, scan
 from tracelab.reports.model import (
@@ -553,7 +554,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
         _curve_section(ctx, curve),
         _lars_section(summary),
         _setup_section(summary, pools, replays),
-        parameters_section(summary, STAGE, "place"),
+        parameters_section(summary, PlacementParams, "place"),
     ]
 
 

@@ -18,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 from scipy.special import gammainc
 
-from tracelab.analysis.export.params import FittedParameter, read_stage_params
+from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section

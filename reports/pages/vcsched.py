@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS
+from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
@@ -592,5 +592,5 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
     trace = _trace_section(ctx, tables["by_slack"], tables["instances"])
     if trace is not None:
         sections.append(trace)
-    sections.append(parameters_section({"parameters": headline.parameters}, STAGE, "yield"))
+    sections.append(parameters_section({"parameters": headline.parameters}, YieldParams, "yield"))
     return sections

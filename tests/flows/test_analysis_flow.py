@@ -8,9 +8,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.common.stage_params import AnalyzeOptions
-from tracelab.analysis.export.params import read_stage_params
+from tracelab.analysis.statistics.options import AnalyzeOptions
 from tracelab.flows.analyze import STAGES, analyze_flow
 from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tracelab.analysis.common.stage_params import ExportOptions
-from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
+from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
+from tracelab.analysis.export.options import ExportOptions
 from tracelab.flows.export import run_stage
 from tracelab.flows.observe import artifact_key, summary_markdown
 from tracelab.flows.settings import Settings

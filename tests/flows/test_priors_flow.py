@@ -10,10 +10,11 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.stage_params import DeriveOptions, FitOptions
+from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.export.document import load_params
-from tracelab.analysis.export.params import read_stage_params
 from tracelab.analysis.lake import derive
+from tracelab.analysis.lake.derive import DeriveOptions
+from tracelab.analysis.priors.options import FitOptions
 from tracelab.analysis.priors.vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main

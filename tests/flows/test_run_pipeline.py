@@ -24,8 +24,7 @@ from browser.html import page_refs, read_refs
 from repo_paths import REPO
 
 from tracelab.flows.cli import main
-from tracelab.flows.registry import stages_for
-from tracelab.reports.pages import ALL_PAGES
+from tracelab.flows.registry import report_pages, stages_for
 from tracelab.reports.server import site_server
 
 ARTIFACTS = REPO / "test-artifacts"
@@ -101,7 +100,7 @@ def test_run_generates_runs_every_stage_and_says_where_the_site_is(tiny_run: Tin
         assert stages[key] == "ok", stages
     missing = {p["slug"]: p["unavailable"] for p in doc["pages"] if p["unavailable"]}
     assert not missing, missing
-    assert len(doc["pages"]) == len(ALL_PAGES)
+    assert len(doc["pages"]) == len(report_pages())
     assert stages[("report", "all")] == "ok"
     assert doc["pages_from"] == run.name
     # the index lists the lake's inputs with their checksums
@@ -245,7 +244,7 @@ def test_chromium_opens_every_page_without_errors_or_broken_links(
         "index.html",
         f"runs/{run.name}/index.html",
         f"runs/{reused.name}/index.html",
-        *(f"runs/{run.name}/{p.slug}.html" for p in ALL_PAGES),
+        *(f"runs/{run.name}/{p.slug}.html" for p in report_pages()),
     ]
     urls = [urljoin(served, p) for p in paths]
     # three browsers at a time: chromium start-up, not rendering, dominates

@@ -17,7 +17,7 @@ from browser.chromium import CHROMIUM, render
 
 from tracelab.analysis.admission.stage import AdmissionParams
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.reports.pages import ALL_PAGES
+from tracelab.reports.pages import PAGE_SPECS
 from tracelab.reports.site import build_site
 
 SLA = 1e-3
@@ -115,7 +115,7 @@ def page_text(tmp_path_factory: pytest.TempPathFactory) -> str:
         pytest.skip(f"{CHROMIUM} not installed (make browser; CI installs Debian's chromium)")
     data = tmp_path_factory.mktemp("admission-page")
     _write_results(data)
-    spec = next(s for s in ALL_PAGES if s.slug == "azure-admission")
+    spec = PAGE_SPECS["azure-admission"]
     build = build_site(data, specs=(spec,), now=datetime(2026, 11, 24, tzinfo=UTC), strict=True)
     page = render((build.run_dir / f"{spec.slug}.html").as_uri())
     assert "<h1>" in page.dom

@@ -7,7 +7,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tracelab.analysis.export.params import FittedParameter, Interval, Quantity, write_stage_params
+from tracelab.analysis.common.fitted_params import (
+    FittedParameter,
+    Interval,
+    Quantity,
+    write_stage_params,
+)
 from tracelab.reports.model import PageContext
 from tracelab.reports.pages.priors import priors_comparison, priors_sections
 

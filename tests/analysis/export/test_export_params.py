@@ -11,6 +11,12 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fitted_params import (
+    FittedParameter,
+    Interval,
+    Quantity,
+    write_stage_params,
+)
 from tracelab.analysis.export.document import (
     SCHEMA_PATH,
     document_sha256,
@@ -20,7 +26,6 @@ from tracelab.analysis.export.document import (
     write_params_csv,
     write_params_json,
 )
-from tracelab.analysis.export.params import FittedParameter, Interval, Quantity, write_stage_params
 from tracelab.flows.cli import main
 from tracelab.flows.export import export_flow
 

@@ -15,12 +15,12 @@ import pytest
 from repo_paths import TESTS
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.fitted_params import STAGE_PARAMS_FILE
 from tracelab.analysis.common.shortfall import (
     Shortfall,
     read_shortfall,
     write_shortfall,
 )
-from tracelab.analysis.export.params import STAGE_PARAMS_FILE
 from tracelab.analysis.lake.availability import table_found
 from tracelab.analysis.lake.ingest_manifest import (
     ManifestRow,

@@ -180,7 +180,7 @@ def test_chromium_shows_the_lars_saving_with_its_interval_and_method(data_dir: P
     from browser.chromium import CHROMIUM, render
 
     from tracelab.reports.numfmt import fmt
-    from tracelab.reports.pages import ALL_PAGES
+    from tracelab.reports.pages import PAGE_SPECS
     from tracelab.reports.site import build_site
 
     if not CHROMIUM.exists():
@@ -189,7 +189,7 @@ def test_chromium_shows_the_lars_saving_with_its_interval_and_method(data_dir: P
     assert summary.lars_sets > 0
     low, high = summary.lars_saved_pct_ci
     assert low <= summary.lars_saved_pct <= high
-    spec = next(s for s in ALL_PAGES if s.slug == "azure-placement")
+    spec = PAGE_SPECS["azure-placement"]
     build = build_site(data_dir, specs=(spec,), now=datetime(2026, 11, 24, tzinfo=UTC), strict=True)
     dom = render((build.run_dir / f"{spec.slug}.html").as_uri()).dom
     text = re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", " ", dom)))

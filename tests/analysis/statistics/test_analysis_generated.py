@@ -171,7 +171,7 @@ def test_sums_become_gaussian_and_means_converge(analyzed: Path) -> None:
 
 
 def test_gamma_fits_exported(analyzed: Path) -> None:
-    from tracelab.analysis.export.params import read_stage_params
+    from tracelab.analysis.common.fitted_params import read_stage_params
 
     stats = pl.read_parquet(analyzed / "derived" / TRACE / "fct_task_usage_stats.parquet")
     records = {r.name: r for r in read_stage_params(_results(analyzed) / "gamma_fits")}

@@ -16,8 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from tracelab.analysis.lake.generating import GENERATING_MARKER
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
-from tracelab.analysis.synthetic import GENERATING_MARKER
 from tracelab.flows.pipeline import _raw_timings
 from tracelab.flows.settings import Settings
 

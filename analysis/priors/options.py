@@ -1,0 +1,52 @@
+"""The options of ``tracelab fit`` (one frozen dataclass; each field is a command-line option).
+
+The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
+this record, and ``tracelab run`` passes the same object to the fit flow.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tracelab.analysis.common.stage_api import option
+from tracelab.analysis.lake.derive import DeriveParams
+
+#: the derived tables' defaults: --shutdown-min-vms with --vmtable starts at derive's
+_SQL = DeriveParams()
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """``tracelab fit``: the Azure priors of Cluster Admission §5.1 and Appendix B; on
+    alibaba-2018 and google-2019 the Gamma priors of :mod:`analysis.priors.alibaba` and
+    :mod:`analysis.priors.google2019` (seed and n_boot only)."""
+
+    seed: int = option(0, "bootstrap seed", minimum=0)
+    n_boot: int = option(200, "bootstrap replicates", minimum=1, maximum=1_000_000)
+    zero_event_probability: float | None = option(
+        None,
+        "azure-2017: fix p: a zero-event MLE becomes the value at which no event has this probability "
+        "(default: p_rate and p_size calibrated by Cramér–von Mises, Cluster Admission paper App. B.1)",
+        minimum=1e-6,
+        maximum=1 - 1e-6,
+    )
+    alpha: float | None = option(None, "azure-2017: fix alpha instead of estimating it", minimum=0)
+    shutdown_cores: str = option(
+        "censored",
+        "azure-2017: cores ended by a deployment shutdown: censored (they did not die of their own "
+        "lifetime; the shutdown has its own model) or paper (deaths, as the Cluster Admission paper App. B counts them)",
+        choices=("censored", "paper"),
+    )
+    vmtable: str = option(
+        "",
+        "azure-2017: derive the azure tables from this V1 vmtable CSV(.gz) and fit them instead",
+    )
+    shutdown_min_vms: int = option(
+        _SQL.shutdown_min_vms,
+        "with --vmtable: VMs ending together that mark a shutdown (else derive's option applies)",
+        minimum=2,
+    )
+
+    @property
+    def reads_own_input(self) -> bool:
+        return bool(self.vmtable)

@@ -1,0 +1,63 @@
+"""Layers run one way (docs/development.md): the import contracts of pyproject.toml hold, and no
+module imports itself back through others. Imports inside functions and under TYPE_CHECKING count:
+a lazy import still ties the two modules together."""
+
+from __future__ import annotations
+
+import graphlib
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+from repo_paths import REPO
+
+
+def import_cycle(package: str) -> list[str] | None:
+    """One cycle of direct imports between the modules of ``package`` (``[a, b, ..., a]``), or
+    None. grimp reads every import statement of a module, wherever it stands."""
+    graph = grimp.build_graph(package, cache_dir=None)
+    imports = {m: graph.find_modules_directly_imported_by(m) for m in graph.modules}
+    try:
+        graphlib.TopologicalSorter(imports).prepare()
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return None
+
+
+def test_import_contracts_hold() -> None:
+    lint = Path(sys.executable).parent / "lint-imports"
+    run = subprocess.run(
+        [str(lint), "--no-cache", "--no-logo"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_no_module_imports_itself_back() -> None:
+    cycle = import_cycle("tracelab")
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or ())
+
+
+def test_a_lazy_import_closes_a_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a package's __init__ dispatching to a module that imports from the __init__ inside a
+    # function: the shape the generator had, which a siblings-only check does not see
+    package = tmp_path / "layers_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "def run():\n    from layers_probe.worker import work\n    return work()\n"
+    )
+    (package / "worker.py").write_text(
+        "def work():\n    from layers_probe import run\n    return run\n"
+    )
+    (package / "leaf.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cycle = import_cycle("layers_probe")
+    assert cycle is not None
+    assert set(cycle) == {"layers_probe", "layers_probe.worker"}
+    (package / "worker.py").write_text("def work():\n    from layers_probe.leaf import VALUE\n")
+    assert import_cycle("layers_probe") is None
