@@ -42,6 +42,59 @@ class RawFileError(Exception):
     """The file cannot be ingested at all (unreadable, truncated or corrupt compression)."""
 
 
+def gzip_fault(path: Path) -> str:
+    """What is wrong with the gzip file at ``path``, as a clause ("" when it is whole).
+
+    Told apart because each has its own cause: data that is not gzip at all (an error page saved
+    under the file's name), a file that ends inside its compressed data (a copy or download cut
+    short), bytes after the last gzip member that are not another member (something appended),
+    and compressed data that does not decompress or fails its CRC (corruption). Zero bytes after
+    a member are padding that gzip itself ignores. Streams through the file once, in bounded
+    memory; only called once a file has failed, to name the fault.
+    """
+    step = 1 << 20
+    with path.open("rb") as fh:
+        data, offset = fh.read(step), 0
+        if not data.startswith(GZIP_MAGIC):
+            return (
+                f"it is not gzip data (it starts with {data[:16]!r}, not the gzip magic bytes "
+                "1f 8b)"
+            )
+        member: Any = None
+        while True:
+            if member is None:
+                padding = len(data) - len(data.lstrip(b"\0"))
+                data, offset = data[padding:], offset + padding
+                if len(data) < len(GZIP_MAGIC):
+                    more = fh.read(step)
+                    if not more:
+                        return "" if not data else _trailing(offset)
+                    data += more
+                    continue
+                if not data.startswith(GZIP_MAGIC):
+                    return _trailing(offset)
+                member = zlib.decompressobj(wbits=31)
+            try:
+                member.decompress(data, step)
+            except zlib.error as exc:
+                return f"its compressed data is corrupt ({str(exc).rpartition(': ')[2]})"
+            if member.eof:
+                offset += len(data) - len(member.unused_data)
+                data, member = member.unused_data, None
+                continue
+            offset += len(data) - len(member.unconsumed_tail)
+            data = member.unconsumed_tail or fh.read(step)
+            if not data:
+                return f"it is truncated: it ends at byte {offset:,}, inside its compressed data"
+
+
+def _trailing(offset: int) -> str:
+    return (
+        f"it has bytes after the end of its gzip data, from byte {offset:,}, that are not gzip "
+        "(something was appended to it)"
+    )
+
+
 def digest_of(data: bytes) -> str:
     """``xxh3-128:<hex>`` of ``data``: the digest :class:`RawStream` computes."""
     return DIGEST_PREFIX + xxhash.xxh3_128(data).hexdigest()
@@ -156,13 +209,23 @@ class RawStream:
             while size < len(into) and (got := reader.readinto(into[size:])):
                 size += got
         except _CORRUPT as exc:
+            if content is None:  # stored bytes: the read itself failed
+                raise RawFileError(
+                    f"cannot read {self._rel}: {exc}; check the disk and copy the file again"
+                ) from exc
             raise RawFileError(
-                f"{self._rel} is truncated or its compression is corrupt ({exc}); "
+                f"{self._rel}: {self._gzip_fault() or f'its gzip data is corrupt ({exc})'}; "
                 "download or copy the file again"
             ) from exc
         if content is not None:
             content.update(into[:size])
         return size
+
+    def _gzip_fault(self) -> str:
+        try:
+            return gzip_fault(self._path)
+        except OSError:
+            return ""
 
 
 class _Readable(Protocol):
