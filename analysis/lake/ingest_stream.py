@@ -23,23 +23,37 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, Protocol, TypeVar, cast
 
 import xxhash
 from isal import igzip, isal_zlib
+
+_T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 DIGEST_PREFIX = "xxh3-128:"
 #: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
 MAX_LINE_BYTES = 64 << 20
+#: bytes of an over-long line kept to show what it was (:class:`LongLine`)
+LONG_LINE_HEAD = 1024
 #: what a corrupt or truncated gzip raises while it is decompressed
 _CORRUPT = (EOFError, OSError, zlib.error, cast(type[Exception], isal_zlib.IsalError))
 
 
 class RawFileError(Exception):
     """The file cannot be ingested at all (unreadable, truncated or corrupt compression)."""
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than a stream's ``max_line``, handed out instead of its bytes: its length
+    (the bytes before its ``\\n``) and its first :data:`LONG_LINE_HEAD` bytes."""
+
+    size: int
+    head: bytes
 
 
 def gzip_fault(path: Path) -> str:
@@ -130,19 +144,33 @@ class RawStream:
     raises :class:`RawFileError` saying what to do.
     """
 
-    def __init__(self, path: Path, rel: str, chunk_bytes: int) -> None:
+    def __init__(
+        self, path: Path, rel: str, chunk_bytes: int, *, max_line: int | None = None
+    ) -> None:
         if chunk_bytes < 1:
             # a zero-byte read means end of file: every line would be lost, so refuse it
             raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
         self._path = path
         self._rel = rel
         self._chunk_bytes = chunk_bytes
+        self._max_line = max_line
         self.checksum = ""
         self.content = ""
         #: hex SHA-256 of the stored bytes
         self.sha256 = ""
 
     def chunks(self) -> Iterator[bytes]:
+        """The chunks of a stream without ``max_line``: a line that does not fit in memory
+        (:data:`MAX_LINE_BYTES`, or four chunks) makes the whole file a :class:`RawFileError`."""
+        if self._max_line is not None:
+            raise ValueError("a stream with max_line hands out items(), not chunks()")
+        yield from cast(Iterator[bytes], self.items())
+
+    def items(self) -> Iterator[bytes | LongLine]:
+        """The chunks, and with ``max_line`` a :class:`LongLine` in place of each line found
+        longer than ``max_line`` while it is carried from one read to the next (so at most
+        ``max_line`` plus one read of it is ever in memory); a chunk may still hold a longer
+        line that fitted in one read, which the caller measures."""
         try:
             fh = self._path.open("rb", buffering=0)
             gzipped = fh.read(2) == GZIP_MAGIC
@@ -165,7 +193,9 @@ class RawStream:
             self.content = DIGEST_PREFIX + content.hexdigest()
             self.sha256 = stored.sha256.hexdigest()
 
-    def _lines(self, reader: _Readable, content: xxhash.xxh3_128 | None) -> Iterator[bytes]:
+    def _lines(
+        self, reader: _Readable, content: xxhash.xxh3_128 | None
+    ) -> Iterator[bytes | LongLine]:
         """The line-aligned chunks, decompressed into one buffer reused for every block.
 
         A fresh buffer per block would be page-faulted anew each time (the kernel zeroes every
@@ -175,15 +205,27 @@ class RawStream:
         buffer = bytearray(max(self._chunk_bytes, len(UTF8_BOM)))
         view = memoryview(buffer)
         carry = b""
+        #: the over-long line being read past, so far
+        skipping: LongLine | None = None
         start = 0
         size = self._read(reader, view, content)
         if buffer.startswith(UTF8_BOM):
             start = len(UTF8_BOM)
         while size:
+            if skipping is not None:
+                end = buffer.find(b"\n", start, size)
+                if end < 0:
+                    skipping = LongLine(skipping.size + size - start, skipping.head)
+                    start, size = 0, self._read(reader, view, content)
+                    continue
+                yield LongLine(skipping.size + end - start, skipping.head)
+                skipping, start = None, end + 1
             cut = buffer.rfind(b"\n", start, size)
             if cut < 0:
                 carry += view[start:size]
-                if len(carry) > max(4 * self._chunk_bytes, MAX_LINE_BYTES):
+                if self._max_line is not None and len(carry) > self._max_line:
+                    skipping, carry = LongLine(len(carry), carry[:LONG_LINE_HEAD]), b""
+                elif len(carry) > max(4 * self._chunk_bytes, MAX_LINE_BYTES):
                     raise RawFileError(
                         f"{self._rel} has a line longer than {len(carry) >> 20} MB: it is not "
                         "a trace CSV file (check what was copied there)"
@@ -198,7 +240,9 @@ class RawStream:
                 carry = bytes(view[cut + 1 : size])
             start = 0
             size = self._read(reader, view, content)
-        if carry:
+        if skipping is not None:
+            yield skipping
+        elif carry:
             yield carry
 
     def _read(self, reader: _Readable, into: memoryview, content: xxhash.xxh3_128 | None) -> int:
@@ -291,7 +335,7 @@ def set_up_polars_for_conversions() -> bool:
     return True
 
 
-def read_ahead(items: Iterator[bytes], depth: int = 1) -> Iterator[bytes]:
+def read_ahead(items: Iterator[_T], depth: int = 1) -> Iterator[_T]:
     """``items``, produced by a thread up to ``depth`` items ahead of the consumer.
 
     Decompressing the next chunk then overlaps typing and writing this one (ISA-L, Polars and
