@@ -20,9 +20,8 @@ from tracelab.analysis.common.datapaths import params_export_path, user_output_p
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.export.document import (
-    SCHEMA_COPY_NAME,
+    beside_path,
     params_document,
-    values_csv_path,
     write_params_csv,
     write_params_json,
 )
@@ -76,13 +75,24 @@ def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageRes
     """The registry's entry point: write the params document."""
     started = time.perf_counter()
     out = Path(params.out) if params.out else None
-    problem = None if out is None else user_output_problem(out, settings.data_dir)
+    problem = None if out is None else out_problem(out, params.format, settings.data_dir)
     if problem is not None:
         raise TracelabError(problem)
     path = export_flow(data_dir=settings.data_dir, out=out, fmt=params.format)
-    beside = values_csv_path(path) if params.format == "csv" else path.with_name(SCHEMA_COPY_NAME)
+    beside, _ = beside_path(path, params.format)
     shown = tuple(_shown(p, settings.data_dir) for p in (path, beside))
     return StageResult("export", trace, shown, seconds=time.perf_counter() - started)
+
+
+def out_problem(out: Path, fmt: str, data_dir: Path) -> str | None:
+    """Why ``--out`` cannot be written, or None: the same checks for the document and for the
+    file written beside it (the schema copy, or the values table of ``--format csv``)."""
+    beside, what = beside_path(out, fmt)
+    if beside.name == out.name:
+        return f"--out {out}: export writes its {what} to that name beside it; give another name"
+    return user_output_problem(out, data_dir) or user_output_problem(
+        beside, data_dir, flag=f"--out {out}: its {what}"
+    )
 
 
 def _shown(path: Path, data_dir: Path) -> str:

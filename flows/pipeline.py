@@ -51,11 +51,11 @@ from tracelab.flows.registry import (
 )
 from tracelab.flows.report import print_summary, report_flow
 from tracelab.flows.run_config import (
+    RunConfig,
     StageOptions,
     add_config_argument,
     changed_options,
     default_stage_options,
-    stage_options_from_config,
 )
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
@@ -394,8 +394,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.raw is not None:
         require_ingestible(args.trace, args.raw)
     traces = (args.trace,) if args.trace else TRACES
-    # the whole file is checked before anything runs
-    options = stage_options_from_config(args.config)
+    # the whole file was read and checked as the arguments were parsed, before the lock
+    config: RunConfig | None = args.config
+    options = config.options if config is not None else default_stage_options()
     for trace in traces:
         raw = args.raw or settings.raw_dir / trace
         if args.replace or raw_files_present(raw):
@@ -410,7 +411,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         seed=args.seed,
         rebuild_report=args.rebuild_report,
         stage_options=options,
-        config=args.config,
+        config=config.path if config is not None else None,
         keep_vanished=args.keep_vanished,
     )
     print()

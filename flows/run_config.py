@@ -8,12 +8,18 @@ name (``max_failures``) or flag name (``max-failures``)::
 
 Every value is checked as the command line checks it (type, range, choices), before anything
 runs; an unknown stage or option is a one-line error naming the file and the known names.
+The file is read once, before the data directory's lock is taken (``tracelab run`` reads it as
+its arguments are parsed), and only if it is a regular file of at most :data:`MAX_CONFIG_BYTES`
+of UTF-8 text: a device, a FIFO or a huge file is refused, not read until memory runs out or a
+writer appears while the lock is held.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import stat
 import tomllib
 import typing
 from pathlib import Path
@@ -25,6 +31,16 @@ from tracelab.flows.registry import STAGES, Stage, stage_named
 
 #: stage name -> its options object
 StageOptions = dict[str, Any]
+#: a run config is a few dozen lines; anything larger is not one
+MAX_CONFIG_BYTES = 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class RunConfig:
+    """A ``--config`` file, read and checked: its path and every stage's options."""
+
+    path: Path
+    options: StageOptions
 
 
 def default_stage_options() -> StageOptions:
@@ -38,9 +54,7 @@ def stage_options_from_config(path: Path | None) -> StageOptions:
     if path is None:
         return options
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TracelabError(f"--config {path}: cannot read it ({exc.strerror})") from None
+        doc = tomllib.loads(config_text(path))
     except tomllib.TOMLDecodeError as exc:
         raise TracelabError(f"--config {path}: not valid TOML ({exc})") from None
     seen: dict[str, str] = {}
@@ -56,6 +70,49 @@ def stage_options_from_config(path: Path | None) -> StageOptions:
             raise TracelabError(f"--config {path}: [{key}] must be a table of options")
         options[stage.name] = _options_of(path, stage, table)
     return options
+
+
+def config_text(path: Path) -> str:
+    """The text of the config file at ``path``; a one-line :class:`TracelabError` unless it is
+    a regular file of at most :data:`MAX_CONFIG_BYTES` of UTF-8 (a BOM is dropped)."""
+    try:
+        # O_NONBLOCK: opening a FIFO waits for a writer without it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise TracelabError(f"--config {path}: cannot read it ({exc.strerror})") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise TracelabError(
+            f"--config {path}: not a regular file (a folder, device, FIFO or socket); "
+            "give the path of a TOML file"
+        )
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+        except OSError as exc:
+            raise TracelabError(f"--config {path}: cannot read it ({exc.strerror})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise TracelabError(
+            f"--config {path}: larger than {MAX_CONFIG_BYTES:,} bytes, not a run config; "
+            "give the TOML file of stage options (docs/run-config.md)"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise TracelabError(
+            f"--config {path}: byte {exc.start} is not UTF-8; save the file as UTF-8"
+        ) from None
+
+
+def read_run_config(text: str) -> RunConfig:
+    """The ``--config`` argument's type: the file read and checked as the arguments are parsed,
+    so a bad file is refused before anything runs or locks the data directory."""
+    path = Path(text)
+    try:
+        return RunConfig(path, stage_options_from_config(path))
+    except TracelabError as exc:
+        # argparse names the flag itself
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--config ")) from None
 
 
 def _stage_of(path: Path, key: str) -> Stage:
@@ -126,10 +183,10 @@ def changed_options(options: StageOptions) -> dict[str, dict[str, Any]]:
 
 
 def add_config_argument(parser: argparse.ArgumentParser) -> None:
-    """``--config FILE`` (``tracelab run`` and ``tracelab schedule``)."""
+    """``--config FILE`` (``tracelab run`` and ``tracelab schedule``): a :class:`RunConfig`."""
     parser.add_argument(
         "--config",
-        type=Path,
+        type=read_run_config,
         default=None,
         metavar="FILE",
         help="TOML file setting any stage's options, e.g. [packing] max_failures = 10 "

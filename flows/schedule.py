@@ -26,7 +26,7 @@ from tracelab.flows.observe import flow_run_name
 from tracelab.flows.pipeline import pipeline_flow
 from tracelab.flows.prefect_server import DEFAULT_PORT, local_server
 from tracelab.flows.registry import TRACES
-from tracelab.flows.run_config import add_config_argument, stage_options_from_config
+from tracelab.flows.run_config import RunConfig, add_config_argument, stage_options_from_config
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings, settings_from_env
 
@@ -53,13 +53,15 @@ def nightly_flow(
     settings = settings_from_env().with_overrides(
         data_dir=Path(data_dir), workers=workers or None, dask_address=dask_address
     )
+    config_file = Path(config) if config else None
+    # read before the lock: a file that cannot be read never holds the data directory
+    stage_options = stage_options_from_config(config_file)
     with data_dir_lock(settings.data_dir, "tracelab nightly", wait_seconds=lock_wait_seconds):
-        config_file = Path(config) if config else None
         result = pipeline_flow(
             settings,
             traces=tuple(traces),
             raw_dir=Path(raw_dir) if raw_dir else None,
-            stage_options=stage_options_from_config(config_file),
+            stage_options=stage_options,
             config=config_file,
         )
     return {f"{t.stage}/{t.trace}": t.status for t in result.timings}
@@ -208,7 +210,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.interval is not None and args.interval <= 0:
         raise TracelabError(f"--interval {args.interval:g}: must be more than 0 seconds")
     traces = (args.trace,) if args.trace else TRACES
-    stage_options_from_config(args.config)  # a bad file fails now, not at 02:00
+    # a bad --config failed as the arguments were parsed, not at 02:00
+    config: RunConfig | None = args.config
     settings = settings_with_scaleout(args, settings)
     deployment = nightly_deployment(
         args.cron,
@@ -219,7 +222,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         settings.dask_address,
         timezone=args.timezone,
         interval_s=args.interval,
-        config=args.config,
+        config=config.path if config is not None else None,
     )
     if os.environ.get("PREFECT_API_URL"):
         return _register_or_serve(deployment, args, os.environ["PREFECT_API_URL"])

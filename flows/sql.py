@@ -3,8 +3,9 @@
 The catalog file holds only views (no data): one per lake table, derived table and result table,
 times also as TIMESTAMP columns, column comments from the schema registry. ``duckdb
 data/tracelab.duckdb`` then ``select * from task_events limit 5`` just works, and the plain
-``duckdb`` Python package opens it too. The catalog is rebuilt on every ``tracelab sql`` and
-after every ``tracelab run``.
+``duckdb`` Python package opens it too. The catalog is rebuilt by ``tracelab sql`` without a
+query and after every ``tracelab run``; a query runs on the same views built in memory, so it
+writes nothing and works on a read-only data directory.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.lake.catalog import (
     catalog_path,
-    read_only_connection,
+    query_connection,
     refused_statement,
     write_catalog,
 )
@@ -42,14 +43,21 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
 
     from tracelab.analysis.common.errors import TracelabError
 
-    path = write_catalog(settings.data_dir)
     if args.query is None:
+        path = catalog_path(settings.data_dir)
+        try:
+            write_catalog(settings.data_dir)
+        except (OSError, duckdb.Error) as exc:
+            raise TracelabError(
+                f"cannot write the catalog {path} ({exc}); make {settings.data_dir} writable, "
+                'or run a query, which writes nothing: tracelab sql "select …"'
+            ) from None
         print(f"catalog: {path}")
         print(
             f'open it with: duckdb {path}   (or: tracelab sql "select * from task_events limit 5")'
         )
         return 0
-    con = read_only_connection(settings.data_dir)
+    con = query_connection(settings.data_dir)
     try:
         refused = refused_statement(con, args.query)
         if refused is not None:
@@ -59,7 +67,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             return 0
         rel.show(max_rows=args.max_rows, max_width=sys.maxsize)
     except duckdb.Error as exc:
-        raise TracelabError(f"{catalog_path(settings.data_dir)}: {exc}".splitlines()[0]) from None
+        raise TracelabError(f"{settings.data_dir}: {exc}".splitlines()[0]) from None
     finally:
         con.close()
     return 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import mimetypes
 import posixpath
+import re
 import socket
 import sys
 import threading
@@ -23,7 +24,8 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 LOOPBACK = "127.0.0.1"
-_LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "[::1]"})
+#: a loopback Host header, whole: a name, then at most a port (RFC 9110 7.2: uri-host [":" port])
+_LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::([0-9]{1,5}))?", re.IGNORECASE)
 _BUSY = b"HTTP/1.0 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 #: decoding rounds before a path that keeps changing is refused outright
 _MAX_DECODES = 4
@@ -159,15 +161,14 @@ class SiteHandler(BaseHTTPRequestHandler):
 
 
 def is_loopback_host(host: str | None) -> bool:
-    """True for a ``Host`` header naming the loopback interface, with or without a port."""
-    if not host:
+    """True for a ``Host`` header that is exactly a loopback name (``127.0.0.1``, ``localhost``,
+    ``[::1]``), with or without a port of 0-65535, and nothing else: ``127.0.0.1:80@evil.com``,
+    ``[::1]evil`` and ``127.0.0.1:99999`` are not."""
+    match = _LOOPBACK_HOST.fullmatch(host.strip()) if host else None
+    if match is None:
         return False
-    name = host.strip().lower()
-    if name.startswith("["):
-        name = name[: name.find("]") + 1] if "]" in name else ""
-    else:
-        name = name.rsplit(":", 1)[0] if name.count(":") == 1 else name
-    return name in _LOOPBACK_NAMES
+    port = match.group(1)
+    return port is None or int(port) <= 65535
 
 
 class SiteServer(ThreadingHTTPServer):

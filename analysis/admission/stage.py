@@ -99,6 +99,7 @@ class AdmissionParams:
         "Fig. 1",
         minimum=0,
         maximum=1_000_000,
+        allow_empty=True,
     )
     tuning_iterations: int = option(
         12,

@@ -70,6 +70,9 @@ class OptionSpec:
     choices: tuple[str, ...] | None = None
     #: the flag's name when it is not ``--<field-name-with-dashes>``
     flag: str | None = None
+    #: a list option that means something when empty (its help says what); any other list
+    #: option needs at least one value
+    allow_empty: bool = False
 
 
 def option(
@@ -80,13 +83,17 @@ def option(
     maximum: float | None = None,
     choices: Iterable[str] | None = None,
     flag: str | None = None,
+    allow_empty: bool = False,
 ) -> Any:
     """A dataclass field that is also a CLI option (tuples become comma-separated lists).
 
     ``minimum``/``maximum`` bound every element (inclusive); a value outside them is refused with
-    a one-line error before any work starts.
+    a one-line error before any work starts, and so is an empty list unless ``allow_empty``
+    (for a list whose emptiness means something, said in its help).
     """
-    spec = OptionSpec(help, minimum, maximum, tuple(choices) if choices else None, flag)
+    spec = OptionSpec(
+        help, minimum, maximum, tuple(choices) if choices else None, flag, allow_empty
+    )
     if isinstance(default, list | dict | set):
         raise TypeError("option defaults must be immutable (use a tuple)")
     return field(default=default, metadata={"option": spec})
@@ -111,10 +118,11 @@ def option_values(params: object) -> dict[str, Any]:
 def out_of_range(params: object) -> str | None:
     """The first option of ``params`` that cannot run, as a sentence; None when all can.
 
-    One check for every stage: a choice outside its list, a number that is not finite (nan and
-    inf pass every comparison, so they are refused before the bounds), a number outside its
-    declared range, and then options whose combined memory estimate exceeds the machine's
-    (:func:`memory_problem`).
+    One check for every stage: an empty list where the stage needs values, a choice outside its
+    list, a number that is not finite (nan and inf pass every comparison, so they are refused
+    before the bounds), a number outside its declared range, then what the parameters say of
+    their combination (an ``options_problem()`` method, when they have one), then options whose
+    combined memory estimate exceeds the machine's (:func:`memory_problem`).
     """
     for f in dataclasses.fields(params):  # type: ignore[arg-type]
         spec = option_spec(f)
@@ -123,11 +131,19 @@ def out_of_range(params: object) -> str | None:
         value = getattr(params, f.name)
         values = value if isinstance(value, tuple) else (value,)
         flag = spec.flag or "--" + f.name.replace("_", "-")
+        if value == () and not spec.allow_empty:
+            return f"{flag} is empty: give at least one value (default: {_listed(f.default)})"
         for v in values:
             problem = _value_problem(flag, v, spec)
             if problem is not None:
                 return problem
-    return memory_problem(params)
+    combination = getattr(params, "options_problem", None)
+    problem = combination() if combination is not None else None
+    return problem if problem is not None else memory_problem(params)
+
+
+def _listed(default: object) -> str:
+    return ",".join(str(v) for v in default) if isinstance(default, tuple) else str(default)
 
 
 def _value_problem(flag: str, v: object, spec: OptionSpec) -> str | None:

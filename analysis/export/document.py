@@ -287,7 +287,7 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
 def write_params_json(doc: dict[str, Any], path: Path) -> Path:
     """Validate, then write the document and a copy of its schema beside it, atomically."""
     validate_params_document(doc, where=str(path))
-    atomic_write_text(path.with_name(SCHEMA_COPY_NAME), SCHEMA_PATH.read_text(encoding="utf-8"))
+    atomic_write_text(beside_path(path, "json")[0], SCHEMA_PATH.read_text(encoding="utf-8"))
     return atomic_write_text(
         path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
     )
@@ -358,6 +358,13 @@ def values_csv_path(path: Path) -> Path:
     return path.with_name(f"{path.stem}_values.csv")
 
 
+def beside_path(path: Path, fmt: str) -> tuple[Path, str]:
+    """The second file a document written to ``path`` in ``fmt`` comes with, and what it is."""
+    if fmt == "csv":
+        return values_csv_path(path), "values table"
+    return path.with_name(SCHEMA_COPY_NAME), "schema copy"
+
+
 def _csv_text(columns: tuple[str, ...], rows: list[dict[str, Any]]) -> str:
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(columns), lineterminator="\n")
@@ -371,7 +378,9 @@ def write_params_csv(doc: dict[str, Any], path: Path) -> Path:
     """Validate, then write the tidy parameter table to ``path`` and the records' values
     (arrays included) to :func:`values_csv_path`, atomically (empty cell = no value)."""
     validate_params_document(doc, where=str(path))
-    atomic_write_text(values_csv_path(path), _csv_text(VALUES_COLUMNS, params_values_rows(doc)))
+    atomic_write_text(
+        beside_path(path, "csv")[0], _csv_text(VALUES_COLUMNS, params_values_rows(doc))
+    )
     return atomic_write_text(path, _csv_text(CSV_COLUMNS, params_csv_rows(doc)))
 
 

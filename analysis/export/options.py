@@ -19,5 +19,6 @@ class ExportOptions:
     out: str = option(
         "",
         "where to write (default DATA/exports/params.json or params.csv): a regular file or a "
-        "new name, not in a folder the data directory manages (raw, lake, results, ...)",
+        "new name, not in a folder the data directory manages (raw, lake, results, ...); the "
+        "file written beside it (params.schema.json, or <stem>_values.csv) passes the same checks",
     )

@@ -134,19 +134,23 @@ def write_catalog(data_dir: Path) -> Path:
 READ_ONLY_STATEMENTS = frozenset({duckdb.StatementType.SELECT})
 
 
-def read_only_connection(data_dir: Path) -> duckdb.DuckDBPyConnection:
-    """The catalog opened so that a query can read the data directory and nothing else.
+def query_connection(data_dir: Path) -> duckdb.DuckDBPyConnection:
+    """The catalog's views in an in-memory database, opened so that a query can read the data
+    directory and nothing else.
 
-    Read-only database; file access only under ``data_dir`` (the views' Parquet files), so no
-    other file and no URL is read; extensions are neither installed nor loaded (no network);
-    the configuration is locked, so a query cannot lift any of this.
+    Built in memory rather than read from ``DATA/tracelab.duckdb``, so a query writes nothing
+    (it runs on a read-only data directory, and beside a run that holds the lock). File access
+    only under ``data_dir`` (the views' Parquet files), so no other file and no URL is read;
+    extensions are neither installed nor loaded (no network); the configuration is locked, so a
+    query cannot lift any of this.
     """
     con = duckdb.connect(
-        str(catalog_path(data_dir)),
-        read_only=True,
+        ":memory:",
         config={"autoinstall_known_extensions": False, "autoload_known_extensions": False},
     )
     try:
+        for statement in catalog_statements(data_dir):
+            con.execute(statement)
         # in this order: the allowed folders can only be set while external access is on
         con.execute("SET allowed_directories = $dirs", {"dirs": [f"{data_dir.resolve()}/"]})
         con.execute("SET enable_external_access = false")
@@ -162,7 +166,9 @@ def refused_statement(con: duckdb.DuckDBPyConnection, query: str) -> str | None:
     read-only database, INSTALL reaches the network), or None when every statement is a query."""
     for statement in con.extract_statements(query):
         if statement.type not in READ_ONLY_STATEMENTS:
-            kind = statement.type.name
+            # by its first word: DuckDB gives INSTALL the statement type LOAD
+            words = statement.query.split(maxsplit=1)
+            kind = words[0].upper() if words else statement.type.name
             return (
                 f"`tracelab sql` runs queries only (SELECT, DESCRIBE, SHOW, SUMMARIZE), not {kind}: "
                 "it never writes the data directory; open a copy with `duckdb` to change data"

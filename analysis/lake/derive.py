@@ -86,7 +86,9 @@ class DeriveOptions:
     """``tracelab derive``: which tables, the SQL parameters users tune, and partitioning."""
 
     tables: tuple[str, ...] = option(
-        (), "derive only these tables and what they read (comma-separated; default every table)"
+        (),
+        "derive only these tables and what they read (comma-separated; default every table)",
+        allow_empty=True,
     )
     checks: bool = option(True, "run the invariant checks in queries/checks/")
     long_task_windows: int = option(

@@ -17,20 +17,19 @@ library is used (``urllib``), so nothing beyond Python is needed to fetch the da
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import http.client
 import re
 import time
 import urllib.error
 import urllib.request
-import zlib
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.ingest_stream import gzip_fault
 from tracelab.analysis.lake.schemas import trace_tables
 
 GOOGLE_2011_BASE = "https://commondatastorage.googleapis.com/clusterdata-2011-2/"
@@ -69,14 +68,21 @@ class FetchPolicy:
 
 
 def parse_checksum_list(text: str) -> dict[str, str]:
-    """``sha256sum`` output (``<hex>  <path>``, ``*`` for binary mode) → {path: hex}."""
+    """``sha256sum`` output (``<hex>  <path>``, ``*`` for binary mode) → {path: hex}; a path
+    listed twice with different digests is refused (the same digest twice is one entry)."""
     out: dict[str, str] = {}
     for line in text.splitlines():
         parts = line.strip().split(maxsplit=1)
         if len(parts) != 2 or not re.fullmatch(r"[0-9a-fA-F]{64}", parts[0]):
             continue
         path = parts[1].lstrip("*").removeprefix("./")
-        out[path] = parts[0].lower()
+        digest = parts[0].lower()
+        if out.setdefault(path, digest) != digest:
+            raise DownloadError(
+                f"{CHECKSUM_LIST} lists {path!r} twice with different sha256 "
+                f"({out[path][:12]}… and {digest[:12]}…): no file can match it; that list is not "
+                "the publisher's (check --base-url)"
+            )
     return out
 
 
@@ -256,13 +262,12 @@ def _problem(path: Path, remote: RemoteFile) -> str:
         )
     if not path.name.endswith(".gz") and not remote.rel.endswith(".gz"):
         return ""
-    try:
-        with gzip.open(path, "rb") as fh:
-            while fh.read(_CHUNK):
-                pass
-    except (OSError, EOFError, zlib.error) as exc:
-        return f"it is not a whole gzip file ({exc}): the body was cut short"
-    return ""
+    fault = gzip_fault(path)
+    if fault.startswith("it is not gzip data"):
+        return f"{fault}: the server sent something other than the file; check the URL"
+    if fault.startswith("it is truncated"):
+        return f"{fault}: the body was cut short"
+    return fault
 
 
 def _wait(policy: FetchPolicy, attempt: int, retry_after: str | None) -> None:

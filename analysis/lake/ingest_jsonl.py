@@ -18,7 +18,10 @@ What a valid line is (docs/ingest.md, "google-2019"):
   JSON strings without a NUL; repeated numbers as arrays; ``constraint`` as an array, kept as
   its compact JSON text;
 * a blank line, invalid UTF-8, a NUL byte, a line that is not JSON or an object with the same key
-  twice (the parser would keep one value) is rejected with the reason.
+  twice (the parser would keep one value) is rejected with the reason;
+* a line longer than :data:`MAX_JSON_LINE_BYTES` is rejected with its length, its first
+  :data:`~analysis.lake.ingest_stream.LONG_LINE_HEAD` bytes kept in the reject, and the rest of
+  the shard is ingested: reading past it holds at most the limit plus one read in memory.
 
 Two paths, one definition. :func:`parse_line` (Python's ``json``, line by line, ~15,000 lines a
 CPU-second) *is* the definition and gives each rejected line its reason. Ingest types the lines
@@ -63,7 +66,7 @@ from tracelab.analysis.lake.ingest import (
     remove_outputs,
 )
 from tracelab.analysis.lake.ingest_jsonl_fast import FastShape, chunk_text, fast_rows
-from tracelab.analysis.lake.ingest_stream import RawStream, read_ahead
+from tracelab.analysis.lake.ingest_stream import LONG_LINE_HEAD, LongLine, RawStream, read_ahead
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -71,6 +74,12 @@ _DIGITS = re.compile(r"[+-]?[0-9]+")
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 #: repeated message fields kept as the JSON text of their array
 _JSON_TEXT_FIELDS = frozenset({"constraint"})
+#: the longest line typed, in bytes (docs/ingest.md): the export's lines are a few KB, and
+#: Python's parser takes ~15 times a line's size in memory
+MAX_JSON_LINE_BYTES = 8 << 20
+
+#: a rejected line: its number, the reason, its text (None: decode its bytes) and its bytes
+_Reject = tuple[int, str, str | None, bytes]
 
 
 class _Invalid(ValueError):
@@ -249,11 +258,38 @@ class _Counts:
     sha256: str = ""
 
 
+def _long_line(number: int, size: int, head: bytes) -> _Reject:
+    reason = (
+        f"line of {size:,} bytes, longer than the {MAX_JSON_LINE_BYTES:,} bytes a JSON line may "
+        f"have (raw_bytes keeps its first {min(size, LONG_LINE_HEAD):,})"
+    )
+    return number, reason, None, head[:LONG_LINE_HEAD]
+
+
+def _without_long_lines(lines: pl.DataFrame, chunk: bytes) -> tuple[pl.DataFrame, list[_Reject]]:
+    """The lines of a chunk but those longer than :data:`MAX_JSON_LINE_BYTES`, and their
+    rejects (the stream handed over as :class:`LongLine` only those that spanned reads)."""
+    if len(chunk) <= MAX_JSON_LINE_BYTES:
+        return lines, []
+    size = pl.coalesce(
+        pl.col("raw_bytes").cast(pl.Binary).bin.size(), pl.col("text").str.len_bytes()
+    )
+    long = lines.select(size > MAX_JSON_LINE_BYTES).to_series().fill_null(False)
+    if not long.any():
+        return lines, []
+    bad: list[_Reject] = []
+    for number, text, data in lines.filter(long).iter_rows():
+        # the validated split keeps every line's bytes; the text split only its text
+        line = data if data is not None else text.encode()
+        bad.append(_long_line(number, len(line), line))
+    return lines.filter(~long), bad
+
+
 def _parsed_chunks(
     shape: JsonShape, raw: RawFile, stream: RawStream, *, fast: bool
-) -> Iterator[tuple[pa.Table, list[tuple[int, str, str | None, bytes]], int]]:
-    """Per chunk of lines: the good rows as a lake table, the rejects (line, reason, text,
-    bytes), and how many lines the reference parser decided.
+) -> Iterator[tuple[pa.Table | None, list[_Reject], int]]:
+    """Per chunk of lines: the good rows as a lake table (None for a line too long to read),
+    the rejects (line, reason, text, bytes), and how many lines the reference parser decided.
 
     With ``fast``, the lines of the export's canonical shape are typed by the vectorised path
     (:mod:`analysis.lake.ingest_jsonl_fast`) and only the others go through :func:`parse_line`;
@@ -262,12 +298,17 @@ def _parsed_chunks(
     schema = _lake_arrow_schema(shape.table)
     fast_shape = FastShape.of(shape.table, _JSON_TEXT_FIELDS)
     line = 0
-    for chunk in read_ahead(stream.chunks()):
+    for chunk in read_ahead(stream.items()):
+        if isinstance(chunk, LongLine):
+            line += 1
+            yield None, [_long_line(line, chunk.size, chunk.head)], 0
+            continue
         text = chunk_text(chunk) if fast else None
         lines = _chunk_lines(chunk, line + 1) if text is None else _text_lines(text, line + 1)
         line += lines.height
+        lines, long = _without_long_lines(lines, chunk)
         if fast:
-            typed, taken = fast_rows(fast_shape, lines["text"], chunk)
+            typed, taken = fast_rows(fast_shape, lines["text"], None if long else chunk)
             typed = typed.with_columns(lines["source_line"].filter(taken).alias(SOURCE_ROW))
             lines = lines.filter(~pl.Series(taken))
         good, bad = _reference_rows(shape, lines.with_columns(_raw_bytes()))
@@ -275,6 +316,8 @@ def _parsed_chunks(
             good = pl.concat([typed, good]).sort(SOURCE_ROW)
         elif fast:
             good = typed
+        if long:
+            bad = sorted(bad + long, key=lambda b: b[0])
         yield _lake_rows(good, raw.rel, schema), bad, lines.height
 
 
@@ -290,12 +333,10 @@ def _raw_bytes() -> pl.Expr:
     return raw.fill_null(pl.col("text").cast(pl.Binary)).alias("raw_bytes")
 
 
-def _reference_rows(
-    shape: JsonShape, lines: pl.DataFrame
-) -> tuple[pl.DataFrame, list[tuple[int, str, str | None, bytes]]]:
+def _reference_rows(shape: JsonShape, lines: pl.DataFrame) -> tuple[pl.DataFrame, list[_Reject]]:
     """The lines typed by :func:`parse_line`: the good rows (with ``source_row``), the rejects."""
     good: list[list[object]] = []
-    bad: list[tuple[int, str, str | None, bytes]] = []
+    bad: list[_Reject] = []
     for number, text, data in lines.iter_rows():
         parsed = parse_line(shape, text, len(data))
         if isinstance(parsed, str):
@@ -333,7 +374,7 @@ def _lake_writer(table: Table, path: Path, schema: pa.Schema) -> pq.ParquetWrite
     )
 
 
-def _reject_rows(raw: RawFile, bad: list[tuple[int, str, str | None, bytes]]) -> pa.Table:
+def _reject_rows(raw: RawFile, bad: list[_Reject]) -> pa.Table:
     return pa.table(
         {
             SOURCE_FILE: [raw.rel] * len(bad),
@@ -354,18 +395,20 @@ def _write(
 ) -> _Counts:
     read = written = rejected = referred = 0
     schema = _lake_arrow_schema(shape.table)
-    stream = RawStream(raw.path, raw.rel, chunk_bytes)
+    stream = RawStream(raw.path, raw.rel, chunk_bytes, max_line=MAX_JSON_LINE_BYTES)
     with (
         _lake_writer(shape.table, paths.parquet_tmp, schema) as good_out,
         pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as bad_out,
     ):
         for good, bad, decided in _parsed_chunks(shape, raw, stream, fast=fast):
-            good_out.write_table(good)
+            rows = 0 if good is None else good.num_rows
+            if good is not None:
+                good_out.write_table(good)
             referred += decided
             if bad:
                 bad_out.write_table(_reject_rows(raw, bad))
-            read += good.num_rows + len(bad)
-            written += good.num_rows
+            read += rows + len(bad)
+            written += rows
             rejected += len(bad)
     return _Counts(
         read, written, rejected, referred, stream.checksum, stream.content, stream.sha256
@@ -379,15 +422,20 @@ def _reject_everything(
     whole_file = f"file rejected: {counts.rows_rejected} of {counts.rows_read} lines invalid"
     paths.rejects_tmp.unlink(missing_ok=True)
     line = 0
+    stream = RawStream(raw.path, raw.rel, chunk_bytes, max_line=MAX_JSON_LINE_BYTES)
     with pq.ParquetWriter(paths.rejects_tmp, REJECT_SCHEMA, **ZSTD) as out:
-        for chunk in RawStream(raw.path, raw.rel, chunk_bytes).chunks():
+        for chunk in stream.items():
+            if isinstance(chunk, LongLine):
+                line += 1
+                out.write_table(_reject_rows(raw, [_long_line(line, chunk.size, chunk.head)]))
+                continue
             lines = _chunk_lines(chunk, line + 1)
             line += lines.height
-            rows = []
+            lines, rows = _without_long_lines(lines, chunk)
             for number, text, data in lines.iter_rows():
                 reason = parse_line(shape, text, len(data))
                 rows.append((number, reason if isinstance(reason, str) else whole_file, text, data))
-            out.write_table(_reject_rows(raw, rows))
+            out.write_table(_reject_rows(raw, sorted(rows, key=lambda b: b[0])))
 
 
 def convert_jsonl_file(

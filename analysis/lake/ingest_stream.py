@@ -23,23 +23,90 @@ import threading
 import zlib
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Protocol, cast
+from typing import Any, BinaryIO, Protocol, TypeVar, cast
 
 import xxhash
 from isal import igzip, isal_zlib
+
+_T = TypeVar("_T")
 
 GZIP_MAGIC = b"\x1f\x8b"
 UTF8_BOM = b"\xef\xbb\xbf"
 DIGEST_PREFIX = "xxh3-128:"
 #: the validated path keeps one partial line in memory; a longer "line" is not a CSV line
 MAX_LINE_BYTES = 64 << 20
+#: bytes of an over-long line kept to show what it was (:class:`LongLine`)
+LONG_LINE_HEAD = 1024
 #: what a corrupt or truncated gzip raises while it is decompressed
 _CORRUPT = (EOFError, OSError, zlib.error, cast(type[Exception], isal_zlib.IsalError))
 
 
 class RawFileError(Exception):
     """The file cannot be ingested at all (unreadable, truncated or corrupt compression)."""
+
+
+@dataclass(frozen=True)
+class LongLine:
+    """A line longer than a stream's ``max_line``, handed out instead of its bytes: its length
+    (the bytes before its ``\\n``) and its first :data:`LONG_LINE_HEAD` bytes."""
+
+    size: int
+    head: bytes
+
+
+def gzip_fault(path: Path) -> str:
+    """What is wrong with the gzip file at ``path``, as a clause ("" when it is whole).
+
+    Told apart because each has its own cause: data that is not gzip at all (an error page saved
+    under the file's name), a file that ends inside its compressed data (a copy or download cut
+    short), bytes after the last gzip member that are not another member (something appended),
+    and compressed data that does not decompress or fails its CRC (corruption). Zero bytes after
+    a member are padding that gzip itself ignores. Streams through the file once, in bounded
+    memory; only called once a file has failed, to name the fault.
+    """
+    step = 1 << 20
+    with path.open("rb") as fh:
+        data, offset = fh.read(step), 0
+        if not data.startswith(GZIP_MAGIC):
+            return (
+                f"it is not gzip data (it starts with {data[:16]!r}, not the gzip magic bytes "
+                "1f 8b)"
+            )
+        member: Any = None
+        while True:
+            if member is None:
+                padding = len(data) - len(data.lstrip(b"\0"))
+                data, offset = data[padding:], offset + padding
+                if len(data) < len(GZIP_MAGIC):
+                    more = fh.read(step)
+                    if not more:
+                        return "" if not data else _trailing(offset)
+                    data += more
+                    continue
+                if not data.startswith(GZIP_MAGIC):
+                    return _trailing(offset)
+                member = zlib.decompressobj(wbits=31)
+            try:
+                member.decompress(data, step)
+            except zlib.error as exc:
+                return f"its compressed data is corrupt ({str(exc).rpartition(': ')[2]})"
+            if member.eof:
+                offset += len(data) - len(member.unused_data)
+                data, member = member.unused_data, None
+                continue
+            offset += len(data) - len(member.unconsumed_tail)
+            data = member.unconsumed_tail or fh.read(step)
+            if not data:
+                return f"it is truncated: it ends at byte {offset:,}, inside its compressed data"
+
+
+def _trailing(offset: int) -> str:
+    return (
+        f"it has bytes after the end of its gzip data, from byte {offset:,}, that are not gzip "
+        "(something was appended to it)"
+    )
 
 
 def digest_of(data: bytes) -> str:
@@ -77,19 +144,33 @@ class RawStream:
     raises :class:`RawFileError` saying what to do.
     """
 
-    def __init__(self, path: Path, rel: str, chunk_bytes: int) -> None:
+    def __init__(
+        self, path: Path, rel: str, chunk_bytes: int, *, max_line: int | None = None
+    ) -> None:
         if chunk_bytes < 1:
             # a zero-byte read means end of file: every line would be lost, so refuse it
             raise ValueError(f"chunk_bytes must be at least 1, got {chunk_bytes}")
         self._path = path
         self._rel = rel
         self._chunk_bytes = chunk_bytes
+        self._max_line = max_line
         self.checksum = ""
         self.content = ""
         #: hex SHA-256 of the stored bytes
         self.sha256 = ""
 
     def chunks(self) -> Iterator[bytes]:
+        """The chunks of a stream without ``max_line``: a line that does not fit in memory
+        (:data:`MAX_LINE_BYTES`, or four chunks) makes the whole file a :class:`RawFileError`."""
+        if self._max_line is not None:
+            raise ValueError("a stream with max_line hands out items(), not chunks()")
+        yield from cast(Iterator[bytes], self.items())
+
+    def items(self) -> Iterator[bytes | LongLine]:
+        """The chunks, and with ``max_line`` a :class:`LongLine` in place of each line found
+        longer than ``max_line`` while it is carried from one read to the next (so at most
+        ``max_line`` plus one read of it is ever in memory); a chunk may still hold a longer
+        line that fitted in one read, which the caller measures."""
         try:
             fh = self._path.open("rb", buffering=0)
             gzipped = fh.read(2) == GZIP_MAGIC
@@ -112,7 +193,9 @@ class RawStream:
             self.content = DIGEST_PREFIX + content.hexdigest()
             self.sha256 = stored.sha256.hexdigest()
 
-    def _lines(self, reader: _Readable, content: xxhash.xxh3_128 | None) -> Iterator[bytes]:
+    def _lines(
+        self, reader: _Readable, content: xxhash.xxh3_128 | None
+    ) -> Iterator[bytes | LongLine]:
         """The line-aligned chunks, decompressed into one buffer reused for every block.
 
         A fresh buffer per block would be page-faulted anew each time (the kernel zeroes every
@@ -122,15 +205,27 @@ class RawStream:
         buffer = bytearray(max(self._chunk_bytes, len(UTF8_BOM)))
         view = memoryview(buffer)
         carry = b""
+        #: the over-long line being read past, so far
+        skipping: LongLine | None = None
         start = 0
         size = self._read(reader, view, content)
         if buffer.startswith(UTF8_BOM):
             start = len(UTF8_BOM)
         while size:
+            if skipping is not None:
+                end = buffer.find(b"\n", start, size)
+                if end < 0:
+                    skipping = LongLine(skipping.size + size - start, skipping.head)
+                    start, size = 0, self._read(reader, view, content)
+                    continue
+                yield LongLine(skipping.size + end - start, skipping.head)
+                skipping, start = None, end + 1
             cut = buffer.rfind(b"\n", start, size)
             if cut < 0:
                 carry += view[start:size]
-                if len(carry) > max(4 * self._chunk_bytes, MAX_LINE_BYTES):
+                if self._max_line is not None and len(carry) > self._max_line:
+                    skipping, carry = LongLine(len(carry), carry[:LONG_LINE_HEAD]), b""
+                elif len(carry) > max(4 * self._chunk_bytes, MAX_LINE_BYTES):
                     raise RawFileError(
                         f"{self._rel} has a line longer than {len(carry) >> 20} MB: it is not "
                         "a trace CSV file (check what was copied there)"
@@ -145,7 +240,9 @@ class RawStream:
                 carry = bytes(view[cut + 1 : size])
             start = 0
             size = self._read(reader, view, content)
-        if carry:
+        if skipping is not None:
+            yield skipping
+        elif carry:
             yield carry
 
     def _read(self, reader: _Readable, into: memoryview, content: xxhash.xxh3_128 | None) -> int:
@@ -156,13 +253,23 @@ class RawStream:
             while size < len(into) and (got := reader.readinto(into[size:])):
                 size += got
         except _CORRUPT as exc:
+            if content is None:  # stored bytes: the read itself failed
+                raise RawFileError(
+                    f"cannot read {self._rel}: {exc}; check the disk and copy the file again"
+                ) from exc
             raise RawFileError(
-                f"{self._rel} is truncated or its compression is corrupt ({exc}); "
+                f"{self._rel}: {self._gzip_fault() or f'its gzip data is corrupt ({exc})'}; "
                 "download or copy the file again"
             ) from exc
         if content is not None:
             content.update(into[:size])
         return size
+
+    def _gzip_fault(self) -> str:
+        try:
+            return gzip_fault(self._path)
+        except OSError:
+            return ""
 
 
 class _Readable(Protocol):
@@ -228,7 +335,7 @@ def set_up_polars_for_conversions() -> bool:
     return True
 
 
-def read_ahead(items: Iterator[bytes], depth: int = 1) -> Iterator[bytes]:
+def read_ahead(items: Iterator[_T], depth: int = 1) -> Iterator[_T]:
     """``items``, produced by a thread up to ``depth`` items ahead of the consumer.
 
     Decompressing the next chunk then overlaps typing and writing this one (ISA-L, Polars and

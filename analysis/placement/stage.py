@@ -103,13 +103,17 @@ class PlacementParams:
         0.6, "mean demand of a pool's VMs as a share of its cores", minimum=0.05, maximum=0.95
     )
     policies: tuple[str, ...] = option(
-        POLICIES, "placement policies (Best Fit is always run as the baseline)", choices=POLICIES
+        POLICIES,
+        "placement policies (Best Fit is always run as the baseline; empty: Best Fit alone)",
+        choices=POLICIES,
+        allow_empty=True,
     )
     predictors: tuple[str, ...] = option(
         ("model", "oracle"),
         "lifetime predictors: the fitted model repredicted with age, the true lifetime, or the "
         "model's prediction at creation never updated",
         choices=PREDICTORS,
+        allow_empty=True,
     )
     lifetime_record: str = option(
         LIFETIME_RECORDS[0], "params record of the lifetime-rate prior", choices=LIFETIME_RECORDS
@@ -175,6 +179,12 @@ class PlacementParams:
     )
     seed: int = option(0, "seed of pool assignment, generation and inflation mixes", minimum=0)
 
+    def options_problem(self) -> str | None:
+        """A sentence when a policy other than Best Fit is asked for without a predictor."""
+        if not self.predictors and set(self.policies) - {BASELINE}:
+            return "--predictors is empty: give at least one for the policies other than Best Fit"
+        return None
+
 
 #: the benchmark-size configuration: 24 pools as in LAVA paper Fig. 6, generated from the params
 PAPER_PLACEMENT_PARAMS = PlacementParams(
@@ -231,10 +241,6 @@ class PlacementSummary:
 
 def _check(params: PlacementParams) -> None:
     problem = out_of_range(params)
-    if problem is None and not params.pool_hosts:
-        problem = "--pool-hosts: give at least one pool"
-    if problem is None and not params.predictors and set(params.policies) - {BASELINE}:
-        problem = "--predictors: give at least one predictor"
     if problem is not None:
         raise TracelabError(problem)
 

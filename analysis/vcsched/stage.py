@@ -75,14 +75,22 @@ class YieldParams:
     algorithms: tuple[str, ...] = option(ALGORITHMS, "algorithms to run", choices=ALGORITHMS)
     small_hosts: int = option(4, "hosts of the small problems (§4.1: 4)", minimum=1, maximum=64)
     small_jobs: tuple[int, ...] = option(
-        (6, 8, 10), "jobs of the small problems (§4.1: 6, 8, 10, 12)", minimum=1, maximum=64
+        (6, 8, 10),
+        "jobs of the small problems (§4.1: 6, 8, 10, 12); empty: no small problems",
+        minimum=1,
+        maximum=64,
+        allow_empty=True,
     )
     small_instances: int = option(
         1, "instances per small problem spec (paper: 10)", minimum=0, maximum=1000
     )
     large_hosts: int = option(64, "hosts of the large problems (§4.1: 64)", minimum=1, maximum=4096)
     large_jobs: tuple[int, ...] = option(
-        (100, 500), "jobs of the large problems (§4.1: 100, 250, 500)", minimum=1, maximum=100_000
+        (100, 500),
+        "jobs of the large problems (§4.1: 100, 250, 500); empty: no large problems",
+        minimum=1,
+        maximum=100_000,
+        allow_empty=True,
     )
     large_instances: int = option(
         1, "instances per large problem spec (paper: 100)", minimum=0, maximum=10_000
@@ -124,6 +132,21 @@ class YieldParams:
         PAPER_RRNZ_EPSILON, "RRNZ weight for zero LP values (§3.2)", minimum=0.0, maximum=1.0
     )
     seed: int = option(0, "seed of the instance grid and of the rounding", minimum=0)
+
+    def options_problem(self) -> str | None:
+        """A sentence when the grid has no instance at all (its summary would be all NaN)."""
+        per_slack = 0
+        if "paper" in self.sources:
+            jobs = len(self.small_jobs) * self.small_instances
+            per_slack += (jobs + len(self.large_jobs) * self.large_instances) * len(self.cvs) ** 2
+        if "trace" in self.sources:
+            per_slack += len(self.trace_jobs) * self.trace_instances
+        if per_slack:
+            return None
+        return (
+            "these options make no instance: give --small-jobs or --large-jobs (with their "
+            "--*-instances above 0) for the paper's source, or --trace-instances above 0"
+        )
 
 
 #: Virtual Clusters §4.1's full grid: 1,440 small and 10,800 large instances, all algorithms

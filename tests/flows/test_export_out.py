@@ -77,3 +77,43 @@ def test_a_regular_file_outside_is_written(
     inside = data / "exports" / "copy.json"
     assert main(["export", "--data", str(data), "--out", str(inside)]) == 0
     assert inside.is_file()
+
+
+def _refused_csv(data: Path, out: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(["export", "--data", str(data), "--format", "csv", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    return err[0]
+
+
+def test_the_file_written_beside_out_passes_the_same_checks(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # before: the schema copy beside --out replaced a FIFO there, and a symlink
+    folder = tmp_path / "out"
+    folder.mkdir()
+    fifo = folder / "params.schema.json"
+    os.mkfifo(fifo)
+    out = folder / "params.json"
+    message = _refused(data, out, capsys)
+    assert (
+        f"error: --out {out}: its schema copy {fifo} exists and is not a regular file (a folder, "
+        "device, FIFO or socket); give the path of a file to write"
+    ) in message, message
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert not out.exists()
+    target = tmp_path / "target.csv"
+    target.write_text("x\n", encoding="utf-8")
+    (folder / "p_values.csv").symlink_to(target)
+    message = _refused_csv(data, folder / "p.csv", capsys)
+    assert f"its values table {folder / 'p_values.csv'} is a symlink" in message, message
+    assert (folder / "p_values.csv").is_symlink()
+    assert target.read_text(encoding="utf-8") == "x\n"
+
+
+def test_out_may_not_be_the_name_of_the_file_beside_it(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "params.schema.json"
+    assert "export writes its schema copy to that name beside it" in _refused(data, out, capsys)
+    assert not out.exists()

@@ -178,6 +178,16 @@ def _raw_request(port: int, host: str | None) -> bytes:
         ("127.0.0.1.evil.example", b"400"),
         ("localhost.", b"400"),
         (None, b"400"),
+        # before: read as 127.0.0.1, ::1 and 127.0.0.1 with a port; a host is the name and a
+        # port of at most 65535, nothing else
+        ("127.0.0.1:80@evil.com", b"400"),
+        ("[::1]evil", b"400"),
+        ("[::1]:80evil", b"400"),
+        ("127.0.0.1:99999", b"400"),
+        ("127.0.0.1:65535", b"200"),
+        ("127.0.0.1:", b"400"),
+        ("127.0.0.1:8o", b"400"),
+        ("", b"400"),
     ],
 )
 def test_only_loopback_host_names_are_answered(
@@ -279,6 +289,7 @@ def test_slow_headers_cannot_hold_the_slots(site: Path) -> None:
         "GET /index.html HTTP/1.1\r\nHost: evil.example\r\nHost: localhost\r\n\r\n",
         # absolute form: the URL's host takes precedence over Host and was not checked
         "GET http://evil.example/index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "GET http://127.0.0.1:80@evil.example/index.html HTTP/1.1\r\nHost: localhost\r\n\r\n",
     ],
 )
 def test_an_ambiguous_or_foreign_host_is_refused(

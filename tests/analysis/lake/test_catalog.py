@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -101,7 +102,7 @@ def _lake_rows(data: Path) -> int:
     [
         # before: exit 0, and the lake lost that part's rows while the manifest still counted them
         ("COPY (SELECT * FROM task_events LIMIT 0) TO '{part}' (FORMAT parquet)", "not COPY"),
-        ("INSTALL httpfs", "not LOAD"),
+        ("INSTALL httpfs", "not INSTALL"),
         ("LOAD httpfs", "not LOAD"),
         ("ATTACH '{data}/other.duckdb' AS other", "not ATTACH"),
         ("SET enable_external_access = true", "not SET"),
@@ -124,6 +125,39 @@ def test_tracelab_sql_is_read_only(
     assert (_lake_rows(data), part.read_bytes()) == before
     assert not (data / "x.csv").exists()
     assert not (data / "other.duckdb").exists()
+
+
+def test_a_query_writes_nothing(
+    data: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a copy without the catalog file: the query builds its views in memory, writes no file
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy, ignore=shutil.ignore_patterns("tracelab.duckdb"))
+    before = sorted(p.relative_to(copy) for p in copy.rglob("*"))
+    assert main(["sql", "--data", str(copy), "select k from clustering_shares"]) == 0
+    assert "16" in capsys.readouterr().out
+    assert sorted(p.relative_to(copy) for p in copy.rglob("*")) == before
+
+
+def test_a_query_runs_on_a_read_only_data_directory(data: Path, tmp_path: Path) -> None:
+    # a read-only bind mount in a private mount namespace (root cannot be kept out by chmod)
+    copy = tmp_path / "data"
+    shutil.copytree(data, copy, ignore=shutil.ignore_patterns("tracelab.duckdb"))
+    if subprocess.run(["unshare", "-rm", "true"], capture_output=True).returncode != 0:
+        pytest.skip("no user and mount namespaces here for a read-only mount")
+    jobs = pl.read_parquet(data / "lake/google-2011/job_events/*.parquet").height
+    cli = f"{sys.executable} -m tracelab.flows.cli sql --data {copy}"
+    script = (
+        f"mount --bind -o ro {copy} {copy} && touch {copy}/probe 2>/dev/null && exit 9; "
+        f"{cli} 'select count(*) as n from job_events' && {cli}"
+    )
+    done = subprocess.run(["unshare", "-rm", "sh", "-c", script], capture_output=True, text=True)
+    assert done.returncode == 1, (done.stdout, done.stderr)  # the query ran, then no catalog
+    assert f"{jobs}" in done.stdout
+    err = done.stderr.strip().splitlines()
+    assert len(err) == 1, err
+    assert f"cannot write the catalog {copy}/tracelab.duckdb" in err[0]
+    assert "or run a query, which writes nothing" in err[0]
 
 
 def test_tracelab_sql_still_describes_and_summarizes(

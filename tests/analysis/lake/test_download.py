@@ -254,7 +254,9 @@ def test_a_body_cut_short_without_content_length_is_never_taken_for_the_file(
     # before: the half body was renamed into place, "1 file(s) verified", skipped on rerun
     remote = _gzip_file(published, "vmtable.csv.gz")
     published.faults.cut["vmtable.csv.gz"] = 100
-    with pytest.raises(DownloadError, match="not a whole gzip file") as caught:
+    with pytest.raises(
+        DownloadError, match=r"it is truncated: .* the body was cut short"
+    ) as caught:
         fetch_file(remote, tmp_path, FAST)
     assert "\n" not in str(caught.value)
     assert not (tmp_path / "vmtable.csv.gz").exists()
@@ -262,6 +264,45 @@ def test_a_body_cut_short_without_content_length_is_never_taken_for_the_file(
     published.faults.cut["vmtable.csv.gz"] = 1
     fetch_file(remote, tmp_path, FAST)
     assert (tmp_path / "vmtable.csv.gz").read_bytes() == published.files["vmtable.csv.gz"]
+
+
+def test_a_body_that_is_not_gzip_is_reported_as_such_not_as_cut_short(
+    published: Published, tmp_path: Path
+) -> None:
+    rel = "vmtable.csv.gz"
+    published.files[rel] = b"<html><body>Service Unavailable</body></html>\n"
+    remote = RemoteFile(published.base_url + rel, rel, None)
+    with pytest.raises(DownloadError) as caught:
+        fetch_file(remote, tmp_path, FAST)
+    message = str(caught.value)
+    assert "it is not gzip data (it starts with b'<html><body>Serv'" in message, message
+    assert "the server sent something other than the file; check the URL" in message
+    assert "cut short" not in message
+    assert not (tmp_path / rel).exists()
+
+
+def test_a_gzip_body_with_bytes_appended_is_reported_as_such(
+    published: Published, tmp_path: Path
+) -> None:
+    remote = _gzip_file(published, "vmtable.csv.gz")
+    whole = published.files["vmtable.csv.gz"]
+    published.files["vmtable.csv.gz"] = whole + b"<!-- proxy -->"
+    with pytest.raises(DownloadError) as caught:
+        fetch_file(remote, tmp_path, FAST)
+    message = str(caught.value)
+    assert f"bytes after the end of its gzip data, from byte {len(whole):,}" in message, message
+    assert "cut short" not in message
+
+
+def test_a_checksum_list_with_one_path_twice_and_two_digests_is_refused() -> None:
+    first, second = "a" * 64, "b" * 64
+    rel = "task_events/part-00000-of-00500.csv.gz"
+    text = f"{first}  ./{rel}\n{second}  ./{rel}\n"
+    with pytest.raises(DownloadError, match=f"lists '{rel}' twice with different sha256") as caught:
+        parse_checksum_list(text)
+    assert "aaaaaaaaaaaa… and bbbbbbbbbbbb…" in str(caught.value)
+    # the same entry twice is one entry
+    assert parse_checksum_list(f"{first}  ./{rel}\n{first.upper()}  *{rel}\n") == {rel: first}
 
 
 def test_a_truncated_file_left_by_an_earlier_version_is_fetched_again(

@@ -56,9 +56,47 @@ def test_an_uncompressed_file_has_one_digest_for_both(tmp_path: Path) -> None:
 
 def test_a_truncated_gzip_is_a_raw_file_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "part.csv.gz"
-    path.write_bytes(gzip.compress(LINES)[:-20])
-    with pytest.raises(RawFileError, match=r"t/part\.csv\.gz is truncated or its compression"):
+    stored = gzip.compress(LINES)[:-20]
+    path.write_bytes(stored)
+    with pytest.raises(RawFileError) as caught:
         list(RawStream(path, "t/part.csv.gz", 1 << 20).chunks())
+    assert str(caught.value) == (
+        f"t/part.csv.gz: it is truncated: it ends at byte {len(stored):,}, inside its compressed "
+        "data; download or copy the file again"
+    )
+
+
+def _raw_error(path: Path) -> str:
+    with pytest.raises(RawFileError) as caught:
+        list(RawStream(path, "t/part.csv.gz", 1 << 20).chunks())
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("appended", [b"x", b"garbage after the data\n"])
+def test_bytes_appended_to_a_gzip_are_named_as_such_not_as_truncation(
+    tmp_path: Path, appended: bytes
+) -> None:
+    path = tmp_path / "part.csv.gz"
+    whole = gzip.compress(LINES)
+    path.write_bytes(whole + appended)
+    message = _raw_error(path)
+    assert message.startswith(
+        f"t/part.csv.gz: it has bytes after the end of its gzip data, from byte {len(whole):,}"
+    ), message
+    assert "truncated" not in message
+    # zero padding after the data is what gzip itself ignores: the file reads whole
+    path.write_bytes(whole + bytes(100))
+    assert b"".join(RawStream(path, "t/part.csv.gz", 1 << 20).chunks()) == LINES
+
+
+def test_a_gzip_failing_its_crc_is_named_corrupt(tmp_path: Path) -> None:
+    path = tmp_path / "part.csv.gz"
+    whole = bytearray(gzip.compress(LINES))
+    whole[-8] ^= 1  # the trailer's CRC-32
+    path.write_bytes(bytes(whole))
+    message = _raw_error(path)
+    assert message.startswith("t/part.csv.gz: its compressed data is corrupt ("), message
+    assert "truncated" not in message
 
 
 def test_read_ahead_hands_over_every_item_and_the_producers_error() -> None:
