@@ -18,7 +18,7 @@ from repo_paths import REPO
 from tracelab.analysis.lake.ingest_jsonl import MAX_JSON_LINE_BYTES
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.lake.ingest_stream import LONG_LINE_HEAD, LongLine, RawStream
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import IngestOptions, run_ingest
 
 TRACE = "google-2019"
 SHARD = "machine_events/machine_events-000000000000.json.gz"
@@ -45,7 +45,7 @@ def _write_shard(tmp_path: Path, lines: list[bytes]) -> None:
 
 def _ingest(tmp_path: Path, chunk_mb: int) -> tuple[pl.DataFrame, Path]:
     raw, lake = tmp_path / "raw", tmp_path / "lake"
-    summary = ingest_flow(trace=TRACE, raw_dir=raw, lake_dir=lake, chunk_mb=chunk_mb)
+    summary = run_ingest(TRACE, raw, lake, IngestOptions(chunk_mb=chunk_mb))
     assert not summary.failed, summary.rows
     return pl.read_parquet(lake / TRACE / "machine_events" / "*.parquet"), lake
 
