@@ -7,10 +7,11 @@
 -- that starts or ends at either is unknown and left null. events before a task's first SUBMIT in
 -- the data (incarnation 0) have no submit time and are not incarnations here.
 -- the *_time columns (µs) let a report order incarnations for moving averages.
--- schedule_missing_info / end_missing_info: the trace's "missing info" code of the SCHEDULE and of
--- the terminal record the two durations end at (0 snapshot but no transition, 1 no snapshot or
--- transition: the time is a pessimistic upper bound, 2 exists but no creation); null = a genuine
--- record. arg_min_null, as arg_min skips the null codes of genuine records.
+-- submit_missing_info / schedule_missing_info / end_missing_info: the trace's "missing info" code of
+-- the SUBMIT, SCHEDULE and terminal record the durations start and end at (0 snapshot but no
+-- transition, 1 no snapshot or transition: the time is a pessimistic upper bound, 2 exists but no
+-- creation: SUBMIT or SCHEDULE may be placed late); null = a genuine record. arg_min_null, as
+-- arg_min skips the null codes of genuine records.
 with
 
 events as (
@@ -35,6 +36,7 @@ per_incarnation as (
         min(event_seq) filter (where event_type = 0) as submit_seq,
         arg_min(time, event_seq) filter (where event_type = 0) as submit_time,
         arg_min(priority, event_seq) filter (where event_type = 0) as priority,
+        arg_min_null(missing_info, event_seq) filter (where event_type = 0) as submit_missing_info,
         min(event_seq) filter (where event_type = 1) as schedule_seq,
         arg_min(time, event_seq) filter (where event_type = 1) as schedule_time,
         arg_min_null(missing_info, event_seq) filter (where event_type = 1)
@@ -87,6 +89,7 @@ final as (
                 then (end_time - schedule_time) / 1e6
         end as execution_time_s,
         n_events,
+        submit_missing_info,
         case when was_scheduled then schedule_missing_info end as schedule_missing_info,
         end_missing_info,
     from phased

@@ -9,10 +9,12 @@ final as (
         incarnation,
         schedule_time,
         end_time,
+        submit_missing_info,
         schedule_missing_info,
         end_missing_info,
     from fct_task_times
-    where schedule_missing_info not in (0, 1, 2)
+    where submit_missing_info not in (0, 1, 2)
+        or schedule_missing_info not in (0, 1, 2)
         or end_missing_info not in (0, 1, 2)
         or (schedule_missing_info is not null and schedule_time is null)
         or (end_missing_info is not null and end_time is null)
