@@ -51,7 +51,7 @@ def _part(n: int) -> str:
     return f"part-{n:05d}-of-00500.csv.gz"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Event:
     time: int
     part: str
@@ -191,13 +191,16 @@ def _raw_root(root: Path, task_parts: list[Path], job_parts: list[Path]) -> Path
     return root
 
 
-def _derive(data: Path, task_parts: list[Path], job_parts: list[Path], tables: tuple[str, ...]) -> Path:
+def _derive(
+    data: Path, task_parts: list[Path], job_parts: list[Path], tables: tuple[str, ...]
+) -> Path:
     raw = _raw_root(data / "raw" / "google-2011", task_parts, job_parts)
     summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
     run = derive_flow(settings=settings, trace="google-2011", tables=tables)
-    assert run.checks and all(c.holds for c in run.checks)
+    assert run.checks
+    assert all(c.holds for c in run.checks)
     return data / "derived" / "google-2011"
 
 
