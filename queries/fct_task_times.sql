@@ -7,6 +7,11 @@
 -- that starts or ends at either is unknown and left null. events before a task's first SUBMIT in
 -- the data (incarnation 0) have no submit time and are not incarnations here.
 -- the *_time columns (µs) let a report order incarnations for moving averages.
+-- submit_missing_info / schedule_missing_info / end_missing_info: the trace's "missing info" code of
+-- the SUBMIT, SCHEDULE and terminal record the durations start and end at (0 snapshot but no
+-- transition, 1 no snapshot or transition: the time is a pessimistic upper bound, 2 exists but no
+-- creation: SUBMIT or SCHEDULE may be placed late); null = a genuine record. arg_min_null, as
+-- arg_min skips the null codes of genuine records.
 with
 
 events as (
@@ -18,6 +23,7 @@ events as (
         time,
         event_type,
         priority,
+        missing_info,
     from fct_task_transitions
     where incarnation >= 1
 ),
@@ -30,12 +36,17 @@ per_incarnation as (
         min(event_seq) filter (where event_type = 0) as submit_seq,
         arg_min(time, event_seq) filter (where event_type = 0) as submit_time,
         arg_min(priority, event_seq) filter (where event_type = 0) as priority,
+        arg_min_null(missing_info, event_seq) filter (where event_type = 0) as submit_missing_info,
         min(event_seq) filter (where event_type = 1) as schedule_seq,
         arg_min(time, event_seq) filter (where event_type = 1) as schedule_time,
+        arg_min_null(missing_info, event_seq) filter (where event_type = 1)
+            as schedule_missing_info,
         min(event_seq) filter (where event_type in (2, 3, 4, 5, 6)) as terminal_seq,
         arg_min(time, event_seq) filter (where event_type in (2, 3, 4, 5, 6)) as end_time,
         arg_min(event_type, event_seq) filter (where event_type in (2, 3, 4, 5, 6))
             as terminal_event_type,
+        arg_min_null(missing_info, event_seq) filter (where event_type in (2, 3, 4, 5, 6))
+            as end_missing_info,
         count(*) as n_events,
     from events
     group by job_id, task_index, incarnation
@@ -78,6 +89,9 @@ final as (
                 then (end_time - schedule_time) / 1e6
         end as execution_time_s,
         n_events,
+        submit_missing_info,
+        case when was_scheduled then schedule_missing_info end as schedule_missing_info,
+        end_missing_info,
     from phased
     -- a stable row order: repeated and partitioned runs write identical files
     order by job_id, task_index, incarnation

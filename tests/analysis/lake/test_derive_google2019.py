@@ -130,6 +130,22 @@ def test_machine_capacity_matches_the_generated_machines(
     assert capacity["machines"][-1] == truth["machines"]
 
 
+def test_capacity_mix_and_event_counts_match_the_generator(
+    generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
+) -> None:
+    truth, tables = generated
+    mix = tables["agg_g2019_machine_capacity_mix"]
+    machines = dict(mix.group_by("snapshot").agg(pl.col("machines").sum()).iter_rows())
+    # every generated machine is up at the start, and again at the end (see above)
+    assert machines == {"window_start": truth["machines"], "window_end": truth["machines"]}
+    blank = mix.filter((pl.col("snapshot") == "window_start") & pl.col("cpus").is_null())
+    assert blank["machines"].sum() == truth["machines_without_capacity"]
+    by_type = (
+        tables["agg_g2019_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
+    )
+    assert {str(t): n for t, n in by_type.iter_rows()} == truth["event_counts"]["instance_events"]
+
+
 def test_real_shard_machine_capacity(real_dir: Path, tmp_path: Path, prefect_harness: None) -> None:
     raw = tmp_path / "raw" / "machine_events"
     raw.mkdir(parents=True)

@@ -15,12 +15,15 @@ from tracelab.analysis.lake import derive
 
 GOOGLE_TABLES = [
     "agg_event_cdf",
+    "agg_events_by_priority",
     "agg_machine_capacity",
+    "agg_machine_capacity_mix",
     "agg_queue_length",
     "agg_running_tasks",
     "agg_transition_counts",
     "agg_usage_by_priority",
     "agg_utilization_change",
+    "fct_task_lifecycles",
     "fct_task_times",
     "fct_task_transitions",
     "fct_task_transitions_collapsed",
@@ -39,12 +42,15 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
     deps = derive.table_dependencies("google-2011")
     assert deps == {
         "agg_event_cdf": ("fct_task_transitions",),
+        "agg_events_by_priority": (),
         "agg_machine_capacity": (),
+        "agg_machine_capacity_mix": (),
         "agg_queue_length": ("fct_task_transitions_collapsed",),
         "agg_running_tasks": ("fct_task_transitions_collapsed",),
         "agg_transition_counts": ("fct_task_transitions",),
         "agg_usage_by_priority": ("fct_task_transitions",),
         "agg_utilization_change": ("agg_usage_by_priority",),
+        "fct_task_lifecycles": ("fct_task_times", "fct_task_transitions"),
         "fct_task_times": ("fct_task_transitions",),
         "fct_task_transitions": (),
         "fct_task_transitions_collapsed": ("fct_task_transitions",),
