@@ -21,8 +21,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from tracelab.analysis.lake import derive
-from tracelab.flows.derive import derive_flow
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.derive import run_derive
+from tracelab.flows.ingest import run_ingest
 from tracelab.flows.settings import Settings
 
 pytestmark = [pytest.mark.real_data, pytest.mark.slow]
@@ -195,10 +195,10 @@ def _derive(
     data: Path, task_parts: list[Path], job_parts: list[Path], tables: tuple[str, ...]
 ) -> Path:
     raw = _raw_root(data / "raw" / "google-2011", task_parts, job_parts)
-    summary = ingest_flow(trace="google-2011", raw_dir=raw, lake_dir=data / "lake")
+    summary = run_ingest("google-2011", raw, data / "lake")
     assert not summary.failed
     settings = Settings(data_dir=data, duckdb_memory_limit="1GB", duckdb_threads=2)
-    run = derive_flow(settings=settings, trace="google-2011", tables=tables)
+    run = run_derive(settings=settings, trace="google-2011", tables=tables)
     assert run.checks
     assert all(c.holds for c in run.checks)
     return data / "derived" / "google-2011"
