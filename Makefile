@@ -8,7 +8,7 @@ FILE_LIST := build/package-files.txt
 LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
-.PHONY: FORCE setup browser run test test-cluster lint typecheck lock bench-ingest bench-ingest_jsonl bench-derive bench-analyze \
+.PHONY: FORCE setup browser run test test-heavy test-cluster lint typecheck lock bench-ingest bench-ingest_jsonl bench-derive bench-analyze \
 	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
@@ -63,6 +63,10 @@ lint: $(LINKED)
 ## the whole test suite (CI calls exactly this); no test collected is a failure
 test: $(LINKED) browser lint typecheck
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## the checks over the large shared real excerpts (minutes each; not in make test)
+test-heavy: $(LINKED)
+	$(BIN)/python -m pytest -m heavy
 
 ## the distributed run against a real Dask scheduler + 2 worker processes (slow; not in make test)
 test-cluster: $(LINKED)

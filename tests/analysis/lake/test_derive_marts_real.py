@@ -249,6 +249,7 @@ def test_published_parts_0_2_3(prefect_harness: None, real_dir: Path, tmp_path: 
     _compare(derived, task_parts)
 
 
+@pytest.mark.heavy
 def test_published_parts_0_and_2_to_13(
     prefect_harness: None, real_dir: Path, tmp_path: Path
 ) -> None:
