@@ -23,6 +23,7 @@ from tracelab.analysis.common.parallel import Runner
 from tracelab.analysis.lake.ingest import (
     REJECTS_DIR,
     Conversion,
+    RawDiscovery,
     RawFile,
     convert_file,
     discover_raw_files,
@@ -47,6 +48,7 @@ from tracelab.analysis.lake.ingest_manifest import (
 )
 from tracelab.analysis.lake.ingest_stream import CONVERSION_WORKERS
 from tracelab.analysis.lake.provenance import (
+    Kind,
     check_not_mixing,
     file_kinds,
     lake_kinds,
@@ -469,29 +471,8 @@ def ingest_lake(
     started = time.perf_counter()
     tables = trace_tables(trace)  # unknown trace id: a clear error before anything is touched
     lake_trace_dir = lake_dir / trace
-    removed = remove_leftover_temp_files(lake_trace_dir)
-    if removed:
-        _LOG.warning("removed %d temp file(s) left by an interrupted run", len(removed))
-    found = discover_raw_files(trace, raw_dir)
-    for problem in found.problems:
-        (_LOG.error if problem.is_error else _LOG.warning)("%s: %s", problem.path, problem.reason)
-    manifest = read_manifest(lake_trace_dir)
+    found, manifest, kinds = _prepared_lake(trace, raw_dir, lake_trace_dir)
     previous = manifest_rows(manifest)
-    kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
-    # before anything is written: a lake holds the rows of one kind and one raw root only
-    check_not_mixing(lake_trace_dir, kinds_in_lake(previous.values(), kinds), kinds)
-    other_root = other_root_error(
-        lake_trace_dir, raw_dir, holds_rows=any(r.rows_read for r in previous.values())
-    )
-    if other_root:
-        raise TracelabError(other_root)
-    orphans = orphan_outputs(lake_trace_dir, tables, previous.values())
-    for path in orphans:
-        path.unlink()
-    if orphans:
-        _LOG.warning("removed %d lake file(s) that no raw file owns", len(orphans))
-    ignored = [(p.path, p.reason) for p in found.problems if not p.is_error]
-    write_ingest_note(lake_trace_dir, raw_dir, ignored)
     first = files_to_checksum_first(found.files, previous, lake_trace_dir)
     plans = plan_files(found.files, _checksums(first), previous, lake_trace_dir)
     rows = _not_converted(plans, lake_trace_dir, kinds)
@@ -504,22 +485,10 @@ def ingest_lake(
         keep_vanished=options.keep_vanished,
     )
     _settle(identity.start, list(rows.values()), lake_trace_dir, ledger, rows)
-    batches = conversion_batches(plans, options.batch_mb << 20, CONVERSION_WORKERS)
-    total = sum(p.raw.size_bytes for batch in batches for p in batch)
-    done_bytes = 0
-    work = partial(converted_batch, trace, lake_trace_dir, options)
     try:
-        for batch, outcome in runner(work, batches):
-            if isinstance(outcome, Exception):  # e.g. a lost Dask worker: every file of the batch
-                outcome = [Converted(failed_conversion(outcome), p.checksum) for p in batch]
-            for plan, converted in zip(batch, outcome, strict=True):
-                row = with_sources([converted_row(plan, converted)], kinds)[0]
-                _settle(identity.settle(row), [], lake_trace_dir, ledger, rows)
-                if converted.conversion.status == "error":
-                    _LOG.error("%s: %s", plan.raw.rel, converted.conversion.error)
-            done_bytes += sum(p.raw.size_bytes for p in batch)
-            if progress is not None:
-                progress(done_bytes, total)
+        _convert_all(
+            trace, plans, lake_trace_dir, options, runner, progress, identity, ledger, rows, kinds
+        )
     finally:
         # also when interrupted: what finished stays recorded
         ledger.flush()
@@ -530,7 +499,7 @@ def ingest_lake(
         lake_dir=lake_trace_dir,
         rows=tuple(sorted(rows.values(), key=lambda r: order[r.path])),
         discovery_errors=tuple((p.path, p.reason) for p in found.problems if p.is_error),
-        ignored=tuple(ignored),
+        ignored=tuple((p.path, p.reason) for p in found.problems if not p.is_error),
         seconds=time.perf_counter() - started,
         removed=tuple(identity.removed),
         kept=tuple(identity.kept),
@@ -554,3 +523,64 @@ def _settle(
     recorded = extra + settlement.record
     ledger.record(recorded, settlement.forget)
     rows.update((r.path, r) for r in recorded)
+
+
+def _prepared_lake(
+    trace: str, raw_dir: Path, lake_trace_dir: Path
+) -> tuple[RawDiscovery, pl.DataFrame, dict[str, Kind]]:
+    """The raw files, the manifest and each file's kind, once the lake may take them: leftovers
+    of a killed run deleted, one kind and one raw root per lake checked, the ingest note written."""
+    removed = remove_leftover_temp_files(lake_trace_dir)
+    if removed:
+        _LOG.warning("removed %d temp file(s) left by an interrupted run", len(removed))
+    found = discover_raw_files(trace, raw_dir)
+    for problem in found.problems:
+        (_LOG.error if problem.is_error else _LOG.warning)("%s: %s", problem.path, problem.reason)
+    manifest = read_manifest(lake_trace_dir)
+    previous = manifest_rows(manifest)
+    kinds = file_kinds({f.rel: f.path for f in found.files}, raw_dir)
+    # before anything is written: a lake holds the rows of one kind and one raw root only
+    check_not_mixing(lake_trace_dir, kinds_in_lake(previous.values(), kinds), kinds)
+    other_root = other_root_error(
+        lake_trace_dir, raw_dir, holds_rows=any(r.rows_read for r in previous.values())
+    )
+    if other_root:
+        raise TracelabError(other_root)
+    orphans = orphan_outputs(lake_trace_dir, trace_tables(trace), previous.values())
+    for path in orphans:
+        path.unlink()
+    if orphans:
+        _LOG.warning("removed %d lake file(s) that no raw file owns", len(orphans))
+    ignored = [(p.path, p.reason) for p in found.problems if not p.is_error]
+    write_ingest_note(lake_trace_dir, raw_dir, ignored)
+    return found, manifest, kinds
+
+
+def _convert_all(
+    trace: str,
+    plans: list[FilePlan],
+    lake_trace_dir: Path,
+    options: IngestOptions,
+    runner: Runner,
+    progress: Callable[[int, int], None] | None,
+    identity: ContentLedger,
+    ledger: ManifestLedger,
+    rows: dict[str, ManifestRow],
+    kinds: Mapping[str, str],
+) -> None:
+    """Convert the planned files in batches on ``runner``, settling each file as its batch ends."""
+    batches = conversion_batches(plans, options.batch_mb << 20, CONVERSION_WORKERS)
+    total = sum(p.raw.size_bytes for batch in batches for p in batch)
+    done_bytes = 0
+    work = partial(converted_batch, trace, lake_trace_dir, options)
+    for batch, outcome in runner(work, batches):
+        if isinstance(outcome, Exception):  # e.g. a lost Dask worker: every file of the batch
+            outcome = [Converted(failed_conversion(outcome), p.checksum) for p in batch]
+        for plan, converted in zip(batch, outcome, strict=True):
+            row = with_sources([converted_row(plan, converted)], kinds)[0]
+            _settle(identity.settle(row), [], lake_trace_dir, ledger, rows)
+            if converted.conversion.status == "error":
+                _LOG.error("%s: %s", plan.raw.rel, converted.conversion.error)
+        done_bytes += sum(p.raw.size_bytes for p in batch)
+        if progress is not None:
+            progress(done_bytes, total)
