@@ -58,7 +58,7 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelab"}
     # the package's own __init__.py (tracelab.open) comes from analysis/_tracelab/, shipped once
-    assert "tracelab/__init__.py" in names
+    assert {"tracelab/__init__.py", "tracelab/py.typed"} <= set(names)
     assert not [n for n in names if "_tracelab" in n]
     assert "tracelab/queries/fct_task_times.sql" in names
     # every SQL file of the repo ships, sub-folders included
