@@ -89,7 +89,7 @@ MUTATION_DIR := build/mutation
 mutation: $(LINKED)
 	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
-	touch $(MUTATION_DIR)/tracelab/__init__.py
+	cp analysis/_tracelab/__init__.py $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
 	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(MUTANTS); \
 	  $(CURDIR)/$(BIN)/mutmut results --all true > results.txt; \

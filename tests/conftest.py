@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import TinyPipeline
 
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
@@ -32,3 +33,13 @@ def prefect_harness() -> Iterator[None]:
     timeout = int(os.environ.get("TRACELAB_PREFECT_STARTUP_S", "300"))
     with prefect_test_harness(server_startup_timeout=timeout):
         yield
+
+
+@pytest.fixture(scope="session")
+def tiny_pipeline(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> TinyPipeline:
+    """One `tracelab run --scale tiny` (minutes) on an empty data directory, shared by the tests
+    that need every stage's outputs and only read them."""
+    from cli_helpers import run_tiny
+
+    data = tmp_path_factory.mktemp("tiny-run")
+    return TinyPipeline(data, run_tiny(data))

@@ -11,8 +11,10 @@ import subprocess
 import sys
 import sysconfig
 import zipfile
+from importlib import metadata
 from pathlib import Path
 
+import polars as pl
 import pytest
 from repo_paths import REPO
 
@@ -55,6 +57,9 @@ def test_the_wheel_holds_one_namespace_and_the_sql(wheel_venv: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"tracelab"}
+    # the package's own __init__.py (tracelab.open) comes from analysis/_tracelab/, shipped once
+    assert {"tracelab/__init__.py", "tracelab/py.typed"} <= set(names)
+    assert not [n for n in names if "_tracelab" in n]
     assert "tracelab/queries/fct_task_times.sql" in names
     # every SQL file of the repo ships, sub-folders included
     shipped = {n.removeprefix("tracelab/queries/") for n in names if n.endswith(".sql")}
@@ -97,3 +102,19 @@ def test_the_installed_wheel_runs_from_an_unrelated_directory(
     assert done.returncode == 0, done.stderr[-2000:]
     assert (data / "exports" / "params.json").is_file()
     assert (data / "site" / "index.html").is_file()
+    api = subprocess.run(
+        [
+            python,
+            "-c",
+            "import sys, tracelab\n"
+            f"d = tracelab.open({str(data)!r})\n"
+            "print(tracelab.__version__, d.table('fct_task_times').collect().height)\n"
+            "print('prefect' in sys.modules)",
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    rows = pl.read_parquet(data / "derived" / "google-2011" / "fct_task_times.parquet").height
+    assert api.stdout.split() == [metadata.version("tracelab"), str(rows), "False"]

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from tracelab.analysis.common.atomic import atomic_write_text
+from tracelab.analysis.common.errors import TracelabError
 
 STAGE_PARAMS_FILE = "params.json"
 
@@ -60,6 +61,39 @@ class FittedParameter:
     values: dict[str, Any] = field(default_factory=dict)
     notes: str = ""
 
+    def frozen(self) -> Any:
+        """The fitted distribution as a ``scipy.stats`` frozen distribution, in the units of
+        its parameters (a Gamma with rate in 1/s draws seconds).
+
+        ``gamma`` (shape, rate) is ``gamma(a=shape, scale=1/rate)``; ``exponential`` (rate) is
+        ``expon(scale=1/rate)``; ``poisson`` (rate) is ``poisson(mu=rate)``, the count per unit
+        of time of the rate. Other records (constants, k-means centroids, tables) are not
+        distributions, and a failed fit's parameter is null: both raise a one-line error.
+        """
+        from scipy import stats
+
+        if self.distribution not in _SCIPY_PARAMETERS:
+            raise TracelabError(
+                f"params record {self.name} is a {self.distribution}, not a distribution scipy "
+                f"can draw from (those are: {', '.join(sorted(_SCIPY_PARAMETERS))})"
+            )
+        values = [self._positive(p) for p in _SCIPY_PARAMETERS[self.distribution]]
+        if self.distribution == "gamma":
+            return stats.gamma(a=values[0], scale=1.0 / values[1])
+        if self.distribution == "exponential":
+            return stats.expon(scale=1.0 / values[0])
+        return stats.poisson(mu=values[0])
+
+    def _positive(self, parameter: str) -> float:
+        quantity = self.parameters.get(parameter)
+        value = None if quantity is None else quantity.value
+        if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+            return float(value)
+        raise TracelabError(
+            f"params record {self.name}: {parameter} is {value!r}, not a positive number, so "
+            "scipy cannot draw from it; re-run the stage that fits it and `tracelab export`"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (non-finite floats become None)."""
         return _finite(asdict(self))  # type: ignore[no-any-return]
@@ -80,6 +114,14 @@ class FittedParameter:
             values=dict(d.get("values", {})),
             notes=d.get("notes", ""),
         )
+
+
+#: the distributions :meth:`FittedParameter.frozen` knows, with the parameters each needs
+_SCIPY_PARAMETERS: dict[str, tuple[str, ...]] = {
+    "gamma": ("shape", "rate"),
+    "exponential": ("rate",),
+    "poisson": ("rate",),
+}
 
 
 def _finite(obj: Any) -> Any:

@@ -13,7 +13,9 @@ Python: identifiers are quoted with :func:`_ident` and literals with :func:`_lit
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import duckdb
 
@@ -93,26 +95,54 @@ def _comments(table: Table) -> list[str]:
     ]
 
 
-def catalog_statements(data_dir: Path) -> list[str]:
-    """The DDL of every view for what exists under ``data_dir`` now."""
+@dataclass(frozen=True)
+class CatalogTable:
+    """One table of a data directory: a lake table, a derived table or a result table."""
+
+    trace: str
+    #: the name within its trace: the lake table's, the derived table's, ``<stage>_<file stem>``
+    name: str
+    kind: Literal["lake", "derived", "result"]
+    #: the Parquet file, or for a lake table the glob of its part files
+    files: str
+    #: the lake table's schema (None for derived and result tables)
+    schema: Table | None = None
+
+    @property
+    def view(self) -> str:
+        """The catalog's view name (lake tables of google-2019 carry a ``g2019_`` prefix)."""
+        return view_name(self.schema) if self.schema is not None else self.name
+
+
+def catalog_tables(data_dir: Path) -> list[CatalogTable]:
+    """Every table with Parquet under ``data_dir`` now, trace by trace (lake, derived, results)."""
     root = data_dir.resolve()
-    out: list[str] = []
+    out: list[CatalogTable] = []
     for trace, tables in TRACES.items():
         for table in tables.values():
             folder = root / "lake" / trace / table.name
             if any(folder.glob("*.parquet")):
-                out.append(_lake_view(table, str(folder / "*.parquet")))
-                out.extend(_comments(table))
+                out.append(
+                    CatalogTable(trace, table.name, "lake", str(folder / "*.parquet"), table)
+                )
         for path in sorted((root / "derived" / trace).glob("*.parquet")):
-            out.append(
-                f"CREATE OR REPLACE VIEW {_ident(path.stem)} AS "
-                f"SELECT * FROM read_parquet({_literal(str(path))})"
-            )
+            out.append(CatalogTable(trace, path.stem, "derived", str(path)))
         for path in sorted((root / "results" / trace).glob("*/*.parquet")):
-            name = f"{path.parent.name}_{path.stem}"
+            out.append(CatalogTable(trace, f"{path.parent.name}_{path.stem}", "result", str(path)))
+    return out
+
+
+def catalog_statements(data_dir: Path) -> list[str]:
+    """The DDL of every view for what exists under ``data_dir`` now."""
+    out: list[str] = []
+    for t in catalog_tables(data_dir):
+        if t.schema is not None:
+            out.append(_lake_view(t.schema, t.files))
+            out.extend(_comments(t.schema))
+        else:
             out.append(
-                f"CREATE OR REPLACE VIEW {_ident(name)} AS "
-                f"SELECT * FROM read_parquet({_literal(str(path))})"
+                f"CREATE OR REPLACE VIEW {_ident(t.view)} AS "
+                f"SELECT * FROM read_parquet({_literal(t.files)})"
             )
     return out
 

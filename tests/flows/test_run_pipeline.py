@@ -21,6 +21,7 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render, screenshot
 from browser.html import page_refs, read_refs
+from cli_helpers import TinyPipeline, run_tiny
 from repo_paths import REPO
 
 from tracelab.flows.cli import main
@@ -52,22 +53,11 @@ def _files(folder: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.fixture(scope="module")
-def tiny_run(prefect_harness: None, tmp_path_factory: pytest.TempPathFactory) -> TinyRuns:
+def tiny_run(tiny_pipeline: TinyPipeline) -> TinyRuns:
     """`tracelab run --scale tiny` on an empty data directory, then once more with no new input."""
-    import contextlib
-    import io
-
-    data = tmp_path_factory.mktemp("tiny-run")
-    texts = []
-    files: dict[str, tuple[str, int]] = {}
-    for _ in range(2):
-        out = io.StringIO()
-        with contextlib.redirect_stdout(out):
-            rc = main(["run", "--data", str(data), "--scale", "tiny", "--seed", "3"])
-        texts.append(out.getvalue())
-        assert rc == 0, texts[-1]
-        files = files or _files(_run_dir(data))
-    return TinyRuns(data, texts[0], texts[1], files)
+    files = _files(_run_dir(tiny_pipeline.data))
+    second = run_tiny(tiny_pipeline.data)
+    return TinyRuns(tiny_pipeline.data, tiny_pipeline.stdout, second, files)
 
 
 def _runs(data: Path) -> list[Path]:
