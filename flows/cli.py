@@ -24,6 +24,7 @@ from typing import Protocol, cast
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.memory import gc_after_startup
 from tracelab.analysis.common.stage_api import number_arg
+from tracelab.flows.lock import WAIT_MAX_S
 from tracelab.flows.registry import STAGES, Stage
 
 
@@ -108,8 +109,6 @@ LOG_FILE = Path("logs") / "tracelab.log"
 EARLY_SERVER = frozenset({"ingest"})
 #: sub-commands that convert raw files chunk by chunk: Polars is set up for them before it loads
 STREAMING = frozenset({"ingest"})
-#: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
-WAIT_MAX_S = 86_400.0
 
 
 def commands() -> tuple[tuple[str, _Loader | Stage, str], ...]:

@@ -24,6 +24,8 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 
 LOCK_NAME = ".tracelab.lock"
+#: the longest wait for another run's lock: a day (inf or nan would wait for ever)
+WAIT_MAX_S = 86_400.0
 
 
 @dataclass(frozen=True)

@@ -174,8 +174,8 @@ def test_the_local_prefect_server_serves_its_ui(tmp_path: Path) -> None:
     from tracelab.flows.prefect_server import free_port, local_server
 
     port = free_port()
-    with local_server(tmp_path, port) as api:
-        assert api == f"http://127.0.0.1:{port}/api"
+    with local_server(tmp_path, port) as server:
+        assert server.api_url == f"http://127.0.0.1:{port}/api"
         # the address Prefect prints ("Check out the dashboard at ...") answers with the UI
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as reply:
             assert reply.status == 200
