@@ -121,5 +121,7 @@ def _write_holder(path: Path, text: str) -> None:
     try:
         os.ftruncate(holder_fd, 0)
         os.pwrite(holder_fd, text.encode(), 0)
+    except OSError as exc:  # a full disk: the error names the file (pwrite's does not)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         os.close(holder_fd)

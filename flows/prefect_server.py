@@ -26,7 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple, Protocol
 
@@ -134,13 +134,16 @@ def wait_until_healthy(
     process: ServerProcess,
     *,
     poll_s: float = 0.5,
-    exit_hint: str = "see DATA/prefect/server.log",
+    exit_hint: str | Callable[[], str] = "see DATA/prefect/server.log",
 ) -> None:
+    """Return once ``api_url`` answers; a one-line error when the server exits first (with
+    ``exit_hint``, or what it returns when called then) or does not answer in time."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            hint = exit_hint if isinstance(exit_hint, str) else exit_hint()
             raise TracelabError(
-                f"the Prefect server exited with status {process.returncode}; {exit_hint}"
+                f"the Prefect server exited with status {process.returncode}; {hint}"
             )
         try:
             with urllib.request.urlopen(f"{api_url}/health", timeout=2) as reply:
