@@ -314,13 +314,18 @@ def _run_reporting(args: argparse.Namespace) -> int:
         print(f"tracelab {args.command}: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # every failure is one line; the traceback goes to the log
-        failure = exc
-    reason = _reason(failure, _data_dir(args))
+        # reported here: a reference to ``exc`` that outlived this block would keep every frame
+        # of its traceback (DuckDB connections included) alive until the interpreter exits
+        return _report_failure(args, exc)
+
+
+def _report_failure(args: argparse.Namespace, exc: Exception) -> int:
+    reason = _reason(exc, _data_dir(args))
     # a multi-line reason (failed invariant checks list their rows) is whole in the log
     reason = (reason.strip().splitlines() or ["failed"])[0]
     if args.debug:
-        traceback.print_exception(failure)
-    log = _log_failure(args, failure)
+        traceback.print_exception(exc)
+    log = _log_failure(args, exc)
     where = f" (details: {log})" if log is not None else ""
     print(f"tracelab {args.command}: error: {reason}{where}", file=sys.stderr)
     return 1
