@@ -10,9 +10,11 @@ one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on scre
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import re
+import signal
 import sys
 import traceback
 import typing
@@ -23,8 +25,10 @@ from pathlib import Path
 from typing import Protocol, cast
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.faults import environment_fault
 from tracelab.analysis.common.memory import gc_after_startup
 from tracelab.analysis.common.stage_api import number_arg
+from tracelab.flows.lock import WAIT_MAX_S
 from tracelab.flows.registry import STAGES, Stage
 
 
@@ -105,13 +109,13 @@ READ_ONLY = frozenset({"serve", "schedule", "sql"})
 #: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
 CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
+#: the output of the Prefect server a command forks (flows/temp_server.py)
+SERVER_LOG_FILE = Path("logs") / "prefect-server.log"
 #: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py);
-#: ingest runs without Prefect, and the stage commands still start Prefect's own
+#: none today: ingest and derive run without Prefect
 EARLY_SERVER: frozenset[str] = frozenset()
 #: sub-commands that convert raw files chunk by chunk: Polars is set up for them before it loads
 STREAMING = frozenset({"ingest"})
-#: the longest --wait for another run's lock: a day (inf or nan would wait for ever)
-WAIT_MAX_S = 86_400.0
 
 
 def commands() -> tuple[tuple[str, _Loader | Stage, str], ...]:
@@ -131,15 +135,27 @@ def _quiet_prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
 
 
-def _start_prefect_server_early() -> None:
-    """Prefect's temporary server boots while the command imports and plans."""
+def _start_prefect_server_early(argv: list[str]) -> None:
+    """Prefect's temporary server boots while the command imports and plans; its output goes
+    to ``DATA/logs/prefect-server.log``."""
     from tracelab.flows.orphans import mark_owner, stop_orphans
     from tracelab.flows.temp_server import start_early
 
     # marked first: the watchdog stops the server with the command, however it dies
     stop_orphans()
     mark_owner()
-    start_early()
+    start_early(_early_data_dir(argv) / SERVER_LOG_FILE)
+
+
+def _early_data_dir(argv: list[str]) -> Path:
+    """The data directory of ``argv`` before it is parsed (``--data X`` or ``--data=X``, else
+    the default :func:`_data_dir` reads)."""
+    for i, word in enumerate(argv):
+        if word == "--data" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if word.startswith("--data="):
+            return Path(word.split("=", 1)[1])
+    return Path(os.environ.get("TRACELAB_DATA", "data"))
 
 
 def version() -> str:
@@ -283,17 +299,29 @@ def missing_data_dir(command: str, data: Path) -> str | None:
     )
 
 
-def _log_failure(args: argparse.Namespace) -> Path | None:
-    """Append the current traceback to ``DATA/logs/tracelab.log``; its path, or None."""
+def _log_failure(args: argparse.Namespace, exc: BaseException) -> Path | None:
+    """Append ``exc``'s traceback to ``DATA/logs/tracelab.log``; its path, or None."""
     path = _data_dir(args) / LOG_FILE
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with path.open("a", encoding="utf-8") as fh:
             fh.write(f"--- {datetime.now(UTC).isoformat()} tracelab {args.command}\n")
-            fh.write(traceback.format_exc())
+            fh.write("".join(traceback.format_exception(exc)))
     except OSError:
         return None
     return path
+
+
+class _LogFileHandler(logging.FileHandler):
+    """The log file, given up quietly when it cannot be written (a full disk, ``ulimit -f``):
+    logging's default prints a traceback on stderr for every record it fails to write. The
+    fault itself reaches the user through the command's own one-line error."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        for name in ("prefect", "tracelab"):
+            logging.getLogger(name).removeHandler(self)
+        with contextlib.suppress(OSError):
+            self.close()
 
 
 def _attach_log_file(args: argparse.Namespace) -> None:
@@ -301,7 +329,7 @@ def _attach_log_file(args: argparse.Namespace) -> None:
     data = _data_dir(args)
     try:
         (data / LOG_FILE).parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.FileHandler(data / LOG_FILE, encoding="utf-8", delay=True)
+        handler = _LogFileHandler(data / LOG_FILE, encoding="utf-8", delay=True)
     except OSError:
         return
     handler.setLevel(logging.WARNING)
@@ -312,6 +340,9 @@ def _attach_log_file(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Parse, run one sub-command, turn every failure into a one-line reason."""
+    # a write beyond the file-size limit (`ulimit -f`) fails with EFBIG, reported in one line,
+    # instead of the signal killing the command (and the server it forks, which inherits this)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     with gc_after_startup() as started:
         prepared = _prepared(argv)
         started()
@@ -325,18 +356,37 @@ def _run_reporting(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"tracelab {args.command}: interrupted", file=sys.stderr)
         return 130
-    except (TracelabError, FileNotFoundError, PermissionError, NotADirectoryError) as exc:
-        reason = str(exc)
     except Exception as exc:  # every failure is one line; the traceback goes to the log
-        reason = f"unexpected {type(exc).__name__}: {exc}"
+        # reported here: a reference to ``exc`` that outlived this block would keep every frame
+        # of its traceback (DuckDB connections included) alive until the interpreter exits
+        return _report_failure(args, exc)
+
+
+def _report_failure(args: argparse.Namespace, exc: Exception) -> int:
+    reason = _reason(exc, _data_dir(args))
     # a multi-line reason (failed invariant checks list their rows) is whole in the log
     reason = (reason.strip().splitlines() or ["failed"])[0]
     if args.debug:
-        traceback.print_exc()
-    log = _log_failure(args)
+        traceback.print_exception(exc)
+    log = _log_failure(args, exc)
     where = f" (details: {log})" if log is not None else ""
     print(f"tracelab {args.command}: error: {reason}{where}", file=sys.stderr)
     return 1
+
+
+def _reason(exc: Exception, data: Path) -> str:
+    """Why the command failed, for its one line."""
+    fault = environment_fault(exc, data)
+    if fault is not None:
+        return fault
+    if isinstance(exc, TracelabError | FileNotFoundError | PermissionError | NotADirectoryError):
+        return str(exc)
+    from tracelab.flows.temp_server import server_failure
+
+    server = server_failure(exc)
+    if server is not None:
+        return server
+    return f"unexpected {type(exc).__name__}: {exc}"
 
 
 def _prepared(argv: list[str] | None) -> argparse.Namespace | int:
@@ -350,7 +400,7 @@ def _prepared(argv: list[str] | None) -> argparse.Namespace | int:
 
         set_up_polars_for_conversions()  # before Polars loads
     if requested in EARLY_SERVER and not {"-h", "--help"} & set(argv):
-        _start_prefect_server_early()
+        _start_prefect_server_early(argv)
     parser = build_parser(configure=() if requested is None else (requested,))
     try:
         args = parser.parse_args(argv)

@@ -24,6 +24,8 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 
 LOCK_NAME = ".tracelab.lock"
+#: the longest wait for another run's lock: a day (inf or nan would wait for ever)
+WAIT_MAX_S = 86_400.0
 
 
 @dataclass(frozen=True)
@@ -119,5 +121,7 @@ def _write_holder(path: Path, text: str) -> None:
     try:
         os.ftruncate(holder_fd, 0)
         os.pwrite(holder_fd, text.encode(), 0)
+    except OSError as exc:  # a full disk: the error names the file (pwrite's does not)
+        raise OSError(exc.errno, exc.strerror, str(path)) from exc
     finally:
         os.close(holder_fd)

@@ -20,6 +20,7 @@ from prefect import flow
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.faults import environment_fault
 from tracelab.analysis.common.fingerprints import (
     StageState,
     combined_fingerprint,
@@ -114,7 +115,9 @@ def incremental_timing(
         # what it lacked then, it lacks now: the run's summary still lists it
         short = recorded_shortfalls(stage.output_paths(settings.data_dir, trace))
         return StageTiming(stage.name, trace, "unchanged", 0.0, note, short)
-    timing = stage_timing(stage.name, trace, lambda: stage.runner()(settings, trace, params))
+    timing = stage_timing(
+        stage.name, trace, lambda: stage.runner()(settings, trace, params), settings.data_dir
+    )
     if timing.status == "ok":
         outputs = stage_output_digests(
             settings.data_dir, stage.output_paths(settings.data_dir, trace)
@@ -125,11 +128,15 @@ def incremental_timing(
     return timing
 
 
-def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTiming:
+def stage_timing(
+    name: str, trace: str, run: Callable[[], object], data_dir: Path | None = None
+) -> StageTiming:
     """Run one stage in-process and report how it went.
 
     Status ``ok``, or ``failed`` (with the reason in ``note``) when it raises or exits non-zero,
-    so the run can still build a site that shows what failed.
+    so the run can still build a site that shows what failed. A full disk or a file-size limit
+    is said as the command line says it (the file, what to do; ``data_dir`` when the error
+    names no file).
     """
     started = time.perf_counter()
     print(f"[{name}] {trace} ...", flush=True)
@@ -138,7 +145,8 @@ def stage_timing(name: str, trace: str, run: Callable[[], object]) -> StageTimin
     except TracelabError as exc:
         status, note = "failed", str(exc)
     except Exception as exc:  # a stage's bug must not lose the other stages' report
-        status, note = "failed", f"{type(exc).__name__}: {exc}"
+        fault = environment_fault(exc, data_dir or Path.cwd())
+        status, note = "failed", fault or f"{type(exc).__name__}: {exc}"
     else:
         failed = isinstance(rc, int) and rc != 0
         status, note = ("failed", f"exited with status {rc}") if failed else ("ok", "")
@@ -198,6 +206,7 @@ def _raw_timings(
                 "generate",
                 trace,
                 lambda: generate_flow(trace=trace, out=str(raw), seed=seed, scale=scale),
+                settings.data_dir,
             )
         )
         if timings[-1].status == "failed":
@@ -212,6 +221,7 @@ def _raw_timings(
             "ingest",
             trace,
             lambda: ingest_trace(settings, trace, raw, keep_vanished=keep_vanished),
+            settings.data_dir,
         )
     )
     return timings

@@ -5,28 +5,46 @@ no scheduler, so a deployment's schedule would never create a run. ``tracelab sc
 starts ``prefect server start`` on 127.0.0.1 with its SQLite database under
 ``DATA/prefect/`` (so deployments and run history survive restarts), waits until it answers, and
 stops it when the command ends, also on SIGTERM.
+
+The server is the data directory's alone: it listens on loopback only, answers only requests that
+carry the data directory's secret (Prefect's basic authentication, the string kept in
+``DATA/prefect/api-auth``, mode 0600, made on first use), and grants cross-origin requests to its
+own UI's origin only, so neither another local user's process nor a web page in a browser can
+create a run on it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.flows.orphans import death_signal
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_PORT = 4200
+#: the data directory's server credential, ``user:password`` as Prefect's basic auth reads it
+AUTH_FILE = Path("prefect") / "api-auth"
+AUTH_USER = "tracelab"
+
+
+class LocalServer(NamedTuple):
+    """A running local server: where its API is and the credential it asks for."""
+
+    api_url: str
+    auth_string: str
 
 
 class ServerProcess(Protocol):
@@ -50,17 +68,58 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def server_env(data_dir: Path, port: int, scheduler_loop_s: float | None = None) -> dict[str, str]:
-    """The environment of the server process: loopback only, database under ``DATA/prefect``."""
+def auth_string(data_dir: Path) -> str:
+    """The data directory's server credential, made (mode 0600) when there is none yet.
+
+    A file that others could have read (group or other permission bits), that is not a regular
+    file of this user, or that does not hold a credential is replaced by a new one.
+    """
+    path = data_dir / AUTH_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        info = None
+    if (
+        info is not None
+        and stat.S_ISREG(info.st_mode)
+        and info.st_uid == os.getuid()
+        and not info.st_mode & 0o077
+    ):
+        text = path.read_text(encoding="utf-8").strip()
+        if text.startswith(f"{AUTH_USER}:") and len(text) > len(AUTH_USER) + 16:
+            return text
+    text = f"{AUTH_USER}:{secrets.token_urlsafe(32)}"
+    fresh = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fresh.unlink(missing_ok=True)
+    fd = os.open(fresh, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text + "\n")
+    fresh.replace(path)
+    return text
+
+
+def server_env(
+    data_dir: Path, port: int, credential: str, scheduler_loop_s: float | None = None
+) -> dict[str, str]:
+    """The environment of the server process: loopback only, database under ``DATA/prefect``,
+    requests only with ``credential``, cross-origin requests only from its own UI."""
     home = (data_dir / "prefect").resolve()
     home.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PREFECT_SERVER_API_", "PREFECT_SERVER_CORS_"))
+    }
     env.pop("PREFECT_API_URL", None)
     env.update(
         PREFECT_HOME=str(home),
         PREFECT_SERVER_DATABASE_CONNECTION_URL=f"sqlite+aiosqlite:///{home / 'prefect.db'}",
         PREFECT_SERVER_API_HOST=LOOPBACK,
         PREFECT_SERVER_API_PORT=str(port),
+        PREFECT_SERVER_API_AUTH_STRING=credential,
+        # the UI's own page is the only origin a browser may send the API's requests from
+        PREFECT_SERVER_API_CORS_ALLOWED_ORIGINS=f"http://{LOOPBACK}:{port}",
         PREFECT_SERVER_ANALYTICS_ENABLED="false",
         PREFECT_SERVER_SERVICES_SCHEDULER_ENABLED="true",
     )
@@ -75,13 +134,16 @@ def wait_until_healthy(
     process: ServerProcess,
     *,
     poll_s: float = 0.5,
-    exit_hint: str = "see DATA/prefect/server.log",
+    exit_hint: str | Callable[[], str] = "see DATA/prefect/server.log",
 ) -> None:
+    """Return once ``api_url`` answers; a one-line error when the server exits first (with
+    ``exit_hint``, or what it returns when called then) or does not answer in time."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            hint = exit_hint if isinstance(exit_hint, str) else exit_hint()
             raise TracelabError(
-                f"the Prefect server exited with status {process.returncode}; {exit_hint}"
+                f"the Prefect server exited with status {process.returncode}; {hint}"
             )
         try:
             with urllib.request.urlopen(f"{api_url}/health", timeout=2) as reply:
@@ -100,9 +162,10 @@ def local_server(
     *,
     scheduler_loop_s: float | None = None,
     startup_timeout_s: float = 120.0,
-) -> Iterator[str]:
-    """Run a persistent Prefect server on ``127.0.0.1:port``; yields its API URL."""
-    env = server_env(data_dir, port, scheduler_loop_s)
+) -> Iterator[LocalServer]:
+    """Run a persistent Prefect server on ``127.0.0.1:port``; yields its API URL and credential."""
+    credential = auth_string(data_dir)
+    env = server_env(data_dir, port, credential, scheduler_loop_s)
     log = (data_dir / "prefect" / "server.log").open("ab")
     command = [sys.executable, "-m", "prefect", "server", "start", "--host", LOOPBACK]
     command += ["--port", str(port), "--analytics-off"]
@@ -121,7 +184,7 @@ def local_server(
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         wait_until_healthy(api_url, startup_timeout_s, process)
-        yield api_url
+        yield LocalServer(api_url, credential)
     finally:
         signal.signal(signal.SIGTERM, previous)
         stop_process(process, 20)

@@ -19,13 +19,16 @@ from tracelab.analysis.common.parallel import Runner, in_threads
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.settings import Settings
 
+#: the most local Dask workers a run starts
+MAX_WORKERS = 1024
+
 
 def add_scaleout_arguments(parser: argparse.ArgumentParser) -> None:
     """``--workers`` and ``--dask-address`` for commands whose tasks can run on Dask."""
     group = parser.add_argument_group("scale-out (Dask)")
     group.add_argument(
         "--workers",
-        type=number_arg(int, 0, 1024),
+        type=number_arg(int, 0, MAX_WORKERS),
         default=None,
         metavar="N",
         help="run the per-file / per-partition tasks on a local Dask cluster of N processes",

@@ -73,7 +73,7 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
     if not _MEMORY.fullmatch(memory):
         raise _env_error("TRACELAB_DUCKDB_MEMORY", memory, "a size such as 8GB, 512MB or 2GiB")
     address = _env_text(env, "TRACELAB_DASK_ADDRESS", "")
-    if address and not _DASK_ADDRESS.fullmatch(address):
+    if address and not valid_dask_address(address):
         raise _env_error("TRACELAB_DASK_ADDRESS", address, "a scheduler address, tcp://host:port")
     data = _env_text(env, "TRACELAB_DATA", "data")
     if not data:
@@ -92,6 +92,11 @@ _MEMORY = re.compile(r"[0-9]+(\.[0-9]+)?\s*([KMGT]i?B|B)", re.IGNORECASE)
 _DASK_ADDRESS = re.compile(r"((tcp|tls|ws|wss|ucx|inproc)://)?[A-Za-z0-9._\[\]:-]+(:[0-9]{1,5})?")
 #: a count beyond this is a typo, not a machine (DuckDB threads, local Dask workers)
 _MAX_COUNT = 4096
+
+
+def valid_dask_address(text: str) -> bool:
+    """Whether ``text`` reads as a Dask scheduler address (``tcp://host:port``)."""
+    return _DASK_ADDRESS.fullmatch(text) is not None
 
 
 def _env_error(name: str, value: str, accepted: str) -> TracelabError:

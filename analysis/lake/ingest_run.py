@@ -19,6 +19,7 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.faults import environment_fault
 from tracelab.analysis.common.parallel import Runner
 from tracelab.analysis.lake.ingest import (
     REJECTS_DIR,
@@ -72,15 +73,17 @@ class Converted:
     sha256: str = ""
 
 
-def failed_conversion(exc: BaseException) -> Conversion:
-    """An ``error`` conversion for a failure no converter anticipated (e.g. disk full)."""
+def failed_conversion(exc: BaseException, lake_trace_dir: Path) -> Conversion:
+    """An ``error`` conversion for a failure no converter anticipated: a fault of the machine
+    (full disk, file-size limit) named with the path and what to do, anything else as it is."""
+    fault = environment_fault(exc, lake_trace_dir)
     return Conversion(
         status="error",
         method="none",
         rows_read=0,
         rows_written=0,
         rows_rejected=0,
-        error=f"unexpected failure: {exc}; fix the cause and run ingest again",
+        error=fault or f"unexpected failure: {exc}; fix the cause and run ingest again",
         seconds=0.0,
         started_at=datetime.now(UTC),
     )
@@ -117,7 +120,7 @@ def converted_plan(
     except Exception as exc:
         # the file's earlier outputs must not outlive the row that says it holds no rows
         remove_outputs(lake_paths(lake_trace_dir, plan.raw.table, plan.raw.rel))
-        result = failed_conversion(exc)
+        result = failed_conversion(exc, lake_trace_dir)
     digest = plan.checksum or result.checksum
     return Converted(result, digest, result.sha256)
 
@@ -575,7 +578,9 @@ def _convert_all(
     work = partial(converted_batch, trace, lake_trace_dir, options)
     for batch, outcome in runner(work, batches):
         if isinstance(outcome, Exception):  # e.g. a lost Dask worker: every file of the batch
-            outcome = [Converted(failed_conversion(outcome), p.checksum) for p in batch]
+            outcome = [
+                Converted(failed_conversion(outcome, lake_trace_dir), p.checksum) for p in batch
+            ]
         for plan, converted in zip(batch, outcome, strict=True):
             row = with_sources([converted_row(plan, converted)], kinds)[0]
             _settle(identity.settle(row), [], lake_trace_dir, ledger, rows)

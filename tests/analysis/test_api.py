@@ -17,8 +17,8 @@ from repo_paths import REPO
 
 import tracelab
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.export.document import params_document, write_params_json
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
+from tracelab.analysis.export.document import params_document, write_params_json
 from tracelab.analysis.lake.schemas import TRACES
 
 #: google-2011 machine_events: time in µs (0 = before the window), cpus and memory normalised

@@ -67,8 +67,11 @@ def test_an_unexpected_error_is_one_line_and_the_traceback_is_logged(
     line = _one_line_failure([stage.command, "--data", str(tmp_path)], capsys)
     assert "params.json" in line
     assert "details: " in line
-    log = tmp_path / "logs" / "tracelab.log"
-    assert "Traceback" in log.read_text(encoding="utf-8")
+    log = (tmp_path / "logs" / "tracelab.log").read_text(encoding="utf-8")
+    # the command's own failure, with its traceback (not only Prefect's records of it)
+    entry = log.rsplit(f"tracelab {stage.command}\n", 1)[1]
+    assert entry.startswith("Traceback (most recent call last):")
+    assert "NoneType: None" not in log
 
 
 def test_bare_tracelab_prints_help_and_version_answers(capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,8 +177,8 @@ def test_the_local_prefect_server_serves_its_ui(tmp_path: Path) -> None:
     from tracelab.flows.prefect_server import free_port, local_server
 
     port = free_port()
-    with local_server(tmp_path, port) as api:
-        assert api == f"http://127.0.0.1:{port}/api"
+    with local_server(tmp_path, port) as server:
+        assert server.api_url == f"http://127.0.0.1:{port}/api"
         # the address Prefect prints ("Check out the dashboard at ...") answers with the UI
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as reply:
             assert reply.status == 200

@@ -8,6 +8,7 @@ pipeline's outputs on disk, then stops the command with SIGTERM and checks the s
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -22,12 +23,12 @@ from typing import Any
 import pytest
 
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.prefect_server import free_port
+from tracelab.flows.prefect_server import AUTH_FILE, free_port
 
 _DEADLINE_S = 600
 
 
-def _completed_scheduled_runs(api: str) -> list[dict[str, Any]]:
+def _completed_scheduled_runs(api: str, data: Path) -> list[dict[str, Any]]:
     # top-level runs only (the pipeline's subflows are runs too), completed ones
     body = json.dumps(
         {
@@ -38,9 +39,10 @@ def _completed_scheduled_runs(api: str) -> list[dict[str, Any]]:
             },
         }
     ).encode()
-    request = urllib.request.Request(
-        f"{api}/flow_runs/filter", data=body, headers={"Content-Type": "application/json"}
-    )
+    # the server answers only with the data directory's credential
+    credential = base64.b64encode((data / AUTH_FILE).read_bytes().strip()).decode()
+    headers = {"Content-Type": "application/json", "Authorization": f"Basic {credential}"}
+    request = urllib.request.Request(f"{api}/flow_runs/filter", data=body, headers=headers)
     with urllib.request.urlopen(request, timeout=10) as reply:
         runs: list[dict[str, Any]] = json.loads(reply.read())
     return [r for r in runs if r.get("auto_scheduled")]
@@ -77,9 +79,9 @@ def test_the_scheduler_creates_and_completes_a_run(tmp_path: Path) -> None:
             assert process.poll() is None, process.stdout.read() if process.stdout else ""
             time.sleep(3)
             try:
-                done = _completed_scheduled_runs(api)
+                done = _completed_scheduled_runs(api, data)
             except OSError:
-                continue  # the server is still starting
+                continue  # the server is still starting (or its credential not yet made)
         assert done, "no scheduled run completed in time"
         assert done[0]["name"].startswith("tracelab-nightly ")
         assert (data / "exports" / "params.json").is_file()

@@ -69,19 +69,23 @@ def test_ingest_runs_its_flow_on_the_early_server(tmp_path: Path) -> None:
     assert not Path(f"/proc/{out['PID']}").exists()
 
 
-def test_not_started_when_prefect_is_configured_already(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_started_when_prefect_is_configured_already(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     import prefect  # noqa: F401  (a caller, e.g. this test session, has configured Prefect)
 
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
-    assert temp_server.start_early() is False
+    assert temp_server.start_early(tmp_path / "server.log") is False
     assert "PREFECT_API_URL" not in os.environ
     temp_server.wait_until_ready()  # nothing started: returns at once
 
 
-def test_not_started_when_a_server_is_given(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_not_started_when_a_server_is_given(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.setenv("PREFECT_API_URL", "http://127.0.0.1:9/api")
     monkeypatch.delitem(sys.modules, "prefect", raising=False)
-    assert temp_server.start_early() is False
+    assert temp_server.start_early(tmp_path / "server.log") is False
 
 
 def _children(pid: int) -> list[int]:
