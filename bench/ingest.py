@@ -62,7 +62,6 @@ MEASURES = (
     "analysis/lake/ingest_identity.py",
     "analysis/lake/schemas.py",
     "flows/ingest.py",
-    "flows/temp_server.py",
     # the command's start-up: the collector paused while it imports, Polars' allocator settings
     "flows/cli.py",
     "analysis/common/memory.py",

@@ -109,11 +109,6 @@ READ_ONLY = frozenset({"serve", "schedule", "sql"})
 #: refuses a missing --data instead of creating it (a typo would otherwise give an empty site)
 CREATES_DATA = frozenset({"generate", "download", "ingest", "run", "schedule"})
 LOG_FILE = Path("logs") / "tracelab.log"
-#: the output of the Prefect server a command forks (flows/temp_server.py)
-SERVER_LOG_FILE = Path("logs") / "prefect-server.log"
-#: sub-commands that start Prefect's temporary server before their imports (flows/temp_server.py);
-#: none today: ingest and derive run without Prefect
-EARLY_SERVER: frozenset[str] = frozenset()
 #: sub-commands that convert raw files chunk by chunk: Polars is set up for them before it loads
 STREAMING = frozenset({"ingest"})
 
@@ -133,29 +128,6 @@ def _quiet_prefect_defaults() -> None:
     os.environ.setdefault("PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL", "CRITICAL")
     # the embedded server can take longer than Prefect's 20 s default to start on a busy machine
     os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
-
-
-def _start_prefect_server_early(argv: list[str]) -> None:
-    """Prefect's temporary server boots while the command imports and plans; its output goes
-    to ``DATA/logs/prefect-server.log``."""
-    from tracelab.flows.orphans import mark_owner, stop_orphans
-    from tracelab.flows.temp_server import start_early
-
-    # marked first: the watchdog stops the server with the command, however it dies
-    stop_orphans()
-    mark_owner()
-    start_early(_early_data_dir(argv) / SERVER_LOG_FILE)
-
-
-def _early_data_dir(argv: list[str]) -> Path:
-    """The data directory of ``argv`` before it is parsed (``--data X`` or ``--data=X``, else
-    the default :func:`_data_dir` reads)."""
-    for i, word in enumerate(argv):
-        if word == "--data" and i + 1 < len(argv):
-            return Path(argv[i + 1])
-        if word.startswith("--data="):
-            return Path(word.split("=", 1)[1])
-    return Path(os.environ.get("TRACELAB_DATA", "data"))
 
 
 def version() -> str:
@@ -381,7 +353,7 @@ def _reason(exc: Exception, data: Path) -> str:
         return fault
     if isinstance(exc, TracelabError | FileNotFoundError | PermissionError | NotADirectoryError):
         return str(exc)
-    from tracelab.flows.temp_server import server_failure
+    from tracelab.flows.prefect_server import server_failure
 
     server = server_failure(exc)
     if server is not None:
@@ -399,8 +371,6 @@ def _prepared(argv: list[str] | None) -> argparse.Namespace | int:
         from tracelab.analysis.lake.ingest_stream import set_up_polars_for_conversions
 
         set_up_polars_for_conversions()  # before Polars loads
-    if requested in EARLY_SERVER and not {"-h", "--help"} & set(argv):
-        _start_prefect_server_early(argv)
     parser = build_parser(configure=() if requested is None else (requested,))
     try:
         args = parser.parse_args(argv)

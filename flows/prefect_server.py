@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, Protocol
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.faults import storage_fault
 from tracelab.flows.orphans import death_signal
 
 LOOPBACK = "127.0.0.1"
@@ -199,3 +200,53 @@ def stop_process(process: ServerProcess, timeout_s: float) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+
+
+#: how Prefect's own temporary server reports that it never answered
+_EPHEMERAL_TIMEOUT = "Timed out while attempting to connect to ephemeral Prefect API server"
+
+
+def failure_hint() -> str:
+    """What to do when Prefect's server failed: the database it could not write and the limit
+    or disk at fault, when that is what happened."""
+    database = _database()
+    if database is not None:
+        fault = storage_fault(database, "set PREFECT_HOME to a folder on a disk with room")
+        if fault is not None:
+            return fault
+    store = f"Prefect's database {database}" if database else "Prefect's database"
+    return (
+        f"check that {store} can be written and its disk has room, "
+        "or set PREFECT_API_URL to a running Prefect server"
+    )
+
+
+def _database() -> Path | None:
+    """The SQLite file of Prefect's server database (``PREFECT_HOME/prefect.db`` by default)."""
+    from prefect.settings import get_current_settings
+
+    settings = get_current_settings()
+    url = settings.server.database.connection_url
+    text = url.get_secret_value() if url is not None else ""
+    if not text:
+        return Path(settings.home) / "prefect.db"
+    if text.startswith("sqlite") and ":///" in text:
+        return Path(text.split(":///", 1)[1].split("?", 1)[0])
+    return None  # a database server: its own disk
+
+
+def server_failure(exc: BaseException) -> str | None:
+    """One line when a request to the Prefect API failed on the server's side (HTTP 5xx), or
+    Prefect's own temporary server never answered."""
+    if isinstance(exc, RuntimeError) and str(exc).startswith(_EPHEMERAL_TIMEOUT):
+        return f"Prefect's temporary server did not start: {failure_hint()}"
+    response = getattr(exc, "response", None)
+    status = getattr(response, "status_code", None)
+    if type(exc).__name__ != "PrefectHTTPStatusError" or not isinstance(status, int):
+        return None
+    if status < 500:
+        return None
+    request = getattr(response, "request", None)
+    url = getattr(request, "url", None)
+    path = getattr(url, "path", "")
+    return f"the Prefect server failed ({status} on {path}): {failure_hint()}"
