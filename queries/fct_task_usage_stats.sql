@@ -10,6 +10,9 @@
 -- group-by quantile's values of every task in memory at once (1.2e9 rows in full), while the
 -- window operator spills partitions to disk and holds one task's values at a time.
 -- n_windows is T_i, the task's number of usage records; is_long = T_i >= $long_task_windows.
+-- each task's rows are ordered by their raw line (source_file, source_row) over the whole partition:
+-- a float mean or std depends on the order of its additions, and without an order the window sees
+-- the rows in whatever order the threads scanned them, so two runs could differ in the last bits.
 with
 
 failing_tasks as (
@@ -26,6 +29,8 @@ usage as (
         task_index,
         sampled_cpu_usage as inst,
         case when cpu_rate > 1 then sampled_cpu_usage else cpu_rate end as avg,
+        source_file,
+        source_row,
     from task_usage
     anti join failing_tasks using (job_id, task_index)
     where sampled_cpu_usage is not null
@@ -47,7 +52,11 @@ per_task as (
         max(avg) over by_task as avg_max,
         quantile_cont(avg, [0.5, 0.9, 0.95, 0.99]) over by_task as avg_q,
     from usage
-    window by_task as (partition by job_id, task_index)
+    window by_task as (
+        partition by job_id, task_index
+        order by source_file, source_row
+        rows between unbounded preceding and unbounded following
+    )
     qualify row_number() over by_task = 1
 ),
 
