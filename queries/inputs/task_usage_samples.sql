@@ -8,8 +8,6 @@ usage as (
         job_id,
         task_index,
         start_time,
-        source_file,
-        source_row,
         sampled_cpu_usage as inst,
         -- docs/methods.md §1.8: avg above 1 (the largest machine) is a measurement error; use inst instead
         case when cpu_rate > 1 then sampled_cpu_usage else cpu_rate end as avg,
@@ -34,8 +32,9 @@ final as (
         usage.avg,
     from usage
     semi join tasks using (job_id, task_index)
-    -- two records of a task can share a start_time: the raw line breaks the tie
-    order by usage.job_id, usage.task_index, usage.start_time, usage.source_file, usage.source_row
+    -- two records of a task can share a start_time: ordered by every column, rows that still tie
+    -- are identical, so the stream is the same in every run
+    order by usage.job_id, usage.task_index, usage.start_time, usage.inst, usage.avg
 )
 
 select * from final
