@@ -9,9 +9,9 @@
 -- no events in the data counts as non-production). production = priority >= $production_priority.
 -- a step at time 0 (before the window) is placed at the window start; a step at 2^63-1 (after
 -- the window) never happens inside it and is dropped. units: fractions of the largest machine.
--- every float sum adds in raw-line order (source_file, source_row) and the running totals in
--- window order: a sum of doubles depends on the order of its additions, which the threads' scan
--- order would otherwise set, so two runs could differ in the last bits.
+-- float sums are exact: each value is rounded to 18 decimals (decimal(38, 18): integer
+-- arithmetic, values within +-1e20) and summed without rounding, so the result does not depend on
+-- the order DuckDB's threads add the rows in, as a sum of doubles does (fsum's Kahan sum too).
 with
 
 steps as (
@@ -33,8 +33,6 @@ steps as (
             then coalesce(memory_request, 0) else 0 end
         - case when prev_event_type in (1, 8) and prev_priority < $production_priority
             then coalesce(prev_memory_request, 0) else 0 end as d_memory_non_production,
-        source_file,
-        source_row,
     from fct_task_transitions
     where time < $time_after_window_us
         and (event_type in (1, 8) or prev_event_type in (1, 8))
@@ -50,23 +48,20 @@ step_windows as (
         d_cpu_non_production,
         d_memory_production,
         d_memory_non_production,
-        source_file,
-        source_row,
     from steps
 ),
 
 step_sums as (
     select
         k,
-        sum(d_cpu_production order by source_file, source_row) as d_cpu_production,
-        sum(d_cpu_non_production order by source_file, source_row) as d_cpu_non_production,
-        sum(d_memory_production order by source_file, source_row) as d_memory_production,
-        sum(d_memory_non_production order by source_file, source_row) as d_memory_non_production,
-        sum(d_cpu_production * rest order by source_file, source_row) as part_cpu_production,
-        sum(d_cpu_non_production * rest order by source_file, source_row)
-            as part_cpu_non_production,
-        sum(d_memory_production * rest order by source_file, source_row) as part_memory_production,
-        sum(d_memory_non_production * rest order by source_file, source_row)
+        sum(d_cpu_production::decimal(38, 18))::double as d_cpu_production,
+        sum(d_cpu_non_production::decimal(38, 18))::double as d_cpu_non_production,
+        sum(d_memory_production::decimal(38, 18))::double as d_memory_production,
+        sum(d_memory_non_production::decimal(38, 18))::double as d_memory_non_production,
+        sum((d_cpu_production * rest)::decimal(38, 18))::double as part_cpu_production,
+        sum((d_cpu_non_production * rest)::decimal(38, 18))::double as part_cpu_non_production,
+        sum((d_memory_production * rest)::decimal(38, 18))::double as part_memory_production,
+        sum((d_memory_non_production * rest)::decimal(38, 18))::double
             as part_memory_non_production,
     from step_windows
     group by k
@@ -89,8 +84,6 @@ usage_windows as (
             as cpu,
         task_usage.canonical_memory_usage * (task_usage.end_time - task_usage.start_time)
             / $usage_window_us as memory,
-        task_usage.source_file,
-        task_usage.source_row,
     from task_usage
     left join task_class using (job_id, task_index)
 ),
@@ -98,13 +91,13 @@ usage_windows as (
 usage_sums as (
     select
         k,
-        coalesce(sum(cpu order by source_file, source_row) filter (where is_production), 0)
+        coalesce(sum(cpu::decimal(38, 18)) filter (where is_production), 0)::double
             as used_cpu_production,
-        coalesce(sum(cpu order by source_file, source_row) filter (where not is_production), 0)
+        coalesce(sum(cpu::decimal(38, 18)) filter (where not is_production), 0)::double
             as used_cpu_non_production,
-        coalesce(sum(memory order by source_file, source_row) filter (where is_production), 0)
+        coalesce(sum(memory::decimal(38, 18)) filter (where is_production), 0)::double
             as used_memory_production,
-        coalesce(sum(memory order by source_file, source_row) filter (where not is_production), 0)
+        coalesce(sum(memory::decimal(38, 18)) filter (where not is_production), 0)::double
             as used_memory_non_production,
         count(*) filter (where is_production) as records_production,
         count(*) filter (where not is_production) as records_non_production,

@@ -9,9 +9,10 @@
 -- where avg > 1 (above the largest machine) it is replaced by the window's inst. usage rows
 -- without inst are not windows of the instance; a null avg is skipped by the avg statistics only.
 -- std is the population std; percentiles interpolate linearly (numpy's defaults).
--- each instance's rows are ordered by their raw line (source_file, source_row) over the whole
--- partition: a float mean or std depends on the order of its additions, which without an order
--- is the threads' scan order and changes from run to run.
+-- the window orders each instance's rows by their values over the whole partition: float means and
+-- stds depend on the order of their additions, which without an order is the order DuckDB's
+-- threads deliver the rows in, so two runs could differ in the last bits; rows equal in every
+-- value used are interchangeable, so this order fixes every result.
 with
 
 failing_instances as (
@@ -43,8 +44,6 @@ usage as (
         maximum_usage_cpus as win_max,
         cpu_usage_distribution[10] as win_p90,
         average_usage_memory as mem_avg,
-        source_file,
-        source_row,
     from instance_usage
     anti join failing_instances using (collection_id, instance_index)
     where random_sample_usage_cpus is not null
@@ -71,7 +70,7 @@ per_instance as (
     from usage
     window by_instance as (
         partition by collection_id, instance_index
-        order by source_file, source_row
+        order by inst, avg, win_max, win_p90, mem_avg
         rows between unbounded preceding and unbounded following
     )
     qualify row_number() over by_instance = 1

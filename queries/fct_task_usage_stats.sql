@@ -10,9 +10,10 @@
 -- group-by quantile's values of every task in memory at once (1.2e9 rows in full), while the
 -- window operator spills partitions to disk and holds one task's values at a time.
 -- n_windows is T_i, the task's number of usage records; is_long = T_i >= $long_task_windows.
--- each task's rows are ordered by their raw line (source_file, source_row) over the whole partition:
--- a float mean or std depends on the order of its additions, and without an order the window sees
--- the rows in whatever order the threads scanned them, so two runs could differ in the last bits.
+-- the window orders each task's rows by their values over the whole partition: float means and
+-- stds depend on the order of their additions, which without an order is the order DuckDB's
+-- threads deliver the rows in, so two runs could differ in the last bits; rows equal in every
+-- value used are interchangeable, so this order fixes every result.
 with
 
 failing_tasks as (
@@ -29,8 +30,6 @@ usage as (
         task_index,
         sampled_cpu_usage as inst,
         case when cpu_rate > 1 then sampled_cpu_usage else cpu_rate end as avg,
-        source_file,
-        source_row,
     from task_usage
     anti join failing_tasks using (job_id, task_index)
     where sampled_cpu_usage is not null
@@ -54,7 +53,7 @@ per_task as (
     from usage
     window by_task as (
         partition by job_id, task_index
-        order by source_file, source_row
+        order by inst, avg
         rows between unbounded preceding and unbounded following
     )
     qualify row_number() over by_task = 1
