@@ -70,9 +70,21 @@ def _cli_watchdog_stopped() -> Iterator[None]:
 # ----------------------------------------------------------- nothing left running at the end
 
 #: process-wide threads of libraries, started once on first use and kept by design for the
-#: process's lifetime (stopped at interpreter exit), not by any one test: Prefect's event loops
-#: and Dask's offload executor (distributed.utils)
-_PROCESS_THREADS = frozenset({"GlobalEventLoopThread", "RunSyncEventLoopThread", "Dask-Offload_0"})
+#: process's lifetime (stopped at interpreter exit), not by any one test: Prefect's event loops,
+#: Dask's offload executor (distributed.utils) and futures' callback executor (distributed.Future),
+#: and AnyIO's thread pool of an event loop (each worker ends after 10 s idle)
+_PROCESS_THREADS = frozenset(
+    {
+        "GlobalEventLoopThread",
+        "RunSyncEventLoopThread",
+        "Dask-Offload_0",
+        "Dask-Callback-Thread_0",
+        "AnyIO worker thread",
+    }
+)
+#: likewise a process: multiprocessing's resource tracker, one per interpreter, which ends when
+#: the interpreter does
+_PROCESS_CHILDREN = ("multiprocessing.resource_tracker",)
 
 
 def _running() -> dict[str, str]:
@@ -85,9 +97,11 @@ def _running() -> dict[str, str]:
     }
     for child in me.children(recursive=True):
         try:
-            found[f"process {child.pid}"] = " ".join(child.cmdline())[:200]
+            command = " ".join(child.cmdline())
         except psutil.Error:
-            found[f"process {child.pid}"] = "(gone)"
+            continue  # ended meanwhile
+        if not any(name in command for name in _PROCESS_CHILDREN):
+            found[f"process {child.pid}"] = command[:200]
     for conn in me.net_connections(kind="inet"):
         if conn.status == psutil.CONN_LISTEN:
             found[f"listening socket {conn.laddr.ip}:{conn.laddr.port}"] = ""
