@@ -8,8 +8,8 @@
 -- means and stds come from exact sums (decimal(38, 18): each value rounded to 18 decimals, summed
 -- in integer arithmetic; values within +-1e10): std = sqrt(mean(x^2) - mean(x)^2), 0 when all
 -- values are equal. DuckDB's avg and stddev_pop of doubles add in the order its threads deliver
--- the rows, so two runs could differ in the last bits; an order (avg(x order by ...)) costs a
--- sort per group, 60 times the plain aggregate.
+-- the rows, so two runs could differ in the last bits; an order (avg(x order by ...)) would cost a
+-- sort per group.
 with
 
 instances as (
