@@ -82,6 +82,16 @@ def start_watchdog() -> None:
     )
 
 
+def stop_watchdog() -> None:
+    """Stop this process's watchdog, leaving the marked processes alone (SIGKILL: its SIGTERM
+    means the owner died): for a process that runs commands in-process and outlives them."""
+    global _watchdog
+    if _watchdog is not None:
+        _watchdog.kill()
+        _watchdog.wait()
+        _watchdog = None
+
+
 def exit_on_sigterm() -> None:
     """SIGTERM becomes ``SystemExit(143)``: ``finally`` blocks and ``atexit`` hooks still run."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))

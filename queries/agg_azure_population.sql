@@ -22,8 +22,9 @@ final as (
         sum(core_deaths) filter (where arrived_in_window)::bigint as core_deaths_in_window,
         -- every VM, survivors' included, as the V1 totals count them (104.4 M VM-hours, 237.8 M
         -- core-hours): lifetimes floored at one slot and cut at the window's end
-        sum(vm_exposure_hours) as vm_hours,
-        sum(core_exposure_hours) as core_hours,
+        -- in deployment order: a sum of doubles depends on the order of its additions
+        sum(vm_exposure_hours order by deploymentid) as vm_hours,
+        sum(core_exposure_hours order by deploymentid) as core_hours,
     from deployments
 )
 

@@ -7,6 +7,8 @@
 -- capacity is normalized (the largest machine's CPU or memory = 1); an ADD without capacity (the
 -- trace blanks some) counts the machine as up, its capacity unknown: it is counted in
 -- machines_without_capacity and adds nothing to the totals until an UPDATE gives one.
+-- float sums add in raw-line order (source_file, source_row), the running totals in time order:
+-- a sum of doubles depends on the order of its additions, which the threads' scan order would set.
 -- time 0 (before the window) is the first point; events at 2^63-1 (after it) are left out.
 with
 
@@ -41,8 +43,10 @@ per_time as (
         count(*) filter (where event_type = 1) as removes,
         count(*) filter (where event_type = 2) as updates,
         sum(up_after::int - up_before::int) as machines_change,
-        sum(coalesce(cpus_after, 0) - coalesce(cpus_before, 0)) as cpus_change,
-        sum(coalesce(memory_after, 0) - coalesce(memory_before, 0)) as memory_change,
+        sum(coalesce(cpus_after, 0) - coalesce(cpus_before, 0) order by source_file, source_row)
+            as cpus_change,
+        sum(coalesce(memory_after, 0) - coalesce(memory_before, 0) order by source_file, source_row)
+            as memory_change,
         sum(
             (up_after and cpus_after is null)::int - (up_before and cpus_before is null)::int
         ) as unknown_change,

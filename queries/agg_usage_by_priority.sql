@@ -9,6 +9,9 @@
 -- no events in the data counts as non-production). production = priority >= $production_priority.
 -- a step at time 0 (before the window) is placed at the window start; a step at 2^63-1 (after
 -- the window) never happens inside it and is dropped. units: fractions of the largest machine.
+-- float sums are exact: each value is rounded to 18 decimals (decimal(38, 18): integer
+-- arithmetic, values within +-1e20) and summed without rounding, so the result does not depend on
+-- the order DuckDB's threads add the rows in, as a sum of doubles does (fsum's Kahan sum too).
 with
 
 steps as (
@@ -51,14 +54,15 @@ step_windows as (
 step_sums as (
     select
         k,
-        sum(d_cpu_production) as d_cpu_production,
-        sum(d_cpu_non_production) as d_cpu_non_production,
-        sum(d_memory_production) as d_memory_production,
-        sum(d_memory_non_production) as d_memory_non_production,
-        sum(d_cpu_production * rest) as part_cpu_production,
-        sum(d_cpu_non_production * rest) as part_cpu_non_production,
-        sum(d_memory_production * rest) as part_memory_production,
-        sum(d_memory_non_production * rest) as part_memory_non_production,
+        sum(d_cpu_production::decimal(38, 18))::double as d_cpu_production,
+        sum(d_cpu_non_production::decimal(38, 18))::double as d_cpu_non_production,
+        sum(d_memory_production::decimal(38, 18))::double as d_memory_production,
+        sum(d_memory_non_production::decimal(38, 18))::double as d_memory_non_production,
+        sum((d_cpu_production * rest)::decimal(38, 18))::double as part_cpu_production,
+        sum((d_cpu_non_production * rest)::decimal(38, 18))::double as part_cpu_non_production,
+        sum((d_memory_production * rest)::decimal(38, 18))::double as part_memory_production,
+        sum((d_memory_non_production * rest)::decimal(38, 18))::double
+            as part_memory_non_production,
     from step_windows
     group by k
 ),
@@ -87,10 +91,14 @@ usage_windows as (
 usage_sums as (
     select
         k,
-        coalesce(sum(cpu) filter (where is_production), 0) as used_cpu_production,
-        coalesce(sum(cpu) filter (where not is_production), 0) as used_cpu_non_production,
-        coalesce(sum(memory) filter (where is_production), 0) as used_memory_production,
-        coalesce(sum(memory) filter (where not is_production), 0) as used_memory_non_production,
+        coalesce(sum(cpu::decimal(38, 18)) filter (where is_production), 0)::double
+            as used_cpu_production,
+        coalesce(sum(cpu::decimal(38, 18)) filter (where not is_production), 0)::double
+            as used_cpu_non_production,
+        coalesce(sum(memory::decimal(38, 18)) filter (where is_production), 0)::double
+            as used_memory_production,
+        coalesce(sum(memory::decimal(38, 18)) filter (where not is_production), 0)::double
+            as used_memory_non_production,
         count(*) filter (where is_production) as records_production,
         count(*) filter (where not is_production) as records_non_production,
     from usage_windows

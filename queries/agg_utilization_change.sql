@@ -3,15 +3,16 @@
 -- first window and after an idle one. *_within_threshold says |change| < $change_threshold
 -- (paper: more than 90% of windows within 20%); the report takes the share of true values.
 -- a window no task_usage record covers (a few parts of the trace) has no known use: the change
--- into it and out of it is null, not -100% and back.
+-- into it and out of it is null, not -100% and back. the classes add in a fixed order, so two
+-- runs give the same bits.
 with
 
 usage as (
     select
         window_index,
         window_start,
-        sum(used_cpu) as used_cpu,
-        sum(used_memory) as used_memory,
+        sum(used_cpu order by priority_class) as used_cpu,
+        sum(used_memory order by priority_class) as used_memory,
         sum(usage_records) > 0 as has_records,
     from agg_usage_by_priority
     group by window_index, window_start

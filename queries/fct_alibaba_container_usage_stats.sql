@@ -3,17 +3,17 @@
 -- (the trace's 1/100 core / 100). cpu_util_percent is read as the percentage of the container's
 -- request it uses (docs/derive.md), so used cores = cpu_util_percent / 100 x cpu_request.
 -- samples with cpu_util_percent outside [0, 100] (the publisher's -1 / 101 markers) are left out
--- and counted in n_invalid.
+-- and counted in n_invalid. two meta rows of a container at one time_stamp: the later raw line wins.
 with
 
 meta as (
     select
         container_id,
-        arg_max(machine_id, time_stamp) as machine_id,
-        arg_max(app_du, time_stamp) as app_du,
-        arg_max(cpu_request, time_stamp) / 100 as cpu_request,
-        arg_max(cpu_limit, time_stamp) / 100 as cpu_limit,
-        arg_max(mem_size, time_stamp) as mem_size,
+        arg_max(machine_id, (time_stamp, source_file, source_row)) as machine_id,
+        arg_max(app_du, (time_stamp, source_file, source_row)) as app_du,
+        arg_max(cpu_request, (time_stamp, source_file, source_row)) / 100 as cpu_request,
+        arg_max(cpu_limit, (time_stamp, source_file, source_row)) / 100 as cpu_limit,
+        arg_max(mem_size, (time_stamp, source_file, source_row)) as mem_size,
     from container_meta
     group by container_id
 ),

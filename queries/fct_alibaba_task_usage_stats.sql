@@ -5,6 +5,11 @@
 -- used_over_requested = avg_mean / plan_cpu (NULL without a request). mem_* stay normalised [0, 100].
 -- instances with an invalid cpu (the publisher's -1 or 101 markers; any negative value) are left
 -- out of the cpu statistics and counted in n_invalid_cpu.
+-- means and stds come from exact sums (decimal(38, 18): each value rounded to 18 decimals, summed
+-- in integer arithmetic; values within +-1e10): std = sqrt(mean(x^2) - mean(x)^2), 0 when all
+-- values are equal. DuckDB's avg and stddev_pop of doubles add in the order its threads deliver
+-- the rows, so two runs could differ in the last bits; an order (avg(x order by ...)) would cost a
+-- sort per group.
 with
 
 instances as (
@@ -25,11 +30,17 @@ per_task as (
         task_name,
         count(*) as n_instances,
         count(*) filter (where invalid_cpu) as n_invalid_cpu,
-        avg(cpu_avg) as avg_mean,
-        stddev_pop(cpu_avg) as avg_std,
+        avg(cpu_avg::decimal(38, 18)) as avg_mean,
+        case
+            when count(cpu_avg) = 0 then null
+            when min(cpu_avg) = max(cpu_avg) then 0.0
+            else sqrt(greatest(
+                avg((cpu_avg * cpu_avg)::decimal(38, 18)) - pow(avg(cpu_avg::decimal(38, 18)), 2), 0
+            ))
+        end as avg_std,
         max(cpu_avg) as avg_max,
         max(cpu_max) as inst_max,
-        avg(mem_avg) as mem_avg_mean,
+        avg(mem_avg::decimal(38, 18)) as mem_avg_mean,
         max(mem_max) as mem_max,
     from instances
     group by job_name, task_name

@@ -9,6 +9,10 @@
 -- where avg > 1 (above the largest machine) it is replaced by the window's inst. usage rows
 -- without inst are not windows of the instance; a null avg is skipped by the avg statistics only.
 -- std is the population std; percentiles interpolate linearly (numpy's defaults).
+-- the window orders each instance's rows by their values over the whole partition: float means and
+-- stds depend on the order of their additions, which without an order is the order DuckDB's
+-- threads deliver the rows in, so two runs could differ in the last bits; rows equal in every
+-- value used are interchangeable, so this order fixes every result.
 with
 
 failing_instances as (
@@ -64,7 +68,11 @@ per_instance as (
         avg(win_p90) over by_instance as win_p90_mean,
         avg(mem_avg) over by_instance as mem_avg_mean,
     from usage
-    window by_instance as (partition by collection_id, instance_index)
+    window by_instance as (
+        partition by collection_id, instance_index
+        order by inst, avg, win_max, win_p90, mem_avg
+        rows between unbounded preceding and unbounded following
+    )
     qualify row_number() over by_instance = 1
 ),
 

@@ -10,6 +10,10 @@
 -- group-by quantile's values of every task in memory at once (1.2e9 rows in full), while the
 -- window operator spills partitions to disk and holds one task's values at a time.
 -- n_windows is T_i, the task's number of usage records; is_long = T_i >= $long_task_windows.
+-- the window orders each task's rows by their values over the whole partition: float means and
+-- stds depend on the order of their additions, which without an order is the order DuckDB's
+-- threads deliver the rows in, so two runs could differ in the last bits; rows equal in every
+-- value used are interchangeable, so this order fixes every result.
 with
 
 failing_tasks as (
@@ -47,7 +51,11 @@ per_task as (
         max(avg) over by_task as avg_max,
         quantile_cont(avg, [0.5, 0.9, 0.95, 0.99]) over by_task as avg_q,
     from usage
-    window by_task as (partition by job_id, task_index)
+    window by_task as (
+        partition by job_id, task_index
+        order by inst, avg
+        rows between unbounded preceding and unbounded following
+    )
     qualify row_number() over by_task = 1
 ),
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.sums import sorted_sum
 from tracelab.analysis.compare.intervals import (
     NO_DATA,
     Estimate,
@@ -174,7 +175,7 @@ def usage_ratio(
     """Median over rows of used / requested CPU (rows with a positive request); with ``group``,
     the rows of each group are summed first (google-2011's priority classes of one window)."""
     if group:
-        frame = frame.group_by(group).agg(pl.col(used).sum(), pl.col(requested).sum())
+        frame = frame.group_by(group).agg(sorted_sum(used), sorted_sum(requested))
     rows = frame.filter(pl.col(requested) > 0).drop_nulls([used, requested])
     ratios = (rows[used].cast(pl.Float64) / rows[requested].cast(pl.Float64)).to_numpy()
     return quantile_interval(ratios, 0.5)

@@ -35,6 +35,7 @@ import polars as pl
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.packing.core import (
     PAPER_MAX_FAILURES,
     FloatArray,
@@ -406,10 +407,10 @@ def method_table(runs: pl.DataFrame) -> pl.DataFrame:
         runs.group_by(_GROUP, maintain_order=True)
         .agg(
             pl.len().alias("instances"),
-            pl.col("m").mean().alias("m_mean"),
+            sorted_mean("m").alias("m_mean"),
             pl.col("m").median().alias("m_median"),
-            pl.col("m_abs").mean().alias("m_abs_mean"),
-            pl.col("q").mean().alias("q_mean"),
+            sorted_mean("m_abs").alias("m_abs_mean"),
+            sorted_mean("q").alias("q_mean"),
             pl.col("q").median().alias("q_median"),
             pl.col("overflows").sum().alias("overflows"),
             pl.col("evaluations").sum().alias("evaluations"),

@@ -32,6 +32,7 @@ from tracelab.analysis.common.stage_api import (
     serial_map,
 )
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.placement.model import (
     HOUR_S,
@@ -503,12 +504,12 @@ def placement_tables(
     improvement = (
         replays.group_by("policy", "predictor")
         .agg(
-            pl.col("empty_host_pct").mean(),
-            pl.col("improvement_pp").mean().alias("improvement_pp_mean"),
+            sorted_mean("empty_host_pct"),
+            sorted_mean("improvement_pp").alias("improvement_pp_mean"),
             pl.col("improvement_pp").min().alias("improvement_pp_min"),
             pl.col("improvement_pp").max().alias("improvement_pp_max"),
-            pl.col("stranded_cpu_pct").mean(),
-            pl.col("stranded_memory_pct").mean(),
+            sorted_mean("stranded_cpu_pct"),
+            sorted_mean("stranded_memory_pct"),
             pl.len().alias("pools"),
         )
         .sort("policy", "predictor")

@@ -27,6 +27,7 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import NOT_ENOUGH_DATA
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary, write_stage_outputs
+from tracelab.analysis.common.sums import sorted_sum
 
 GOOGLE = "google-2011"
 AZURE = "azure-2017"
@@ -115,7 +116,7 @@ def _near_zero_share(x: CalibrationInputs) -> float | None:
     low = (
         x.centroids.filter(pl.col("bin") < NEAR_ZERO_BINS)
         .group_by("cluster")
-        .agg(pl.col("share_of_samples").sum().alias("low"))
+        .agg(sorted_sum("share_of_samples").alias("low"))
     )
     near = low.filter(pl.col("low") >= NEAR_ZERO_MASS)["cluster"]
     shares = x.cluster_shares.filter(pl.col("cluster").is_in(near.implode()))
@@ -220,7 +221,7 @@ def _production_usage_share(column: str) -> Measure:
     def measure(x: CalibrationInputs) -> float | None:
         if x.usage_by_priority is None:
             return None
-        by = x.usage_by_priority.group_by("priority_class").agg(pl.col(column).sum())
+        by = x.usage_by_priority.group_by("priority_class").agg(sorted_sum(column))
         total = float(by[column].sum())
         prod = float(by.filter(pl.col("priority_class") == "production")[column].sum())
         return prod / total if total else None

@@ -98,7 +98,9 @@ def gamma_fit(
     """MLE Gamma fit (location 0) with log-likelihood, KS distance and bootstrap 95% CIs."""
     x_all = np.asarray(sample, dtype=np.float64)
     x_all = x_all[np.isfinite(x_all)]
-    x = x_all[x_all > 0]
+    # sorted: the likelihood's sums and the bootstrap's draws (by position) then depend on the
+    # values only, not on the order a table was read in, so two runs give the same bits
+    x = np.sort(x_all[x_all > 0])
     if x.size < 2 or np.ptp(x) == 0:
         raise ValueError(f"{name}: a Gamma fit needs at least 2 distinct positive values")
     shape, rate = _mle(x)

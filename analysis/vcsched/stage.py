@@ -31,6 +31,7 @@ from tracelab.analysis.common.stage_api import (
     serial_map,
 )
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.lake.availability import trace_requests_shortfall
 from tracelab.analysis.vcsched.algorithms import (
     MCB_VARIANTS,
@@ -570,8 +571,8 @@ def _gap_table(results: pl.DataFrame, instances: pl.DataFrame) -> pl.DataFrame:
             .group_by(*_KEYS)
             .agg(
                 pl.len().cast(pl.Int64).alias("n_instances"),
-                pl.col("hi").mean().alias("mean_higher"),
-                pl.col("lo").mean().alias("mean_lower"),
+                sorted_mean("hi").alias("mean_higher"),
+                sorted_mean("lo").alias("mean_lower"),
             )
         )
         rows.append(pair.with_columns(pl.lit(higher).alias("higher"), pl.lit(lower).alias("lower")))
@@ -604,8 +605,8 @@ def yield_tables(outcomes: list[InstanceOutcome]) -> dict[str, pl.DataFrame]:
         .agg(
             pl.len().cast(pl.Int64).alias("n_instances"),
             pl.col("solved").sum().cast(pl.Int64).alias("n_solved"),
-            pl.col("min_yield").mean().alias("mean_min_yield"),
-            pl.col("avg_yield").mean().alias("mean_avg_yield"),
+            sorted_mean("min_yield").alias("mean_min_yield"),
+            sorted_mean("avg_yield").alias("mean_avg_yield"),
         )
         .with_columns((1.0 - pl.col("n_solved") / pl.col("n_instances")).alias("failure_rate"))
         .sort(*_KEYS, _algorithm_rank(), "slack")
@@ -615,7 +616,7 @@ def yield_tables(outcomes: list[InstanceOutcome]) -> dict[str, pl.DataFrame]:
         .group_by(*_KEYS, "family", "algorithm")
         .agg(
             pl.len().cast(pl.Int64).alias("n_instances"),
-            pl.col("degradation_pct").mean().alias("mean_pct"),
+            sorted_mean("degradation_pct").alias("mean_pct"),
             pl.col("degradation_pct").max().alias("max_pct"),
         )
         .sort(*_KEYS, "family", "mean_pct", "algorithm")
@@ -659,16 +660,14 @@ def yield_summary(tables: dict[str, pl.DataFrame], sources: tuple[str, ...]) -> 
     mine = results.filter(pl.col("instance_id").is_in(ids.implode()))
     per_algorithm = (
         mine.group_by("algorithm")
-        .agg(
-            pl.col("min_yield").mean().alias("mean"), (1.0 - pl.col("solved").mean()).alias("fail")
-        )
+        .agg(sorted_mean("min_yield").alias("mean"), (1.0 - pl.col("solved").mean()).alias("fail"))
         .sort(_algorithm_rank())
     )
     degradation = (
         degradation_per_instance(results, instances)
         .filter((pl.col("source") == headline) & (pl.col("family") == "mcb"))
         .group_by("algorithm")
-        .agg(pl.col("degradation_pct").mean())
+        .agg(sorted_mean("degradation_pct"))
         .sort("degradation_pct", "algorithm")
     )
     mcb_deg = {str(a): float(d) for a, d in degradation.iter_rows()}

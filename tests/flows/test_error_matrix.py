@@ -58,8 +58,10 @@ def test_a_missing_input_names_the_command_that_makes_it(
 
 
 def test_an_unexpected_error_is_one_line_and_the_traceback_is_logged(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # the harness: without it the stage's flow starts Prefect's own temporary server, which
+    # would run until the test session ends
     # a params document that is not JSON reaches a consuming stage
     (tmp_path / "exports").mkdir()
     (tmp_path / "exports" / "params.json").write_text("{not json", encoding="utf-8")
