@@ -53,8 +53,10 @@ final as (
         cpus,
         memory,
         count(*) as machines,
-        sum(cpus) as cpus_total,
-        sum(memory) as memory_total,
+        -- every row of a group has the same capacity: a product, where a float sum would
+        -- depend on the order the threads add in
+        count(*) * cpus as cpus_total,
+        count(*) * memory as memory_total,
     from last_state
     where event_type in (1, 3)
     group by snapshot, cpus, memory

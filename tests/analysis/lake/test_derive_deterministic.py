@@ -22,7 +22,7 @@ import pytest
 from tracelab.analysis.common.duck import bounded_connection
 from tracelab.analysis.lake import derive
 from tracelab.analysis.synthetic import generate_trace
-from tracelab.flows.ingest import ingest_flow
+from tracelab.flows.ingest import run_ingest
 
 pytestmark = pytest.mark.slow
 
@@ -82,7 +82,7 @@ def test_two_derives_of_one_lake_give_identical_bits(
 ) -> None:
     raw = tmp_path / "raw"
     generate_trace(trace, raw, seed=37, scale="tiny")
-    summary = ingest_flow(trace=trace, raw_dir=raw, lake_dir=tmp_path / "lake")
+    summary = run_ingest(trace, raw, tmp_path / "lake")
     assert not summary.failed
     _shuffled_copy(tmp_path / "lake", tmp_path / "shuffled", seed=38)
     names = _derive_all(trace, tmp_path / "lake", tmp_path / "a", tmp_path / "spill")
