@@ -16,7 +16,13 @@ import pytest
 from admission_helpers import PRIORS, write_params
 
 from tracelab.analysis.admission.importance import importance_scheme
-from tracelab.analysis.admission.sim import ClusterConfig, RunResult, simulate_cluster
+from tracelab.analysis.admission.sim import (
+    ClusterConfig,
+    RunResult,
+    _draw_arrivals,
+    _initial_belief,
+    simulate_cluster,
+)
 from tracelab.analysis.admission.stage import (
     AdmissionParams,
     _configs,
@@ -26,6 +32,7 @@ from tracelab.analysis.admission.stage import (
     _with_gains,
     admission_results,
     pilot_chunk,
+    run_cluster,
 )
 from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
@@ -329,3 +336,59 @@ def test_stage_runs_the_importance_pilot_through_its_map(tmp_path: Path) -> None
     assert summary.importance_sampling
     assert summary.importance is not None
     assert summary.importance.pilot_runs == 10
+
+
+def test_prior_observations_let_the_marginal_policies_admit_more_on_the_same_arrivals() -> None:
+    """§6, Fig. 1: k prior observations of a deployment's own lifetimes, gaps and sizes sharpen
+    the provider's belief, so the marginal heuristic recognises the deployments that will soon be
+    gone (expected below one core at a step) and admits them. The arrivals are drawn whatever k
+    is (same seeds, same deployments), so at a fixed T only the belief differs: with 50
+    observations more deployments are accepted than with none; with k = 0 the Fig. 1
+    configuration decides exactly as the Table 2 one."""
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=300.0,
+        policies=("first-marginal",),
+        observations=(0, 50),
+        lookahead_steps=4,
+    )
+    configs = {(c.policy, c.observations): c for c in _configs(params, PRIORS)}
+
+    def runs(policy: str, k: int) -> list[RunResult]:
+        cfg = dataclasses.replace(configs[policy, k], threshold=0.6)
+        return [run_cluster(cfg, 0, 0, r) for r in range(3)]
+
+    for policy in ("first-marginal", "second-marginal"):
+        blind, informed = runs(policy, 0), runs(policy, 50)
+        assert [r.arrivals for r in blind] == [r.arrivals for r in informed]
+        assert sum(r.accepted for r in informed) > sum(r.accepted for r in blind), policy
+    table2 = dataclasses.replace(
+        _configs(dataclasses.replace(params, observations=()), PRIORS)[0], threshold=0.6
+    )
+    assert [run_cluster(table2, 0, 0, r) for r in range(3)] == runs("first-marginal", 0)
+
+
+def test_prior_observations_move_each_belief_to_the_deployments_own_parameters() -> None:
+    """§6: with k observations the belief absorbs k of the deployment's true core lifetimes,
+    scale-out gaps and batch sizes, so each Gamma's mean estimates that deployment's own λ, ρ
+    and s from about k draws: relative error ~1/√k (0.14 at k = 50, a median |log error| near
+    0.1), where the prior alone misses by its own spread (λ ~ Gamma(3, ·): ~0.4)."""
+    params = AdmissionParams(cores=40, horizon_hours=300.0, observations=(0, 50))
+    configs = {(c.policy, c.observations): c for c in _configs(params, PRIORS)}
+
+    def median_log_errors(k: int) -> dict[str, float]:
+        cfg = configs["first-marginal", k]
+        arr = _draw_arrivals(cfg, (0, 0, 0))
+        rho = arr.rate / arr.lam**PRIORS.alpha
+        errors: dict[str, list[float]] = {"lambda": [], "rho": [], "s": []}
+        for i in range(len(arr.times)):
+            b = _initial_belief(cfg, arr, i, float(arr.times[i]))
+            errors["lambda"].append(abs(math.log(b.a_lam / b.b_lam / arr.lam[i])))
+            errors["rho"].append(abs(math.log(b.a_rho / b.b_rho / rho[i])))
+            errors["s"].append(abs(math.log(b.a_s / b.b_s / arr.size[i])))
+        return {name: float(np.median(e)) for name, e in errors.items()}
+
+    informed, blind = median_log_errors(50), median_log_errors(0)
+    for name in ("lambda", "rho", "s"):
+        assert informed[name] < 0.25, (name, informed)
+        assert blind[name] > 2 * informed[name], (name, blind, informed)
