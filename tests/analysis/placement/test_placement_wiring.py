@@ -25,7 +25,7 @@ from tracelab.analysis.placement.model import (
     predicted_classes,
     predicted_long,
 )
-from tracelab.analysis.placement.replay import ReplayResult
+from tracelab.analysis.placement.replay import ReplayResult, replay
 from tracelab.analysis.placement.stage import (
     PlacementParams,
     _check,
@@ -39,6 +39,7 @@ from tracelab.analysis.placement.stage import (
     prediction_quality,
     predictions,
     replay_inputs,
+    replays_table,
 )
 from tracelab.analysis.placement.stream import VmStream
 
@@ -317,3 +318,64 @@ def test_stage_entry_replays_the_chosen_source_and_writes_its_summary(tmp_path: 
         assert summary.vms == pools["vms"].sum() > 0
         assert pl.read_parquet(out / "replays.parquet").height == 2
         assert summary.prediction["class_vms"] > 0
+
+
+def _three_host_workload() -> VmStream:
+    """Hand-made pool of 3 hosts of 10 cores (memory 2 GB per core, hosts 20 GB).
+
+    At 0: V0 8 cores, 0.5 h; V1 6 cores, 200 h; V2 7 cores, 20 h. V0 opens host 0; V1 fits
+    nowhere but an empty host (host 1); V2 neither on host 0 (2 free) nor host 1 (4 free): host 2
+    (3 free). At 300 s V3 (2 cores, 150 h) fits on every host; at 30 h V4 (1 core, 0.5 h) only
+    marks the end of the metrics window [0, 30 h].
+    """
+    h = 3600
+    return _stream(
+        created=[0, 0, 0, 300, 30 * h],
+        deleted=[h // 2, 200 * h, 20 * h, 300 + 150 * h, 30 * h + h // 2],
+        cores=[8.0, 6.0, 7.0, 2.0, 1.0],
+    )
+
+
+def test_each_policys_row_follows_its_own_host_lifetime_rule() -> None:
+    """V3's host decides every row (oracle lifetimes, so each rule sees the true exits):
+
+    * Best Fit: the fullest host, host 0 (2 free); host 0 then stays busy until 150 h and only
+      host 2 empties (at 20 h): 10 of 90 host-hours empty, 11.1%;
+    * LA-Binary: V3 is long (>= 2 h); host 0 is short (its exit 0.5 h is < 2 h away), hosts 1
+      and 2 long, so Best Fit between them: host 2 (3 free, against 4). Host 0 empties at 0.5 h:
+      29.5 of 90, 32.8%;
+    * LAS: host exit = its VMs' latest exit; ΔT = V3's exit − host exit is ≤ 0 only on host 1
+      (200 h), 149.6 h on host 0 and 130 h on host 2 (cost 9): host 1. Host 0 empties at 0.5 h
+      and host 2 at 20 h: 39.5 of 90, 43.9%;
+    * LAVA: V3 is LC4 (100-1000 h), host 1 the open LC4 host (V1, 200 h): host 1, as LAS.
+
+    A rule changed for one policy (LA-Binary's cutoff, LAS's latest exit, a host's class) moves
+    that policy's row and no other.
+    """
+    params = PlacementParams(
+        pool_hosts=(3,),
+        host_cores=10,
+        host_memory_gb=20.0,
+        predictors=("oracle",),
+        warmup_hours=0.0,
+        inflation_every_hours=0.0,
+        defrag_every_hours=0.0,
+    )
+    items = replay_inputs(params, [_three_host_workload()], PRIOR)
+    items = [replace(it, config=replace(it.config, record=True)) for it in items]
+    results = [replay(it) for it in items]
+    host_of_v3 = {r.policy: int(r.host_of[3]) for r in results if r.host_of is not None}
+    assert host_of_v3 == {"best-fit": 0, "la-binary": 2, "las": 1, "lava": 1}
+    rows = replays_table(results)
+    got = dict(zip(rows["policy"], rows["empty_host_pct"], strict=True))
+    assert got == pytest.approx(
+        {
+            "best-fit": 100 * 10 / 90,
+            "la-binary": 100 * 29.5 / 90,
+            "las": 100 * 39.5 / 90,
+            "lava": 100 * 39.5 / 90,
+        }
+    )
+    improvement = dict(zip(rows["policy"], rows["improvement_pp"], strict=True))
+    assert improvement["las"] == pytest.approx(100 * 29.5 / 90)
+    assert (rows["rejected_vms"] == 0).all()
