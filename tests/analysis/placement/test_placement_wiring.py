@@ -379,3 +379,43 @@ def test_each_policys_row_follows_its_own_host_lifetime_rule() -> None:
     improvement = dict(zip(rows["policy"], rows["improvement_pp"], strict=True))
     assert improvement["las"] == pytest.approx(100 * 29.5 / 90)
     assert (rows["rejected_vms"] == 0).all()
+
+
+def test_la_binary_classes_a_host_by_its_vms_median_not_mean_lifetime() -> None:
+    """LA-Binary with the model: a VM is short when its predicted median lifetime is < 2 h, and
+    a host is long when its VMs' latest predicted exit (creation + median) is >= 2 h away.
+
+    Lomax predictions (shape 1, scale b hours): median b, mean within 720 h b·ln(1 + 720/b).
+    A and C (b = 1 h: median 1 h, mean 6.6 h) are short, B (b = 10 h) long. 3 hosts of 10
+    cores: A (5 cores) opens host 0, B (7 cores) host 1; at 300 s C (2 cores) joins host 0, the
+    short host of its class (by the means host 0 would look long too, and Best Fit would pick
+    host 1, 3 cores free against 5). A lives 0.5 h and C 0.5 h, so host 0 empties at 2,100 s;
+    host 2 stays empty; D at 10 h ends the window: (10 + 10 − 7/12) of 30 host-hours empty.
+    """
+    h = 3600
+    stream = _stream(
+        created=[0, 0, 300, 10 * h],
+        deleted=[h // 2, 100 * h, 300 + h // 2, 10 * h + h // 2],
+        cores=[5.0, 7.0, 2.0, 1.0],
+    )
+    params = PlacementParams(
+        pool_hosts=(3,),
+        host_cores=10,
+        host_memory_gb=20.0,
+        policies=("la-binary",),
+        predictors=("model",),
+        warmup_hours=0.0,
+        inflation_every_hours=0.0,
+        defrag_every_hours=0.0,
+    )
+    items = replay_inputs(params, [stream], PRIOR)
+    shape, scale = np.ones(4), np.array([1.0, 10.0, 1.0, 1.0])
+    items = [
+        replace(it, config=replace(it.config, record=True), shape=shape, rate_hours=scale)
+        for it in items
+        if it.config.policy == "la-binary"
+    ]
+    (result,) = [replay(it) for it in items]
+    assert result.host_of is not None
+    assert result.host_of.tolist()[:3] == [0, 1, 0]
+    assert result.empty_host_pct == pytest.approx(100 * (20 - 7 / 12) / 30)
