@@ -16,6 +16,7 @@ import pytest
 from admission_helpers import PRIORS, write_params
 
 from tracelab.analysis.admission.importance import importance_scheme
+from tracelab.analysis.admission.model import admission_priors
 from tracelab.analysis.admission.sim import (
     ClusterConfig,
     RunResult,
@@ -36,7 +37,9 @@ from tracelab.analysis.admission.stage import (
 )
 from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.export.document import load_params
 
 
 def _run(
@@ -392,3 +395,56 @@ def test_prior_observations_move_each_belief_to_the_deployments_own_parameters()
     for name in ("lambda", "rho", "s"):
         assert informed[name] < 0.25, (name, informed)
         assert blind[name] > 2 * informed[name], (name, blind, informed)
+
+
+def test_configurations_carry_every_simulation_option() -> None:
+    """Each option the simulator reads reaches every configuration, at values none of the
+    defaults has (C 40, 150 h, look-ahead 24 h and 100 h in 3 steps, marginal below 2.5 cores)."""
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=150.0,
+        lookahead_hours=(100.0, 24.0),
+        lookahead_steps=3,
+        marginal_cores=2.5,
+        policies=("zeroth", "second"),
+        observations=(5,),
+    )
+    configs = _configs(params, PRIORS)
+    assert len(configs) == 4
+    for cfg in configs:
+        assert (cfg.cores, cfg.horizon_hours) == (40, 150.0)
+        assert (cfg.lookahead_hours, cfg.lookahead_steps) == ((100.0, 24.0), 3)
+        assert cfg.marginal_cores == 2.5
+        assert cfg.priors is PRIORS
+
+
+def test_stage_judges_the_given_sla_and_runs_on_the_given_seed(tmp_path: Path) -> None:
+    """A tuning step is feasible exactly when its pooled failure rate is within the SLA asked
+    (0.1 here, not the default 1e-3), the verdict of each policy likewise; the upper bound's
+    verification runs are the simulator's runs of seed 7 (stream 1 = verification)."""
+    write_params(tmp_path)
+    params = AdmissionParams(
+        cores=40,
+        arrival_rate=0.0,
+        horizon_hours=100.0,
+        runs=2,
+        sla=0.1,
+        policies=("zeroth",),
+        tuning_iterations=4,
+        bootstrap=200,
+        seed=7,
+    )
+    summary = admission_results(params, tmp_path, tmp_path / "out")
+    tuning = pl.read_parquet(tmp_path / "out" / "tuning.parquet")
+    assert tuning["feasible"].to_list() == [f <= 0.1 for f in tuning["failure_rate"]]
+    # the check has power: a step feasible at 0.1 would not be at the default 1e-3
+    assert tuning.filter(pl.col("feasible") & (pl.col("failure_rate") > 1e-3)).height > 0
+    for result in summary.results:
+        assert result.sla_met == (result.failure_rate <= 0.1)
+    runs = pl.read_parquet(tmp_path / "out" / "runs.parquet").filter(
+        pl.col("policy") == "accept-all"
+    )
+    priors = admission_priors(load_params(PARAMS_EXPORT.path(tmp_path)), "marginal", None)
+    upper = dataclasses.replace(_configs(params, priors)[0], policy="accept-all", threshold=1.0)
+    expected = [run_cluster(upper, 7, 1, r).utilization for r in range(params.runs)]
+    assert runs["utilization"].to_list() == pytest.approx(expected)
