@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from vcsched_helpers import write_lake
 
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
@@ -24,9 +26,11 @@ from tracelab.analysis.vcsched.stage import (
     InstanceOutcome,
     YieldParams,
     _best_peak_load,
+    _build_tasks,
     _instance_outcome,
     _mean_cpu_load,
     _rounding_placements,
+    _Settings,
     _settings,
     _Task,
     instance_specs,
@@ -439,3 +443,38 @@ def test_lp_row_is_the_relaxation_above_every_integral_solution() -> None:
     integral = [r["min_yield"] for n, r in rows.items() if n != "LP" and r["solved"]]
     assert integral
     assert all(lp >= y - 1e-9 for y in integral)
+
+
+def test_settings_and_grid_carry_every_option() -> None:
+    """Each option the algorithms and the grid read reaches them, at values none of the
+    defaults has."""
+    params = YieldParams(
+        algorithms=("MCB8", "GB", "RRNZ", "MILP"),
+        milp_max_jobs=7,
+        milp_time_limit_s=3.5,
+        rounding_max_jobs=9,
+        backtrack_limit=77,
+        yield_tolerance=0.003,
+        rrnz_epsilon=0.2,
+    )
+    assert _settings(params) == _Settings(("MCB8", "GB", "RRNZ", "MILP"), 7, 3.5, 9, 77, 0.003, 0.2)
+    grid = dataclasses.replace(GRID, small_hosts=3, large_hosts=32, sources=("paper",))
+    assert {(s.size_class, s.n_hosts) for s in instance_specs(grid)} == {
+        ("small", 3),
+        ("large", 32),
+    }
+
+
+def test_trace_instances_are_built_at_the_asked_cpu_load(tmp_path: Path) -> None:
+    """The stage's trace instances: CPU needs scaled so that they sum to trace_cpu_load hosts'
+    worth (needs capped at 1 and floored at the minimum lose a little), here 1.5 per host
+    instead of the default 2."""
+    write_lake(tmp_path)
+    params = YieldParams(
+        sources=("trace",), trace_jobs=(20,), trace_instances=2, slacks=(0.3,), trace_cpu_load=1.5
+    )
+    tasks = _build_tasks(params, tmp_path)
+    assert len(tasks) == 2
+    for task in tasks:
+        load = float(task.instance.cpu_need.sum()) / task.instance.n_hosts
+        assert load == pytest.approx(1.5, rel=0.05)
