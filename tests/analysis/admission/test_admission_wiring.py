@@ -29,6 +29,8 @@ from tracelab.analysis.admission.stage import (
     _configs,
     _failure_rate,
     _importance,
+    _Runner,
+    _tune,
     _utilization,
     _with_gains,
     admission_results,
@@ -448,3 +450,46 @@ def test_stage_judges_the_given_sla_and_runs_on_the_given_seed(tmp_path: Path) -
     upper = dataclasses.replace(_configs(params, priors)[0], policy="accept-all", threshold=1.0)
     expected = [run_cluster(upper, 7, 1, r).utilization for r in range(params.runs)]
     assert runs["utilization"].to_list() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("tolerance", "resolution"), [(0.05, 0.001), (1e-4, 0.1)])
+def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
+    tolerance: float, resolution: float
+) -> None:
+    """_tune bisects with the stage's SLA, step limit, tolerance and resolution: on a made-up
+    curve (utilization 0.8·T; failure rate 0.01·(T − 0.5) above T = 0.5, so the SLA 1e-3 is
+    crossed at T = 0.6) its steps are bisect_threshold's with the same options. Either rule
+    alone stops once the bracket is 1/16 wide: tolerance 0.05 (utilizations 0.05 apart) or
+    resolution 0.1 (narrower than a tenth of [0, 1]); the other is set not to bite, and the
+    defaults (0.002, 1/64) would go on."""
+
+    def curve(threshold: float) -> tuple[int, float]:
+        return round(1e6 * 0.01 * max(threshold - 0.5, 0.0)), 0.8 * threshold
+
+    def fake_map(fn, runs):  # type: ignore[no-untyped-def]
+        failures, utilization = curve(fn.args[0].threshold)
+        return [_run(r, utilization, 1_000_000, failures) for r in runs]
+
+    params = AdmissionParams(
+        runs=2,
+        sla=1e-3,
+        tuning_iterations=12,
+        tuning_tolerance=tolerance,
+        tuning_resolution=resolution,
+    )
+    base = _configs(dataclasses.replace(params, policies=("zeroth",)), PRIORS)[0]
+    runner = _Runner(fake_map, lambda *_: None, 100, 0)
+    rows: list[dict[str, object]] = []
+    bracket = _tune(base, params, runner, rows)
+
+    def evaluate(threshold: float) -> tuple[float, float]:
+        failures, utilization = curve(threshold)
+        return failures / 1_000_000, utilization
+
+    expected, steps = bisect_threshold(
+        "zeroth", evaluate, sla=1e-3, max_steps=12, tolerance=tolerance, resolution=resolution
+    )
+    assert [r["threshold"] for r in rows] == [s.threshold for s in steps]
+    assert [r["threshold"] for r in rows] == [1.0, 0.5, 0.75, 0.625, 0.5625]
+    assert (bracket.threshold_low, bracket.threshold_high) == (0.5625, 0.625)
+    assert bracket == expected
