@@ -381,3 +381,24 @@ def test_stage_draws_its_tasks_with_the_seed_and_records_the_realizations(
     assert repr(drawn.instances) != repr(other.instances)
     summary = packing_results(dataclasses.replace(params, realizations=12), data, tmp_path / "out")
     assert summary.realizations == 12
+
+
+def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
+    """The same tasks packed with seed 3 twice give the same runs, with seed 0 other ones: the
+    realizations come from the seed asked, not only the task draw."""
+    data = tmp_path / "data"
+    write_packing_params(data)
+    params = dataclasses.replace(
+        METHODS_ONLY,
+        source="params",
+        instances=1,
+        tasks=20,
+        realizations=20,
+        seed=3,
+        # tasks of ~0.02 core on machines of 0.05: the packings and overflows depend on the draws
+        capacity=0.05,
+    )
+    source = task_source(params, data)
+    first = packing_runs(source, params)
+    assert first.equals(packing_runs(source, params))
+    assert not first.equals(packing_runs(source, dataclasses.replace(params, seed=0)))
