@@ -493,3 +493,25 @@ def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
     assert [r["threshold"] for r in rows] == [1.0, 0.5, 0.75, 0.625, 0.5625]
     assert (bracket.threshold_low, bracket.threshold_high) == (0.5625, 0.625)
     assert bracket == expected
+
+
+def test_intervals_resample_as_often_as_asked_from_the_seed_asked() -> None:
+    """The BCa interval of the utilization is a bootstrap: the same resamples (count and seed)
+    give the same interval, another seed or count another one."""
+    rng = np.random.default_rng(5)
+    runs = [
+        _run(i, float(u), 100, int(f))
+        for i, (u, f) in enumerate(
+            zip(rng.uniform(0.5, 0.8, 12), rng.integers(0, 4, 12), strict=True)
+        )
+    ]
+
+    def interval(bootstrap: int, seed: int) -> tuple[float, float]:
+        r = policy_result(
+            "zeroth", 0, 0.5, runs, 0.01, AdmissionParams(bootstrap=bootstrap, seed=seed)
+        )
+        return r.utilization_ci_low, r.utilization_ci_high
+
+    assert interval(300, 1) == interval(300, 1)
+    assert interval(300, 1) != interval(300, 2)
+    assert interval(300, 1) != interval(600, 1)
