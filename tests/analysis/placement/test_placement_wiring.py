@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -419,3 +420,81 @@ def test_la_binary_classes_a_host_by_its_vms_median_not_mean_lifetime() -> None:
     assert result.host_of is not None
     assert result.host_of.tolist()[:3] == [0, 1, 0]
     assert result.empty_host_pct == pytest.approx(100 * (20 - 7 / 12) / 30)
+
+
+def test_every_replay_option_reaches_the_replays_config() -> None:
+    """Each option the replay reads, at a value none of the defaults has, in the config of
+    every (policy, predictor) replay of the pool (times in seconds)."""
+    params = PlacementParams(
+        pool_hosts=(5,),
+        host_cores=12,
+        host_memory_gb=48.0,
+        horizon_hours=100.0,
+        warmup_hours=2.0,
+        repredict_minutes=15.0,
+        inflation_every_hours=6.0,
+        inflation_draws=9,
+        defrag_every_hours=12.0,
+        defrag_hosts=2,
+        migration_slots=5,
+        migration_minutes=10.0,
+        lava_fill=0.8,
+        deadline_factor=1.5,
+        lava_strict=True,
+        seed=4,
+    )
+    items = replay_inputs(params, [_three_host_workload()], PRIOR)
+    assert len(items) == 1 + 3 * 2  # Best Fit once; three policies × (model, oracle)
+    for it in items:
+        cfg = it.config
+        assert (cfg.hosts, cfg.host_cores, cfg.host_memory_gb) == (5, 12.0, 48.0)
+        assert (cfg.horizon_hours, cfg.warmup_s, cfg.repredict_every_s) == (100.0, 7200, 900)
+        assert (cfg.inflation_every_s, cfg.inflation_draws) == (6 * 3600, 9)
+        assert (cfg.defrag_every_s, cfg.defrag_hosts) == (12 * 3600, 2)
+        assert (cfg.migration_slots, cfg.migration_s) == (5, 600.0)
+        assert (cfg.lava_fill, cfg.deadline_factor, cfg.lava_strict) == (0.8, 1.5, True)
+        assert cfg.seed == 4
+
+
+def test_the_lifetime_record_asked_is_the_prior_the_stage_uses(tmp_path: Path) -> None:
+    """Two exported lifetime priors, Gamma(2, 40 h) (marginal) and Gamma(3, 10 h) (two-stage):
+    the stage's lifetime curve is the chosen one's, E[T_r | T_u = 0] = b / (a − 1) within 720 h
+    restricted to it (unrestricted 40 h and 5 h)."""
+    from placement_helpers import _records
+
+    from tracelab.analysis.export.document import params_document, write_params_json
+    from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
+
+    data = tmp_path / "data"
+    write_lake(data)
+    records = [
+        FittedParameter(
+            name=r.name,
+            distribution=r.distribution,
+            parameters={"shape": Quantity(3.0, ""), "rate": Quantity(10.0, "hour")},
+            method=r.method,
+            n=r.n,
+            stage=r.stage,
+            trace=r.trace,
+        )
+        if r.name == "core_lifetime_rate_prior"
+        else r
+        for r in _records()
+    ]
+    write_stage_params(data / "results" / "azure-2017" / "priors", records)
+    doc = params_document(data, created_at=datetime(2026, 1, 1, tzinfo=UTC), version="0.0.0")
+    write_params_json(doc, data / "exports" / "params.json")
+    params = PlacementParams(
+        pool_hosts=(4,), host_cores=32, host_memory_gb=64.0, policies=("best-fit",)
+    )
+    for record, mean_hours in (
+        ("core_lifetime_rate_prior_marginal", 40.0),
+        ("core_lifetime_rate_prior", 5.0),
+    ):
+        out = tmp_path / record
+        placement_results(replace(params, lifetime_record=record), data, out)
+        curve = pl.read_parquet(out / "lifetime_curve.parquet")
+        at_zero = curve.filter(pl.col("age_hours") == 0.0)
+        assert at_zero["expected_remaining_unrestricted_hours"].item() == pytest.approx(
+            mean_hours
+        ), record
