@@ -16,20 +16,32 @@ import pytest
 from admission_helpers import PRIORS, write_params
 
 from tracelab.analysis.admission.importance import importance_scheme
-from tracelab.analysis.admission.sim import ClusterConfig, RunResult, simulate_cluster
+from tracelab.analysis.admission.model import admission_priors
+from tracelab.analysis.admission.sim import (
+    ClusterConfig,
+    RunResult,
+    _draw_arrivals,
+    _initial_belief,
+    simulate_cluster,
+)
 from tracelab.analysis.admission.stage import (
     AdmissionParams,
     _configs,
     _failure_rate,
     _importance,
+    _Runner,
+    _tune,
     _utilization,
     _with_gains,
     admission_results,
     pilot_chunk,
+    run_cluster,
 )
 from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.export.document import load_params
 
 
 def _run(
@@ -329,3 +341,177 @@ def test_stage_runs_the_importance_pilot_through_its_map(tmp_path: Path) -> None
     assert summary.importance_sampling
     assert summary.importance is not None
     assert summary.importance.pilot_runs == 10
+
+
+def test_prior_observations_let_the_marginal_policies_admit_more_on_the_same_arrivals() -> None:
+    """§6, Fig. 1: k prior observations of a deployment's own lifetimes, gaps and sizes sharpen
+    the provider's belief, so the marginal heuristic recognises the deployments that will soon be
+    gone (expected below one core at a step) and admits them. The arrivals are drawn whatever k
+    is (same seeds, same deployments), so at a fixed T only the belief differs: with 50
+    observations more deployments are accepted than with none; with k = 0 the Fig. 1
+    configuration decides exactly as the Table 2 one."""
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=300.0,
+        policies=("first-marginal",),
+        observations=(0, 50),
+        lookahead_steps=4,
+    )
+    configs = {(c.policy, c.observations): c for c in _configs(params, PRIORS)}
+
+    def runs(policy: str, k: int) -> list[RunResult]:
+        cfg = dataclasses.replace(configs[policy, k], threshold=0.6)
+        return [run_cluster(cfg, 0, 0, r) for r in range(3)]
+
+    for policy in ("first-marginal", "second-marginal"):
+        blind, informed = runs(policy, 0), runs(policy, 50)
+        assert [r.arrivals for r in blind] == [r.arrivals for r in informed]
+        assert sum(r.accepted for r in informed) > sum(r.accepted for r in blind), policy
+    table2 = dataclasses.replace(
+        _configs(dataclasses.replace(params, observations=()), PRIORS)[0], threshold=0.6
+    )
+    assert [run_cluster(table2, 0, 0, r) for r in range(3)] == runs("first-marginal", 0)
+
+
+def test_prior_observations_move_each_belief_to_the_deployments_own_parameters() -> None:
+    """§6: with k observations the belief absorbs k of the deployment's true core lifetimes,
+    scale-out gaps and batch sizes, so each Gamma's mean estimates that deployment's own λ, ρ
+    and s from about k draws: relative error ~1/√k (0.14 at k = 50, a median |log error| near
+    0.1), where the prior alone misses by its own spread (λ ~ Gamma(3, ·): ~0.4)."""
+    params = AdmissionParams(cores=40, horizon_hours=300.0, observations=(0, 50))
+    configs = {(c.policy, c.observations): c for c in _configs(params, PRIORS)}
+
+    def median_log_errors(k: int) -> dict[str, float]:
+        cfg = configs["first-marginal", k]
+        arr = _draw_arrivals(cfg, (0, 0, 0))
+        rho = arr.rate / arr.lam**PRIORS.alpha
+        errors: dict[str, list[float]] = {"lambda": [], "rho": [], "s": []}
+        for i in range(len(arr.times)):
+            b = _initial_belief(cfg, arr, i, float(arr.times[i]))
+            errors["lambda"].append(abs(math.log(b.a_lam / b.b_lam / arr.lam[i])))
+            errors["rho"].append(abs(math.log(b.a_rho / b.b_rho / rho[i])))
+            errors["s"].append(abs(math.log(b.a_s / b.b_s / arr.size[i])))
+        return {name: float(np.median(e)) for name, e in errors.items()}
+
+    informed, blind = median_log_errors(50), median_log_errors(0)
+    for name in ("lambda", "rho", "s"):
+        assert informed[name] < 0.25, (name, informed)
+        assert blind[name] > 2 * informed[name], (name, blind, informed)
+
+
+def test_configurations_carry_every_simulation_option() -> None:
+    """Each option the simulator reads reaches every configuration, at values none of the
+    defaults has (C 40, 150 h, look-ahead 24 h and 100 h in 3 steps, marginal below 2.5 cores)."""
+    params = AdmissionParams(
+        cores=40,
+        horizon_hours=150.0,
+        lookahead_hours=(100.0, 24.0),
+        lookahead_steps=3,
+        marginal_cores=2.5,
+        policies=("zeroth", "second"),
+        observations=(5,),
+    )
+    configs = _configs(params, PRIORS)
+    assert len(configs) == 4
+    for cfg in configs:
+        assert (cfg.cores, cfg.horizon_hours) == (40, 150.0)
+        assert (cfg.lookahead_hours, cfg.lookahead_steps) == ((100.0, 24.0), 3)
+        assert cfg.marginal_cores == 2.5
+        assert cfg.priors is PRIORS
+
+
+def test_stage_judges_the_given_sla_and_runs_on_the_given_seed(tmp_path: Path) -> None:
+    """A tuning step is feasible exactly when its pooled failure rate is within the SLA asked
+    (0.1 here, not the default 1e-3), the verdict of each policy likewise; the upper bound's
+    verification runs are the simulator's runs of seed 7 (stream 1 = verification)."""
+    write_params(tmp_path)
+    params = AdmissionParams(
+        cores=40,
+        arrival_rate=0.0,
+        horizon_hours=100.0,
+        runs=2,
+        sla=0.1,
+        policies=("zeroth",),
+        tuning_iterations=4,
+        bootstrap=200,
+        seed=7,
+    )
+    summary = admission_results(params, tmp_path, tmp_path / "out")
+    tuning = pl.read_parquet(tmp_path / "out" / "tuning.parquet")
+    assert tuning["feasible"].to_list() == [f <= 0.1 for f in tuning["failure_rate"]]
+    # the check has power: a step feasible at 0.1 would not be at the default 1e-3
+    assert tuning.filter(pl.col("feasible") & (pl.col("failure_rate") > 1e-3)).height > 0
+    for result in summary.results:
+        assert result.sla_met == (result.failure_rate <= 0.1)
+    runs = pl.read_parquet(tmp_path / "out" / "runs.parquet").filter(
+        pl.col("policy") == "accept-all"
+    )
+    priors = admission_priors(load_params(PARAMS_EXPORT.path(tmp_path)), "marginal", None)
+    upper = dataclasses.replace(_configs(params, priors)[0], policy="accept-all", threshold=1.0)
+    expected = [run_cluster(upper, 7, 1, r).utilization for r in range(params.runs)]
+    assert runs["utilization"].to_list() == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(("tolerance", "resolution"), [(0.05, 0.001), (1e-4, 0.1)])
+def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
+    tolerance: float, resolution: float
+) -> None:
+    """_tune bisects with the stage's SLA, step limit, tolerance and resolution: on a made-up
+    curve (utilization 0.8·T; failure rate 0.01·(T − 0.5) above T = 0.5, so the SLA 1e-3 is
+    crossed at T = 0.6) its steps are bisect_threshold's with the same options. Either rule
+    alone stops once the bracket is 1/16 wide: tolerance 0.05 (utilizations 0.05 apart) or
+    resolution 0.1 (narrower than a tenth of [0, 1]); the other is set not to bite, and the
+    defaults (0.002, 1/64) would go on."""
+
+    def curve(threshold: float) -> tuple[int, float]:
+        return round(1e6 * 0.01 * max(threshold - 0.5, 0.0)), 0.8 * threshold
+
+    def fake_map(fn, runs):  # type: ignore[no-untyped-def]
+        failures, utilization = curve(fn.args[0].threshold)
+        return [_run(r, utilization, 1_000_000, failures) for r in runs]
+
+    params = AdmissionParams(
+        runs=2,
+        sla=1e-3,
+        tuning_iterations=12,
+        tuning_tolerance=tolerance,
+        tuning_resolution=resolution,
+    )
+    base = _configs(dataclasses.replace(params, policies=("zeroth",)), PRIORS)[0]
+    runner = _Runner(fake_map, lambda *_: None, 100, 0)
+    rows: list[dict[str, object]] = []
+    bracket = _tune(base, params, runner, rows)
+
+    def evaluate(threshold: float) -> tuple[float, float]:
+        failures, utilization = curve(threshold)
+        return failures / 1_000_000, utilization
+
+    expected, steps = bisect_threshold(
+        "zeroth", evaluate, sla=1e-3, max_steps=12, tolerance=tolerance, resolution=resolution
+    )
+    assert [r["threshold"] for r in rows] == [s.threshold for s in steps]
+    assert [r["threshold"] for r in rows] == [1.0, 0.5, 0.75, 0.625, 0.5625]
+    assert (bracket.threshold_low, bracket.threshold_high) == (0.5625, 0.625)
+    assert bracket == expected
+
+
+def test_intervals_resample_as_often_as_asked_from_the_seed_asked() -> None:
+    """The BCa interval of the utilization is a bootstrap: the same resamples (count and seed)
+    give the same interval, another seed or count another one."""
+    rng = np.random.default_rng(5)
+    runs = [
+        _run(i, float(u), 100, int(f))
+        for i, (u, f) in enumerate(
+            zip(rng.uniform(0.5, 0.8, 12), rng.integers(0, 4, 12), strict=True)
+        )
+    ]
+
+    def interval(bootstrap: int, seed: int) -> tuple[float, float]:
+        r = policy_result(
+            "zeroth", 0, 0.5, runs, 0.01, AdmissionParams(bootstrap=bootstrap, seed=seed)
+        )
+        return r.utilization_ci_low, r.utilization_ci_high
+
+    assert interval(300, 1) == interval(300, 1)
+    assert interval(300, 1) != interval(300, 2)
+    assert interval(300, 1) != interval(600, 1)

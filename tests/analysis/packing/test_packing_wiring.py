@@ -28,10 +28,11 @@ import pytest
 from packing_helpers import write_packing_params
 
 from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource
+from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource, params_tasks
 from tracelab.analysis.packing.stage import (
     Method,
     PackingParams,
+    all_methods,
     evaluated_runs,
     experiment_settings,
     item_moments,
@@ -42,6 +43,7 @@ from tracelab.analysis.packing.stage import (
     packing_runs,
     packing_summary,
     selected_experiments,
+    task_source,
 )
 
 R = 8
@@ -346,3 +348,57 @@ def test_stage_entry_writes_the_runs_it_summarises(tmp_path: Path) -> None:
     assert read_summary(tmp_path / "out")["source"] == "params"
     assert summary.to_dict()["parameters"]["tasks"] == 6
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["instances"] == 2
+
+
+def test_grid_options_reach_the_methods_and_settings() -> None:
+    """The method families' parameters and the base capacity, at values none of the defaults
+    has, are the ones the experiments pack with."""
+    params = PackingParams(
+        rhos=(0.2,), cantelli=(3.0,), av_factors=(1.5,), percentiles=(80.0,), capacity=2.5
+    )
+    assert all_methods(params) == (
+        Method("gpa", 0.2),
+        Method("cantelli", 3.0),
+        Method("av", 1.5),
+        Method("perc", 80.0),
+    )
+    for experiment in ("methods", "statistics", "clairvoyance"):
+        settings = experiment_settings(experiment, params)
+        assert {s.capacity for s in settings} == {2.5}, experiment
+    assert experiment_settings("methods", params)[0].methods == all_methods(params)
+
+
+def test_stage_draws_its_tasks_with_the_seed_and_records_the_realizations(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    write_packing_params(data)
+    params = dataclasses.replace(METHODS_ONLY, source="params", instances=1, tasks=6, seed=3)
+    drawn = task_source(params, data)
+    own = params_tasks(data, instances=1, tasks=6, seed=3)
+    other = params_tasks(data, instances=1, tasks=6, seed=0)
+    assert repr(drawn.instances) == repr(own.instances)
+    assert repr(drawn.instances) != repr(other.instances)
+    summary = packing_results(dataclasses.replace(params, realizations=12), data, tmp_path / "out")
+    assert summary.realizations == 12
+
+
+def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
+    """The same tasks packed with seed 3 twice give the same runs, with seed 0 other ones: the
+    realizations come from the seed asked, not only the task draw."""
+    data = tmp_path / "data"
+    write_packing_params(data)
+    params = dataclasses.replace(
+        METHODS_ONLY,
+        source="params",
+        instances=1,
+        tasks=20,
+        realizations=20,
+        seed=3,
+        # tasks of ~0.02 core on machines of 0.05: the packings and overflows depend on the draws
+        capacity=0.05,
+    )
+    source = task_source(params, data)
+    first = packing_runs(source, params)
+    assert first.equals(packing_runs(source, params))
+    assert not first.equals(packing_runs(source, dataclasses.replace(params, seed=0)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +26,7 @@ from tracelab.analysis.placement.model import (
     predicted_classes,
     predicted_long,
 )
-from tracelab.analysis.placement.replay import ReplayResult
+from tracelab.analysis.placement.replay import ReplayResult, replay
 from tracelab.analysis.placement.stage import (
     PlacementParams,
     _check,
@@ -39,6 +40,7 @@ from tracelab.analysis.placement.stage import (
     prediction_quality,
     predictions,
     replay_inputs,
+    replays_table,
 )
 from tracelab.analysis.placement.stream import VmStream
 
@@ -317,3 +319,182 @@ def test_stage_entry_replays_the_chosen_source_and_writes_its_summary(tmp_path: 
         assert summary.vms == pools["vms"].sum() > 0
         assert pl.read_parquet(out / "replays.parquet").height == 2
         assert summary.prediction["class_vms"] > 0
+
+
+def _three_host_workload() -> VmStream:
+    """Hand-made pool of 3 hosts of 10 cores (memory 2 GB per core, hosts 20 GB).
+
+    At 0: V0 8 cores, 0.5 h; V1 6 cores, 200 h; V2 7 cores, 20 h. V0 opens host 0; V1 fits
+    nowhere but an empty host (host 1); V2 neither on host 0 (2 free) nor host 1 (4 free): host 2
+    (3 free). At 300 s V3 (2 cores, 150 h) fits on every host; at 30 h V4 (1 core, 0.5 h) only
+    marks the end of the metrics window [0, 30 h].
+    """
+    h = 3600
+    return _stream(
+        created=[0, 0, 0, 300, 30 * h],
+        deleted=[h // 2, 200 * h, 20 * h, 300 + 150 * h, 30 * h + h // 2],
+        cores=[8.0, 6.0, 7.0, 2.0, 1.0],
+    )
+
+
+def test_each_policys_row_follows_its_own_host_lifetime_rule() -> None:
+    """V3's host decides every row (oracle lifetimes, so each rule sees the true exits):
+
+    * Best Fit: the fullest host, host 0 (2 free); host 0 then stays busy until 150 h and only
+      host 2 empties (at 20 h): 10 of 90 host-hours empty, 11.1%;
+    * LA-Binary: V3 is long (>= 2 h); host 0 is short (its exit 0.5 h is < 2 h away), hosts 1
+      and 2 long, so Best Fit between them: host 2 (3 free, against 4). Host 0 empties at 0.5 h:
+      29.5 of 90, 32.8%;
+    * LAS: host exit = its VMs' latest exit; ΔT = V3's exit − host exit is ≤ 0 only on host 1
+      (200 h), 149.6 h on host 0 and 130 h on host 2 (cost 9): host 1. Host 0 empties at 0.5 h
+      and host 2 at 20 h: 39.5 of 90, 43.9%;
+    * LAVA: V3 is LC4 (100-1000 h), host 1 the open LC4 host (V1, 200 h): host 1, as LAS.
+
+    A rule changed for one policy (LA-Binary's cutoff, LAS's latest exit, a host's class) moves
+    that policy's row and no other.
+    """
+    params = PlacementParams(
+        pool_hosts=(3,),
+        host_cores=10,
+        host_memory_gb=20.0,
+        predictors=("oracle",),
+        warmup_hours=0.0,
+        inflation_every_hours=0.0,
+        defrag_every_hours=0.0,
+    )
+    items = replay_inputs(params, [_three_host_workload()], PRIOR)
+    items = [replace(it, config=replace(it.config, record=True)) for it in items]
+    results = [replay(it) for it in items]
+    host_of_v3 = {r.policy: int(r.host_of[3]) for r in results if r.host_of is not None}
+    assert host_of_v3 == {"best-fit": 0, "la-binary": 2, "las": 1, "lava": 1}
+    rows = replays_table(results)
+    got = dict(zip(rows["policy"], rows["empty_host_pct"], strict=True))
+    assert got == pytest.approx(
+        {
+            "best-fit": 100 * 10 / 90,
+            "la-binary": 100 * 29.5 / 90,
+            "las": 100 * 39.5 / 90,
+            "lava": 100 * 39.5 / 90,
+        }
+    )
+    improvement = dict(zip(rows["policy"], rows["improvement_pp"], strict=True))
+    assert improvement["las"] == pytest.approx(100 * 29.5 / 90)
+    assert (rows["rejected_vms"] == 0).all()
+
+
+def test_la_binary_classes_a_host_by_its_vms_median_not_mean_lifetime() -> None:
+    """LA-Binary with the model: a VM is short when its predicted median lifetime is < 2 h, and
+    a host is long when its VMs' latest predicted exit (creation + median) is >= 2 h away.
+
+    Lomax predictions (shape 1, scale b hours): median b, mean within 720 h b·ln(1 + 720/b).
+    A and C (b = 1 h: median 1 h, mean 6.6 h) are short, B (b = 10 h) long. 3 hosts of 10
+    cores: A (5 cores) opens host 0, B (7 cores) host 1; at 300 s C (2 cores) joins host 0, the
+    short host of its class (by the means host 0 would look long too, and Best Fit would pick
+    host 1, 3 cores free against 5). A lives 0.5 h and C 0.5 h, so host 0 empties at 2,100 s;
+    host 2 stays empty; D at 10 h ends the window: (10 + 10 − 7/12) of 30 host-hours empty.
+    """
+    h = 3600
+    stream = _stream(
+        created=[0, 0, 300, 10 * h],
+        deleted=[h // 2, 100 * h, 300 + h // 2, 10 * h + h // 2],
+        cores=[5.0, 7.0, 2.0, 1.0],
+    )
+    params = PlacementParams(
+        pool_hosts=(3,),
+        host_cores=10,
+        host_memory_gb=20.0,
+        policies=("la-binary",),
+        predictors=("model",),
+        warmup_hours=0.0,
+        inflation_every_hours=0.0,
+        defrag_every_hours=0.0,
+    )
+    items = replay_inputs(params, [stream], PRIOR)
+    shape, scale = np.ones(4), np.array([1.0, 10.0, 1.0, 1.0])
+    items = [
+        replace(it, config=replace(it.config, record=True), shape=shape, rate_hours=scale)
+        for it in items
+        if it.config.policy == "la-binary"
+    ]
+    (result,) = [replay(it) for it in items]
+    assert result.host_of is not None
+    assert result.host_of.tolist()[:3] == [0, 1, 0]
+    assert result.empty_host_pct == pytest.approx(100 * (20 - 7 / 12) / 30)
+
+
+def test_every_replay_option_reaches_the_replays_config() -> None:
+    """Each option the replay reads, at a value none of the defaults has, in the config of
+    every (policy, predictor) replay of the pool (times in seconds)."""
+    params = PlacementParams(
+        pool_hosts=(5,),
+        host_cores=12,
+        host_memory_gb=48.0,
+        horizon_hours=100.0,
+        warmup_hours=2.0,
+        repredict_minutes=15.0,
+        inflation_every_hours=6.0,
+        inflation_draws=9,
+        defrag_every_hours=12.0,
+        defrag_hosts=2,
+        migration_slots=5,
+        migration_minutes=10.0,
+        lava_fill=0.8,
+        deadline_factor=1.5,
+        lava_strict=True,
+        seed=4,
+    )
+    items = replay_inputs(params, [_three_host_workload()], PRIOR)
+    assert len(items) == 1 + 3 * 2  # Best Fit once; three policies × (model, oracle)
+    for it in items:
+        cfg = it.config
+        assert (cfg.hosts, cfg.host_cores, cfg.host_memory_gb) == (5, 12.0, 48.0)
+        assert (cfg.horizon_hours, cfg.warmup_s, cfg.repredict_every_s) == (100.0, 7200, 900)
+        assert (cfg.inflation_every_s, cfg.inflation_draws) == (6 * 3600, 9)
+        assert (cfg.defrag_every_s, cfg.defrag_hosts) == (12 * 3600, 2)
+        assert (cfg.migration_slots, cfg.migration_s) == (5, 600.0)
+        assert (cfg.lava_fill, cfg.deadline_factor, cfg.lava_strict) == (0.8, 1.5, True)
+        assert cfg.seed == 4
+
+
+def test_the_lifetime_record_asked_is_the_prior_the_stage_uses(tmp_path: Path) -> None:
+    """Two exported lifetime priors, Gamma(2, 40 h) (marginal) and Gamma(3, 10 h) (two-stage):
+    the stage's lifetime curve is the chosen one's, E[T_r | T_u = 0] = b / (a − 1) within 720 h
+    restricted to it (unrestricted 40 h and 5 h)."""
+    from placement_helpers import _records
+
+    from tracelab.analysis.export.document import params_document, write_params_json
+    from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
+
+    data = tmp_path / "data"
+    write_lake(data)
+    records = [
+        FittedParameter(
+            name=r.name,
+            distribution=r.distribution,
+            parameters={"shape": Quantity(3.0, ""), "rate": Quantity(10.0, "hour")},
+            method=r.method,
+            n=r.n,
+            stage=r.stage,
+            trace=r.trace,
+        )
+        if r.name == "core_lifetime_rate_prior"
+        else r
+        for r in _records()
+    ]
+    write_stage_params(data / "results" / "azure-2017" / "priors", records)
+    doc = params_document(data, created_at=datetime(2026, 1, 1, tzinfo=UTC), version="0.0.0")
+    write_params_json(doc, data / "exports" / "params.json")
+    params = PlacementParams(
+        pool_hosts=(4,), host_cores=32, host_memory_gb=64.0, policies=("best-fit",)
+    )
+    for record, mean_hours in (
+        ("core_lifetime_rate_prior_marginal", 40.0),
+        ("core_lifetime_rate_prior", 5.0),
+    ):
+        out = tmp_path / record
+        placement_results(replace(params, lifetime_record=record), data, out)
+        curve = pl.read_parquet(out / "lifetime_curve.parquet")
+        at_zero = curve.filter(pl.col("age_hours") == 0.0)
+        assert at_zero["expected_remaining_unrestricted_hours"].item() == pytest.approx(
+            mean_hours
+        ), record

@@ -177,3 +177,96 @@ def test_calibration_page_states_the_table_and_the_ad_scale(
     # the stage's own record, its one option: strict (written by the stage wrapper)
     assert sections[-1].title == "Parameters of this run"
     assert [row[0] for row in sections[-1].tables[0].rows] == ["strict"]
+
+
+ARRIVING = "Azure: share of deployments arriving in the window"
+
+
+def _population_of(tmp_path: Path, first_vms: dict[str, list[int]]) -> pl.DataFrame:
+    """agg_azure_population derived, by the flow's own SQL, from a hand-made vmtable: one
+    one-core VM per creation time listed for each deployment, each living an hour."""
+    import duckdb
+
+    from tracelab.analysis.lake import derive
+    from tracelab.analysis.lake.schemas import AZURE_2017, SOURCE_FILE, SOURCE_ROW
+
+    rows = [(dep, t) for dep, times in first_vms.items() for t in times]
+    schema = AZURE_2017["vmtable"].polars_schema()
+    frame = pl.DataFrame(
+        {
+            "vmid": [f"vm{i}" for i in range(len(rows))],
+            "deploymentid": [d for d, _ in rows],
+            "vmcreated": [t for _, t in rows],
+            "vmdeleted": [t + 3600 for _, t in rows],
+            "vmcorecount": [1] * len(rows),
+        }
+    )
+    frame = frame.with_columns(
+        pl.lit(None, dtype=dtype).alias(name)
+        for name, dtype in schema.items()
+        if name not in frame.columns
+    ).select(
+        *(pl.col(name).cast(dtype) for name, dtype in schema.items()),
+        pl.lit("vmtable/vmtable.csv.gz").alias(SOURCE_FILE),
+        pl.int_range(1, len(rows) + 1, dtype=pl.Int64).alias(SOURCE_ROW),
+    )
+    con = duckdb.connect()
+    con.from_arrow(frame.to_arrow()).create("vmtable")
+    params = derive.DeriveParams().as_sql_params()
+    deps = derive.table_dependencies("azure-2017")
+    for name in derive.tables_needed(["agg_azure_population"], deps):
+        derive.materialise_table(con, name, params, tmp_path)
+    return pl.read_parquet(tmp_path / "agg_azure_population.parquet")
+
+
+def _arriving_row(pop: pl.DataFrame) -> Any:
+    rows = calibration_rows(CalibrationInputs(azure_population=pop))
+    return next(r for r in rows if r.statistic == ARRIVING)
+
+
+def test_arriving_share_counts_deployments_whose_first_vm_is_after_time_0(tmp_path: Path) -> None:
+    # S1's second VM comes later, but its first is at 0: it predates the window, as S2 does.
+    # A1-A4 first appear after 0 (A2 at the first 300 s slot, A4 in the last one): 4 of 6 = 0.667,
+    # far below the paper's 0.836
+    two_survivors = {
+        "S1": [0, 7_200],
+        "S2": [0],
+        "A1": [3_600, 3_600],
+        "A2": [300],
+        "A3": [86_400, 90_000],
+        "A4": [2_591_400],
+    }
+    row = _arriving_row(_population_of(tmp_path / "a", two_survivors))
+    assert row.measured == pytest.approx(4 / 6)
+    assert row.ok is False
+    # one survivor in six: 5 of 6 = 0.833, inside the tolerance
+    one_survivor = {**two_survivors, "S2": [600]}
+    row = _arriving_row(_population_of(tmp_path / "b", one_survivor))
+    assert row.measured == pytest.approx(5 / 6)
+    assert row.ok is True
+
+
+def test_arriving_share_passes_the_papers_counts_and_fails_a_survivor_heavy_sample() -> None:
+    def row(deployments: int, arriving: int) -> Any:
+        pop = pl.DataFrame(
+            {
+                "deployments": [deployments],
+                "deployments_in_window": [arriving],
+                # the other Azure rows' inputs, not judged here
+                "cores_in_window": [145 * arriving],
+                "deployments_died_in_window": [arriving],
+                "deployments_shut_down": [0],
+            }
+        )
+        return _arriving_row(pop)
+
+    # Cluster Admission App. B: 29,757 of 35,576 deployments arrived inside the window
+    paper = row(35_576, 29_757)
+    assert paper.measured == pytest.approx(0.83643, abs=1e-5)
+    assert paper.ok
+    # the default sample before this row: 3,000 arrivals and 1,766 survivors (0.63)
+    assert row(4_766, 3_000).ok is False
+    # the share inverted (survivors over all) is far outside too
+    assert row(35_576, 35_576 - 29_757).ok is False
+    # no deployments: reported, not judged
+    assert row(0, 0).ok is None

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 import pytest
+from vcsched_helpers import write_lake
 
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
@@ -24,9 +26,11 @@ from tracelab.analysis.vcsched.stage import (
     InstanceOutcome,
     YieldParams,
     _best_peak_load,
+    _build_tasks,
     _instance_outcome,
     _mean_cpu_load,
     _rounding_placements,
+    _Settings,
     _settings,
     _Task,
     instance_specs,
@@ -343,3 +347,134 @@ def test_rounding_draws_from_the_instances_seed_for_both_variants() -> None:
     # above the job limit the rounding is not run at all
     small = YieldParams(rounding_max_jobs=n - 1)
     assert _rounding_placements(_Task(spec, inst, _settings(small))) == {}
+
+
+def _relaxation_by_linprog(cpu: np.ndarray, memory: np.ndarray, hosts: int) -> float:
+    """The rational relaxation of §2.5 written out densely, independent of the stage's code.
+
+    Variables e_ij (share of job j on host i), a_ij (CPU of host i given to j), Y; maximise Y.
+    """
+    from scipy.optimize import linprog
+
+    jobs = len(cpu)
+    hj = hosts * jobs
+    n = 2 * hj + 1
+
+    def e(i: int, j: int) -> int:
+        return i * jobs + j
+
+    def a(i: int, j: int) -> int:
+        return hj + i * jobs + j
+
+    eq, ub, ub_rhs = [], [], []
+    for j in range(jobs):
+        row = np.zeros(n)
+        row[[e(i, j) for i in range(hosts)]] = 1.0  # every job wholly placed
+        eq.append(row)
+        row = np.zeros(n)
+        row[[a(i, j) for i in range(hosts)]] = 1.0  # no more CPU than the job needs
+        ub.append(row)
+        ub_rhs.append(cpu[j])
+        row = np.zeros(n)
+        row[[a(i, j) for i in range(hosts)]] = -1.0  # Y·c_j ≤ its CPU
+        row[-1] = cpu[j]
+        ub.append(row)
+        ub_rhs.append(0.0)
+    for i in range(hosts):
+        cpu_row, mem_row = np.zeros(n), np.zeros(n)
+        for j in range(jobs):
+            cpu_row[a(i, j)] = 1.0
+            mem_row[e(i, j)] = memory[j]
+            row = np.zeros(n)
+            row[a(i, j)], row[e(i, j)] = 1.0, -1.0  # CPU only where the job is
+            ub.append(row)
+            ub_rhs.append(0.0)
+        ub += [cpu_row, mem_row]
+        ub_rhs += [1.0, 1.0]
+    cost = np.zeros(n)
+    cost[-1] = -1.0
+    res = linprog(
+        cost,
+        A_ub=np.array(ub),
+        b_ub=np.array(ub_rhs),
+        A_eq=np.array(eq),
+        b_eq=np.ones(jobs),
+        bounds=[(0.0, 1.0)] * n,
+        method="highs",
+    )
+    assert res.status == 0, res.message
+    return float(-res.fun)
+
+
+def _all_rows(cpu: list[float], memory: list[float], hosts: int) -> InstanceOutcome:
+    n = len(cpu)
+    spec = InstanceSpec(9, "paper", "small", hosts, n, 0.5, 0.25, 0.25, 0, seed=17)
+    instance = Instance(np.array(cpu), np.array(memory), hosts)
+    params = YieldParams(milp_max_jobs=n, rounding_max_jobs=n, backtrack_limit=1000)
+    return _instance_outcome(_Task(spec, instance, _settings(params)))
+
+
+def test_lp_row_is_the_relaxation_above_every_integral_solution() -> None:
+    # 2 hosts, 3 jobs of one host's CPU each: any integral placement puts two jobs on one host
+    # (load 2, minimum yield 1/2, the MILP's optimum); the relaxation spreads every job over both
+    # hosts (load 3/2 each), so the LP row is 2/3 — strictly above every algorithm's row
+    out = _all_rows([1.0, 1.0, 1.0], [0.1, 0.1, 0.1], 2)
+    rows = {r["algorithm"]: r for r in out.result_rows}
+    assert rows["LP"]["min_yield"] == pytest.approx(2 / 3)
+    assert rows["LP"]["min_yield"] == pytest.approx(
+        _relaxation_by_linprog(np.ones(3), np.full(3, 0.1), 2)
+    )
+    assert rows["MILP"]["min_yield"] == pytest.approx(0.5)
+    for name, row in rows.items():
+        if name != "LP":
+            assert row["solved"], name
+            assert row["min_yield"] == pytest.approx(0.5), name
+    # on an uneven instance too: the LP row is the relaxation's optimum, never below an integral
+    # solution of the same instance
+    rng = np.random.default_rng(3)
+    cpu = rng.uniform(0.2, 0.9, 7).round(3).tolist()
+    memory = rng.uniform(0.05, 0.4, 7).round(3).tolist()
+    out = _all_rows(cpu, memory, 3)
+    rows = {r["algorithm"]: r for r in out.result_rows}
+    lp = rows["LP"]["min_yield"]
+    assert lp == pytest.approx(_relaxation_by_linprog(np.array(cpu), np.array(memory), 3))
+    assert out.instance_row["lp_bound"] == pytest.approx(lp)
+    assert out.instance_row["lp_bound_solver"] == pytest.approx(lp)
+    integral = [r["min_yield"] for n, r in rows.items() if n != "LP" and r["solved"]]
+    assert integral
+    assert all(lp >= y - 1e-9 for y in integral)
+
+
+def test_settings_and_grid_carry_every_option() -> None:
+    """Each option the algorithms and the grid read reaches them, at values none of the
+    defaults has."""
+    params = YieldParams(
+        algorithms=("MCB8", "GB", "RRNZ", "MILP"),
+        milp_max_jobs=7,
+        milp_time_limit_s=3.5,
+        rounding_max_jobs=9,
+        backtrack_limit=77,
+        yield_tolerance=0.003,
+        rrnz_epsilon=0.2,
+    )
+    assert _settings(params) == _Settings(("MCB8", "GB", "RRNZ", "MILP"), 7, 3.5, 9, 77, 0.003, 0.2)
+    grid = dataclasses.replace(GRID, small_hosts=3, large_hosts=32, sources=("paper",))
+    assert {(s.size_class, s.n_hosts) for s in instance_specs(grid)} == {
+        ("small", 3),
+        ("large", 32),
+    }
+
+
+def test_trace_instances_are_built_at_the_asked_cpu_load(tmp_path: Path) -> None:
+    """The stage's trace instances: CPU needs scaled so that they sum to trace_cpu_load hosts'
+    worth (needs capped at 1 and floored at the minimum lose a little), here 1.5 per host
+    instead of the default 2."""
+    write_lake(tmp_path)
+    params = YieldParams(
+        sources=("trace",), trace_jobs=(20,), trace_instances=2, slacks=(0.3,), trace_cpu_load=1.5
+    )
+    tasks = _build_tasks(params, tmp_path)
+    assert len(tasks) == 2
+    for task in tasks:
+        load = float(task.instance.cpu_need.sum()) / task.instance.n_hosts
+        assert load == pytest.approx(1.5, rel=0.05)
