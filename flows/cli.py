@@ -348,10 +348,12 @@ def _report_failure(args: argparse.Namespace, exc: Exception) -> int:
 
 def _reason(exc: Exception, data: Path) -> str:
     """Why the command failed, for its one line."""
+    if isinstance(exc, TracelabError):
+        return str(exc)  # worded for this case already, with the fix
     fault = environment_fault(exc, data)
     if fault is not None:
         return fault
-    if isinstance(exc, TracelabError | FileNotFoundError | PermissionError | NotADirectoryError):
+    if isinstance(exc, FileNotFoundError | PermissionError | NotADirectoryError):
         return str(exc)
     from tracelab.flows.prefect_server import server_failure
 

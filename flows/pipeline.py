@@ -182,7 +182,7 @@ def _raw_timings(
     raw_dir: Path | None,
     scale: str,
     seed: int,
-    keep_vanished: bool,
+    keep_vanished: bool = False,
 ) -> list[StageTiming]:
     """Generate the default sample when needed, then ingest ``trace``."""
     raw = raw_dir or settings.raw_dir / trace

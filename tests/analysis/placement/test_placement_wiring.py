@@ -462,8 +462,8 @@ def test_the_lifetime_record_asked_is_the_prior_the_stage_uses(tmp_path: Path) -
     restricted to it (unrestricted 40 h and 5 h)."""
     from placement_helpers import _records
 
+    from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
     from tracelab.analysis.export.document import params_document, write_params_json
-    from tracelab.analysis.export.params import FittedParameter, Quantity, write_stage_params
 
     data = tmp_path / "data"
     write_lake(data)
