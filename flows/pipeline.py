@@ -428,7 +428,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     for t in result.timings:
         print(f"  {t.stage:<11} {t.trace:<12} {t.status:<9} {t.seconds:7.1f} s  {t.note}")
     print_summary(result.site)
-    print(f"database: duckdb {(settings.data_dir / 'tracelab.duckdb').resolve()}")
+    print(f"database: {(settings.data_dir / 'tracelab.duckdb').resolve()} (tracelab sql QUERY)")
     if result.params_export is not None:
         print(f"params export: {result.params_export.resolve()}")
     else:

@@ -54,7 +54,8 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             ) from None
         print(f"catalog: {path}")
         print(
-            f'open it with: duckdb {path}   (or: tracelab sql "select * from task_events limit 5")'
+            'query it with: tracelab sql "select * from task_events limit 5" (or, from Python, '
+            f"duckdb.connect({str(path)!r}, read_only=True))"
         )
         return 0
     con = query_connection(settings.data_dir)
