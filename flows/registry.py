@@ -85,6 +85,8 @@ class Stage:
     #: ``(trace, inputs)``: what the stage reads on that trace instead of ``inputs`` (a stage
     #: whose traces record different tables: fit reads azure deployments, alibaba task times)
     trace_inputs: tuple[tuple[str, tuple[DataEntry, ...]], ...] = ()
+    #: its pieces of work can run on Dask (``--workers`` / ``--dask-address``)
+    scales_out: bool = False
 
     def inputs_for(self, trace: str) -> tuple[DataEntry, ...]:
         """What the stage reads on ``trace``."""
@@ -227,6 +229,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="derive",
         command="derive",
+        scales_out=True,
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
         traces=(_G, _A, "alibaba-2018", _G19),
         code=_derive,
@@ -326,6 +329,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="packing",
         command="pack",
+        scales_out=True,
         help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=(_G,),
         code=_packing,
@@ -339,6 +343,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="yield",
         command="yield",
+        scales_out=True,
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
         traces=(_G,),
         code=_yield,
@@ -353,6 +358,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="admission",
         command="admit",
+        scales_out=True,
         help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=(_A,),
         code=_admission,
@@ -365,6 +371,7 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="placement",
         command="place",
+        scales_out=True,
         help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=(_A,),
         code=_placement,

@@ -48,8 +48,8 @@ def _converter(kind: type, is_tuple: bool) -> Any:
 
 def _shown(default: Any) -> str:
     if isinstance(default, tuple):
-        return ",".join(str(v) for v in default) or "(none)"
-    return "(none)" if default in (None, "") else str(default)
+        return ",".join(str(v) for v in default) or "none"
+    return "none" if default in (None, "") else str(default)
 
 
 def add_params_arguments(parser: argparse.ArgumentParser, params_type: type[Any]) -> None:
@@ -61,7 +61,10 @@ def add_params_arguments(parser: argparse.ArgumentParser, params_type: type[Any]
             continue
         flag = spec.flag or "--" + f.name.replace("_", "-")
         kind, is_tuple = element_type(hints[f.name])
-        text = spec.help + f" (default: {_shown(f.default)})"
+        # a help text that already says what the default does needs no "(default: none)"
+        text = (
+            spec.help if "default" in spec.help else spec.help + f" (default: {_shown(f.default)})"
+        )
         if kind is bool:
             parser.add_argument(
                 flag,
@@ -102,18 +105,21 @@ def params_from_args(params_type: type[Any], args: argparse.Namespace) -> Any:
 
 
 def configure_stage_parser(parser: argparse.ArgumentParser, stage: Stage) -> None:
-    """``--trace`` (the stage's traces), the stage's options and the scale-out flags."""
+    """``--trace`` (the stage's traces), the stage's options and, for a stage whose work can run
+    on Dask, the scale-out flags."""
     if stage.traces != (ALL,):
-        # the same choices on every command; a stage that does not apply says so in one line
+        # help shows the stage's traces; any trace is parsed, so that another one gets the line
+        # naming the stages that do run on it
         parser.add_argument(
             "--trace",
             choices=TRACES,
+            metavar="{" + ",".join(stage.traces) + "}",
             default=stage.traces[0],
-            help=f"trace to run on; {stage.command} runs on {', '.join(stage.traces)} "
-            "(default: %(default)s)",
+            help="trace to run on (default: %(default)s)",
         )
     add_params_arguments(parser, stage.params_type())
-    add_scaleout_arguments(parser)
+    if stage.scales_out:
+        add_scaleout_arguments(parser)
 
 
 def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings) -> int:

@@ -46,3 +46,23 @@ def test_help_imports_only_the_requested_command() -> None:
     assert "polars" in ingest  # the requested command's module was loaded
     # ingest runs without Prefect, and only the analysis stages need the others
     assert not ingest & {"prefect", "sklearn", "matplotlib"}
+
+
+def test_a_stage_help_lists_only_what_applies_to_it() -> None:
+    from tracelab.flows.cli import build_parser
+    from tracelab.flows.cli_docs import sub_parsers
+
+    helps = {
+        name: " ".join(sub_parsers(build_parser(configure=(name,)))[name].format_help().split())
+        for name in ("pack", "export", "derive", "fit")
+    }
+    # pack runs on google-2011 only; fit on three traces
+    assert "--trace {google-2011}" in helps["pack"]
+    assert "--trace {azure-2017,alibaba-2018,google-2019}" in helps["fit"]
+    # only stages whose work runs on Dask offer the scale-out flags
+    assert "--dask-address" in helps["derive"]
+    assert "--dask-address" in helps["pack"]
+    assert "--workers" not in helps["export"]
+    assert "--dask-address" not in helps["fit"]
+    assert "(none)" not in helps["export"]
+    assert "default: none" not in helps["export"]  # its --out help says what the default is
