@@ -1,7 +1,8 @@
 """Derived tables (docs/methods.md §1): plain functions the derive flow and the tests share.
 
-The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files: names with
-``_azure_`` belong to azure-2017, the others to google-2011. A file reads the lake tables by their
+The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files whose names
+carry the trace's ``derived_infix`` (``fct_azure_...``); names with no trace's infix belong to the
+trace whose infix is empty. A file reads the lake tables by their
 names (``task_events``, ``task_usage``, ... or ``vmtable``) and other derived tables by theirs; the
 dependencies are the derived-table names a file mentions, so adding a table is adding a file.
 A check ``queries/checks/assert_*.sql`` belongs to the trace whose derived tables it reads and
@@ -36,6 +37,7 @@ from tracelab.analysis.lake.schemas import (
     WINDOW_START_US,
     trace_tables,
 )
+from tracelab.analysis.traces import TRACES as SPECS
 
 #: the trace window lasts 29 days (docs/methods.md §0.1)
 WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
@@ -102,7 +104,7 @@ class DeriveOptions:
     )
     shutdown_min_vms: int = option(
         _DEFAULTS.shutdown_min_vms,
-        "azure-2017: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
+        "Azure: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
         minimum=2,
     )
     partitions: int = option(
@@ -145,13 +147,11 @@ class CheckResult:
 
 
 def trace_of_table(name: str) -> str:
-    """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017,
-    ``_alibaba_`` = alibaba-2018, ``_g2019_`` = google-2019)."""
-    if "_alibaba_" in f"_{name}":
-        return "alibaba-2018"
-    if "_g2019_" in f"_{name}":
-        return "google-2019"
-    return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
+    """The trace a derived table belongs to: the one whose ``derived_infix`` its name carries."""
+    for spec in SPECS:
+        if spec.derived_infix and f"_{spec.derived_infix}_" in f"_{name}":
+            return spec.id
+    return next(spec.id for spec in SPECS if not spec.derived_infix)
 
 
 def derived_table_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
