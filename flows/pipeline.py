@@ -36,9 +36,9 @@ from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_api import StageResult, number_arg
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.generating import partial_sample
-from tracelab.analysis.traces import trace_spec
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
+from tracelab.analysis.traces import trace_spec
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary

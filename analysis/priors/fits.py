@@ -75,12 +75,13 @@ from tracelab.analysis.priors.paper import (
     simulated_sizes_from,
 )
 from tracelab.analysis.priors.paper import alpha_by_min_mad_paper as alpha_by_min_mad
+from tracelab.analysis.traces import azure2017
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 STAGE = "priors"
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 
 #: columns of fct_azure_deployments the fits read
 DEPLOYMENT_COLUMNS: tuple[str, ...] = (

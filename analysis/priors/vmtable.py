@@ -18,8 +18,9 @@ import duckdb
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_2017
+from tracelab.analysis.traces import azure2017
 
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 #: invariants of the vmtable input itself (derive's check_names only picks checks on derived tables)
 VMTABLE_CHECKS: tuple[str, ...] = (
     "checks/assert_azure_deployment_ids_present",

@@ -95,7 +95,7 @@ def generate_alibaba_2018(
 ) -> Path:
     """Write the six tables under ``out`` and ``out/TRUTH.json``; returns the TRUTH path."""
     if target_mb is not None:
-        raise TracelabError("--target-mb is not supported for alibaba-2018; choose a --scale")
+        raise TracelabError(f"--target-mb is not supported for {TRACE}; choose a --scale")
     if scale not in SCALES:
         raise TracelabError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
     n_machines, n_containers, n_jobs = SCALES[scale]

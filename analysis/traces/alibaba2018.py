@@ -21,7 +21,15 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tracelab.analysis.traces.model import Column, Generator, Table, TimeAxis, TraceSpec
+from tracelab.analysis.traces.model import (
+    Column,
+    Generator,
+    Table,
+    TimeAxis,
+    TraceSpec,
+    TraceTables,
+    terminal_codes,
+)
 
 ID = "alibaba-2018"
 #: s; the sampling period is 8 days (trace_2018.md §2.1); times count from its start
@@ -117,6 +125,36 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 
+#: batch_task / batch_instance status
+OUTCOME_CODES: dict[str, int | str] = {
+    "finish": "Terminated",
+    "fail": "Failed",
+    # stopped by the user
+    "kill": "Cancelled",
+    # a backup instance stopped (v2017 docs)
+    "evict": "Interrupted",
+}
+
+COMPARISON = TraceTables(
+    trace=ID,
+    unit="batch task",
+    time_unit_s=1.0,
+    task_times="fct_alibaba_task_times",
+    outcome_column="terminal_state",
+    outcomes=terminal_codes(OUTCOME_CODES),
+    queue=None,
+    running=("agg_alibaba_running_tasks", "running_tasks"),
+    usage=("fct_alibaba_container_usage_stats", "cpu_used_mean", "cpu_request", "container"),
+    usage_group=(),
+    machines="agg_alibaba_machine_capacity",
+    departures="status_changes",
+    departures_mean="status changes",
+    notes={
+        "queue": "batch_task records no submission time, so no queue length",
+        "scheduling": "batch_task records no submission time, so no scheduling delay",
+    },
+)
+
 SPEC = TraceSpec(
     id=ID,
     title="Alibaba cluster-trace-v2018",
@@ -125,7 +163,7 @@ SPEC = TraceSpec(
     generator=Generator("tracelab.analysis.synthetic.alibaba2018:generate_alibaba_2018"),
     raw_layout="<table>/<table>.csv[.gz]",
     derived_infix="alibaba",
-    # batch_task / batch_instance status of a task that ended normally
-    outcomes={"finish": "Terminated"},
+    outcomes=OUTCOME_CODES,
+    comparison=COMPARISON,
     stages=("derive", "fit", "export"),
 )

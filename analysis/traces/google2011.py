@@ -16,6 +16,8 @@ from tracelab.analysis.traces.model import (
     Table,
     TimeAxis,
     TraceSpec,
+    TraceTables,
+    terminal_codes,
 )
 
 ID = "google-2011"
@@ -116,6 +118,34 @@ TABLES: tuple[Table, ...] = (
     ),
 )
 
+#: task_events event types (schema.csv)
+OUTCOME_CODES: dict[str, int | str] = {
+    "submit": 0,
+    "schedule": 1,
+    "evict": 2,
+    "fail": 3,
+    "finish": 4,
+    "kill": 5,
+    "lost": 6,
+}
+
+COMPARISON = TraceTables(
+    trace=ID,
+    unit="task incarnation",
+    time_unit_s=1e-6,
+    task_times="fct_task_times",
+    outcome_column="terminal_event_type",
+    outcomes=terminal_codes(OUTCOME_CODES),
+    queue=("agg_queue_length", "queue_length"),
+    running=("agg_running_tasks", "running_tasks"),
+    usage=("agg_usage_by_priority", "used_cpu", "requested_cpu", "5-minute window"),
+    usage_group=("window_index",),
+    machines="agg_machine_capacity",
+    departures="removes",
+    departures_mean="REMOVE events",
+    notes={},
+)
+
 SPEC = TraceSpec(
     id=ID,
     title="Google cluster-usage traces v2.1 (2011)",
@@ -130,7 +160,7 @@ SPEC = TraceSpec(
         "https://commondatastorage.googleapis.com/clusterdata-2011-2/", checksum_list="SHA256SUM"
     ),
     raw_layout="<table>/part-NNNNN-of-NNNNN.csv[.gz]",
-    # task_events event types (schema.csv)
-    outcomes={"submit": 0, "schedule": 1, "evict": 2, "fail": 3, "finish": 4, "kill": 5, "lost": 6},
+    outcomes=OUTCOME_CODES,
+    comparison=COMPARISON,
     stages=("derive", "analyze", "calibration", "export", "packing", "yield"),
 )

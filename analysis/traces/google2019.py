@@ -14,7 +14,16 @@ the proto's ``[key]`` fields and the event type.
 
 from __future__ import annotations
 
-from tracelab.analysis.traces.model import Column, Generator, Kind, Table, TimeAxis, TraceSpec
+from tracelab.analysis.traces.model import (
+    Column,
+    Generator,
+    Kind,
+    Table,
+    TimeAxis,
+    TraceSpec,
+    TraceTables,
+    terminal_codes,
+)
 
 ID = "google-2019"
 
@@ -109,6 +118,36 @@ TABLES: tuple[Table, ...] = tuple(
     for name, cols in _TABLES.items()
 )
 
+#: InstanceEvent types (clusterdata_trace_format_v3.proto)
+OUTCOME_CODES: dict[str, int | str] = {
+    "submit": 0,
+    "queue": 1,
+    "enable": 2,
+    "schedule": 3,
+    "evict": 4,
+    "fail": 5,
+    "finish": 6,
+    "kill": 7,
+    "lost": 8,
+}
+
+COMPARISON = TraceTables(
+    trace=ID,
+    unit="instance incarnation",
+    time_unit_s=1e-6,
+    task_times="fct_g2019_instance_times",
+    outcome_column="terminal_event_type",
+    outcomes=terminal_codes(OUTCOME_CODES),
+    queue=("agg_g2019_queue_length", "queue_length"),
+    running=("agg_g2019_running_instances", "running_instances"),
+    usage=("fct_g2019_instance_usage_stats", "avg_mean", "cpu_request", "instance"),
+    usage_group=(),
+    machines="agg_g2019_machine_capacity",
+    departures="removes",
+    departures_mean="REMOVE events",
+    notes={},
+)
+
 SPEC = TraceSpec(
     id=ID,
     title="Google cluster-usage traces v3 (2019)",
@@ -119,17 +158,7 @@ SPEC = TraceSpec(
     # v3 shares table names with v2.1
     view_prefix="g2019_",
     derived_infix="g2019",
-    # InstanceEvent types (clusterdata_trace_format_v3.proto)
-    outcomes={
-        "submit": 0,
-        "queue": 1,
-        "enable": 2,
-        "schedule": 3,
-        "evict": 4,
-        "fail": 5,
-        "finish": 6,
-        "kill": 7,
-        "lost": 8,
-    },
+    outcomes=OUTCOME_CODES,
+    comparison=COMPARISON,
     stages=("derive", "fit", "export"),
 )

@@ -101,6 +101,43 @@ class Generator:
     takes: frozenset[str] = frozenset({"target_mb"})
 
 
+#: the common names of how a unit ends, in the order pages show them
+OUTCOMES = ("finish", "fail", "kill", "evict", "lost")
+
+
+def terminal_codes(outcomes: Mapping[str, int | str]) -> dict[int | str, str]:
+    """The trace's terminal codes -> their names in :data:`OUTCOMES` (other codes left out)."""
+    return {code: name for name, code in outcomes.items() if name in OUTCOMES}
+
+
+@dataclass(frozen=True)
+class TraceTables:
+    """Where one trace keeps what the comparison reads, and what its codes and units mean."""
+
+    trace: str
+    #: what one row of the task-times table is
+    unit: str
+    #: seconds per unit of the trace's time columns
+    time_unit_s: float
+    task_times: str
+    outcome_column: str
+    #: the trace's terminal codes (event types or states) -> a name in OUTCOMES
+    outcomes: Mapping[int | str, str]
+    #: (table, column) of the queue-length series; None when the trace does not record it
+    queue: tuple[str, str] | None
+    running: tuple[str, str]
+    #: (table, used column, requested column, what a row is)
+    usage: tuple[str, str, str, str]
+    #: columns whose rows are summed into one before the ratio (e.g. the priority classes of a window)
+    usage_group: tuple[str, ...]
+    machines: str
+    #: the machine table's column counting departures (REMOVE events, or status changes)
+    departures: str
+    departures_mean: str
+    #: why a metric is absent for this trace
+    notes: Mapping[str, str]
+
+
 @dataclass(frozen=True)
 class Download:
     """Where the publisher serves the files: a base URL and either a checksum list at the base
@@ -132,6 +169,8 @@ class TraceSpec:
     derived_infix: str = ""
     #: raw event or status code of each common outcome (``finish``, ``fail``, ...)
     outcomes: Mapping[str, int | str] = field(default_factory=lambda: MappingProxyType({}))
+    #: where the comparison of traces finds this trace's metrics; None leaves it out
+    comparison: TraceTables | None = None
     #: stages (registry names) whose inputs this trace provides
     stages: tuple[str, ...] = ()
     #: a hint for a trace-specific quirk shown when a file has the wrong shape

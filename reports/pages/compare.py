@@ -10,12 +10,12 @@ import polars as pl
 
 from tracelab.analysis.compare.intervals import Estimate
 from tracelab.analysis.compare.metrics import (
-    OUTCOMES,
     TRACE_TABLES,
     Reader,
     TraceComparison,
     comparisons,
 )
+from tracelab.analysis.traces.model import OUTCOMES
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
 from tracelab.reports.metadata import data_sources
