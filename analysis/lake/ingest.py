@@ -1,4 +1,4 @@
-"""Lossless raw CSV(.gz) → typed Parquet conversion of one trace file (issue #2, item 5).
+"""Lossless raw CSV(.gz) → typed Parquet conversion of one trace file.
 
 Every physical line of a raw file ends up in exactly one place: a typed row of
 ``lake/<trace>/<table>/<name>.parquet`` or a row of ``lake/<trace>/_rejects/<table>__<name>.parquet``
@@ -93,23 +93,16 @@ JSON_SUFFIXES = (".json.gz", ".json")
 GARBAGE_SHARE = 0.9
 #: decompressed bytes typed at once by the fast path: large enough that Polars' per-call cost
 #: is amortised, small enough that glibc reuses the freed chunk copies from its heap instead of
-#: growing it (page faults: 274,000 for a 4 GB ingest at 12 MB, 509,000 at 24 MB, 469,000 at
-#: 32 MB; CPU 33.0, 35.0 and 34.2 s, the mean of three runs each, issue #29)
+#: growing it (larger chunks page-fault about twice as often)
 FAST_CHUNK_BYTES = 12 << 20
 #: zstd at level 1, for the rejects (and the lake files of JSON-lines tables)
 ZSTD: dict[str, Any] = {"compression": "zstd", "compression_level": 1}
 #: the lake files' codec: LZ4. With row groups of LAKE_ROW_GROUP_ROWS most pages hold dictionary
-#: indices, which compress little more: with 4 MB dictionaries a published-size part was 76 MB
-#: with LZ4 and 72 MB with zstd at level 1, and LZ4 cost ~0.12 CPU-s less (Polars' default, zstd
-#: at level 3 with no float dictionaries: 108 MB without the two source columns)
+#: indices, which zstd compresses only ~5% smaller at a higher CPU cost
 LAKE_CODEC: dict[str, Any] = {"compression": "lz4"}
 #: rows per row group of a lake file, at least: typed chunks are gathered to this many before they
-#: are written. Each row group costs the writer a fresh dictionary and codec per column: on a
-#: published-size part, a row group per 24 MB chunk (15) cost 1.22 CPU-s of writing (zstd level
-#: 1, 105 MB), ~2^20 rows 0.83 (LZ4, 105 MB). Larger dictionary pages than Arrow's 1 MB would make
-#: the synthetic parts smaller (76 MB at 4 MB) for ~0.13 CPU-s more: their float columns have
-#: more distinct values than the real trace's (2,759 distinct cpu_rate values in the first 10,000
-#: real rows, 7,977 in the generator's), whose dictionaries fit in 1 MB. Memory: at most two
+#: are written, because each row group costs the writer a fresh dictionary and codec per column.
+#: Arrow's 1 MB dictionary pages hold the real trace's repeating values. Memory: at most two
 #: groups per conversion (one gathering, one being written), ~190 MB each for task_usage
 LAKE_ROW_GROUP_ROWS = 1 << 20
 
@@ -656,7 +649,7 @@ def _lake_table(
 
     The typed columns keep the chunks Polars' reader made (one per block it parsed): joining
     them with a one-chunk column in one frame would copy every column into one chunk first
-    (0.14 CPU-s and 15,000 page faults per published-size part, issue #29). ``source_file`` is
+    (0.14 CPU-s and 15,000 page faults per published-size part). ``source_file`` is
     one dictionary entry and an index per row: the writer never hashes or compares the same path
     once per row.
     """

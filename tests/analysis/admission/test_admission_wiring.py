@@ -1,4 +1,4 @@
-"""The admission stage's wiring on hand-made inputs (issue 24): tuning, pooling, configurations.
+"""The admission stage's wiring on hand-made inputs: tuning, pooling, configurations.
 
 The simulator and the moments have their own tests; these check the code between them and the
 summary, on numbers worked out by hand in the comments.

@@ -33,7 +33,7 @@ GOOGLE_TABLES = [
 
 
 def test_google_tables_are_the_contract() -> None:
-    # INTERFACE.md / issue #3: these names are user-facing
+    # INTERFACE.md: these names are user-facing
     assert derive.derived_table_names("google-2011") == GOOGLE_TABLES
     assert not set(GOOGLE_TABLES) & set(derive.derived_table_names("azure-2017"))
 

@@ -1,4 +1,4 @@
-"""`tracelab download` core against a loopback HTTP server that injects faults (issue 12, item 6).
+"""`tracelab download` core against a loopback HTTP server that injects faults.
 
 The server serves generated files and a ``SHA256SUM`` list in the publisher's format, honours
 range requests, and per file can answer 503 first, drop the connection half-way, declare a

@@ -1,4 +1,4 @@
-"""The packing stage's wiring on tiny hand-made realizations (issue 24).
+"""The packing stage's wiring on tiny hand-made realizations.
 
 The kernels have their own tests; these check the code between them and the summary: which
 statistics each method is given, which realizations a packing is evaluated on, the rebalancing

@@ -1,4 +1,4 @@
-"""Placement stage wiring (issue 24, bullet 4): the code between the replay kernel and the summary.
+"""Placement stage wiring: the code between the replay kernel and the summary.
 
 Every expected value is worked out by hand in the comments: a summary that averages the wrong
 replays, subtracts another pool's baseline, counts LARS sets of the wrong policy, swaps a ratio of

@@ -83,7 +83,7 @@ def test_every_target_cites_a_paper_or_a_real_excerpt() -> None:
 
 
 def test_the_old_generator_would_fail() -> None:
-    """Values measured on the pre-calibration default sample (issue 13's table) are rejected."""
+    """Values measured on the pre-calibration default sample are rejected."""
     old = CalibrationInputs(
         usage_stats=pl.DataFrame({"is_long": [True, True], "inst_mean": [0.20, 0.298]}),
         variability={

@@ -1,4 +1,4 @@
-"""The yield stage's wiring on hand-made inputs (issue 24): per-instance rows and aggregates.
+"""The yield stage's wiring on hand-made inputs: per-instance rows and aggregates.
 
 The algorithms have their own tests; these check the code that turns their placements into the
 stage's rows and its tables and summary into the paper's aggregates, on numbers small enough to
