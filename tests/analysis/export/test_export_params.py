@@ -19,10 +19,10 @@ from tracelab.analysis.common.fitted_params import (
 )
 from tracelab.analysis.export.document import (
     SCHEMA_PATH,
-    params_schema,
     document_sha256,
     load_params,
     params_document,
+    params_schema,
     records_sha256,
     write_params_csv,
     write_params_json,
@@ -204,7 +204,12 @@ def test_the_export_names_its_schema_and_validates_against_it(data_dir: Path) ->
     # the schema travels with the document, so a reader of DATA/exports alone can check it;
     # the copy lists the trace values the shipped file leaves to the declarations
     copy = json.loads((path.parent / "params.schema.json").read_text())
-    assert copy["$defs"]["trace"]["enum"] == ["google-2011", "azure-2017", "alibaba-2018", "google-2019"]
+    assert copy["$defs"]["trace"]["enum"] == [
+        "google-2011",
+        "azure-2017",
+        "alibaba-2018",
+        "google-2019",
+    ]
     del copy["$defs"]["trace"]["enum"]
     assert copy == schema
     # counts are JSON integers, not 2.0
