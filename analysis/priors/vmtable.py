@@ -116,12 +116,14 @@ def derive_azure_tables(
 ) -> dict[str, int]:
     """Every ``fct_azure_*`` / ``agg_azure_*`` table as ``derived_dir/<table>.parquet``.
 
-    Needs the view ``vmtable``; runs the vmtable checks first and the derived-table checks after
+    Needs the view ``vmtable`` (the marts read it through the staging view ``stg_vms``, created
+    here); runs the vmtable checks first and the derived-table checks after
     (a failed check is an error with its first offending rows). Returns row counts.
     """
     missing = missing_vmtable_columns(con.table("vmtable").columns)
     if missing:
         raise TracelabError(f"vmtable lacks column(s) {', '.join(missing)}")
+    derive.create_staging_views(con, TRACE)
     _raise_failed([derive.check_violations(con, c, params) for c in VMTABLE_CHECKS])
     deps = derive.table_dependencies(TRACE)
     counts: dict[str, int] = {}

@@ -163,9 +163,11 @@ class TraceSpec:
     download: Download | None = None
     #: how the published files lie under the raw root, for messages (``<table>/part-*.csv.gz``)
     raw_layout: str = "<table>/<file>.csv[.gz]"
-    #: prefix of its lake tables in the catalog, where another trace has tables of the same name
+    #: prefix of its lake tables in the catalog, where another trace has tables of the same name,
+    #: and of its derived tables whose names do not carry its ``derived_infix`` (shared marts)
     view_prefix: str = ""
-    #: the word its derived tables carry (``fct_<infix>_...``); "" for the first trace's
+    #: the word its own derived tables carry (``fct_<infix>_...``); "" for the first trace's and
+    #: for a trace that only feeds the shared marts (analysis/lake/derive.py)
     derived_infix: str = ""
     #: raw event or status code of each common outcome (``finish``, ``fail``, ...)
     outcomes: Mapping[str, int | str] = field(default_factory=lambda: MappingProxyType({}))
