@@ -116,6 +116,19 @@ class Published:
     faults: Faults
 
 
+def _serving(files: dict[str, bytes], faults: Faults) -> Iterator[Published]:
+    """Serve ``files`` on a loopback port until the generator is closed."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
 @pytest.fixture
 def published() -> Iterator[Published]:
     """Three task_events parts and a job_events part (random bytes), with their SHA256SUM."""
@@ -129,15 +142,7 @@ def published() -> Iterator[Published]:
     lines = [f"{hashlib.sha256(b).hexdigest()}  ./{p}\n" for p, b in sorted(files.items())]
     files[CHECKSUM_LIST] = "".join(lines).encode()
     faults = Faults()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    yield from _serving(files, faults)
 
 
 def _listed(published: Published, **kwargs: object) -> list[RemoteFile]:
@@ -416,15 +421,7 @@ def published_v2() -> Iterator[Published]:
         name = f"trace_data/vm_cpu_readings/vm_cpu_readings-file-{i}-of-195.csv.gz"
         files[name] = gzip.compress(f"{300 * i},v1,1.0,3.0,2.0\r\n".encode())
     faults = Faults(busy={"trace_data/vmtable/vmtable.csv.gz": 1})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    yield from _serving(files, faults)
 
 
 def test_azure_2019_tables_download_from_the_published_links_and_ingest(
