@@ -173,7 +173,7 @@ def _write_readings(
 ) -> pl.DataFrame:
     """Readings of ``n_vms`` seeded VMs; returns the sampled VMs (vmid, readings written)."""
     chosen = np.sort(rng.choice(vms.height, size=min(n_vms, vms.height), replace=False))
-    sample = vms[chosen.tolist()]
+    sample: pl.DataFrame = vms[chosen.tolist()]
     frames = []
     for vm in sample.iter_rows(named=True):
         slots = (vm["vmdeleted"] - vm["vmcreated"]) // GRID_S
