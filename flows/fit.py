@@ -43,6 +43,7 @@ from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
+    vmtable_needs,
 )
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings, duckdb_connection
@@ -211,9 +212,14 @@ def fit_google2019_flow(
 
 
 def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:
-    """What keeps fit from running on ``trace`` (the registry's ``needs``): only google-2019
-    can lack every table its priors come from (a lake of machine_events alone)."""
-    return google2019.google2019_needs(data_dir) if trace == google2019.TRACE else None
+    """What keeps fit from running on ``trace`` (the registry's ``needs``): google-2019 can lack
+    every table its priors come from (a lake of machine_events alone), azure-2019 its vmtable
+    (the published deployments table alone)."""
+    if trace == google2019.TRACE:
+        return google2019.google2019_needs(data_dir)
+    if trace not in (alibaba.TRACE, TRACE):
+        return vmtable_needs(data_dir, trace)
+    return None
 
 
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:

@@ -1,6 +1,6 @@
 """Azure Public Dataset V2 (2019): ``vmtable``, ``deployments`` and ``vm_cpu_readings``.
 
-Schema from AzurePublicDatasetV2.md and the publisher's V2 notebook (docs/adding-a-trace.md):
+Schema from AzurePublicDatasetV2.md and the publisher's V2 notebook (docs/ingest.md):
 times in seconds from the trace start on a 300 s grid over 30 days, as in V1; unlike V1 the
 vmtable publishes core count and memory as buckets (``2``, ``4``, ``8``, ``12``, ``24``,
 ``>24`` cores; ``2``, ``4``, ``8``, ``32``, ``64``, ``>64`` GB), kept as the published strings
@@ -76,7 +76,8 @@ SPEC = TraceSpec(
             ),
         ),
     ),
-    raw_layout="<table>/<table>.csv.gz (vm_cpu_readings/vm_cpu_readings-file-N-of-195.csv.gz)",
+    # vm_cpu_readings/vm_cpu_readings-file-N-of-195.csv.gz: the readings are numbered files
+    raw_layout="<table>/<table>*.csv.gz",
     # V1 has tables of the same names, and both derive the shared Azure marts
     view_prefix="azure2019_",
     stages=("derive", "fit", "export"),

@@ -13,6 +13,7 @@ import jsonschema
 import polars as pl
 import pytest
 from cli_helpers import tracelab_output
+from repo_paths import TESTS
 
 from tracelab.analysis.export.document import SCHEMA_PATH, load_params
 
@@ -78,3 +79,17 @@ def test_the_catalog_prefixes_azure_2019_tables(run: Path) -> None:
     )
     assert rc == 0, out
     assert str(truth["counts"]["vms"]) in out.replace(",", "")
+
+
+def test_on_the_real_deployments_table_alone_fit_says_what_it_lacks(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    """tests/data/azure-2019 holds the published deployments table only (333 of its rows, see its
+    PROVENANCE.md): it is ingested and derived, and fit is not run but says why."""
+    data = tmp_path / "data"
+    excerpt = TESTS / "data" / TRACE
+    rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--raw", str(excerpt))
+    assert rc == 0, out
+    assert "fit: needs vmtable rows" in out
+    assert "deployments: 333 rows from 1 file" in out
+    assert not (data / "results" / TRACE / "priors" / "params.json").exists()
