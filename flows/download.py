@@ -41,7 +41,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--tables",
         default=None,
-        help=f"comma-separated tables ({', '.join(_BY_PART)}; default: all listed in SHA256SUM)",
+        help="comma-separated tables (default: all the publisher lists)",
     )
     parser.add_argument(
         "--parts", default=None, metavar="A-B", help="part numbers A to B inclusive (e.g. 0-9)"
@@ -71,15 +71,15 @@ def parse_parts(text: str | None) -> tuple[int, int] | None:
 def chosen_files(args: argparse.Namespace, base_url: str, policy: FetchPolicy) -> list[RemoteFile]:
     """The files the options name; a one-line error when they name none or an unknown table."""
     download = _DOWNLOADS[args.trace]
-    if not download.checksum_list:
-        if args.tables or args.parts:
-            raise TracelabError(f"--tables and --parts apply to {', '.join(_BY_PART)} only")
-        return listed_files(download, base_url)
     tables = None if args.tables is None else [t.strip() for t in args.tables.split(",")]
     unknown = sorted(set(tables or ()) - set(trace_tables(args.trace)))
     if unknown:
         known = ", ".join(sorted(trace_tables(args.trace)))
         raise TracelabError(f"--tables: unknown {unknown} for {args.trace}; known: {known}")
+    if not download.checksum_list:
+        if args.parts:
+            raise TracelabError(f"--parts applies to {', '.join(_BY_PART)} only")
+        return listed_files(download, base_url, tables)
     checksums = parse_checksum_list(fetch_text(base_url + CHECKSUM_LIST, policy))
     files = google_files(checksums, base_url, tables, parse_parts(args.parts), args.trace)
     if not files:

@@ -100,8 +100,16 @@ class CatalogTable:
 
     @property
     def view(self) -> str:
-        """The catalog's view name (:func:`view_name` for a lake table)."""
-        return view_name(self.schema) if self.schema is not None else self.name
+        """The catalog's view name (:func:`view_name` for a lake table; a derived table of a
+        trace with a view prefix carries it unless its name carries the trace's infix)."""
+        if self.schema is not None:
+            return view_name(self.schema)
+        spec = trace_spec(self.trace)
+        if self.kind == "derived" and not (
+            spec.derived_infix and f"_{spec.derived_infix}_" in f"_{self.name}"
+        ):
+            return spec.view_prefix + self.name
+        return self.name
 
 
 def catalog_tables(data_dir: Path) -> list[CatalogTable]:

@@ -111,9 +111,16 @@ def google_files(
     return chosen
 
 
-def listed_files(download: Download, base_url: str) -> list[RemoteFile]:
-    """The fixed files of a trace published without a checksum list."""
-    return [RemoteFile(base_url + remote, local, None) for remote, local in download.files]
+def listed_files(
+    download: Download, base_url: str, tables: Sequence[str] | None = None
+) -> list[RemoteFile]:
+    """The fixed files of a trace published without a checksum list, of ``tables`` (all when
+    None): a file's table is its folder under the raw root, or its name up to the first dot."""
+    return [
+        RemoteFile(base_url + remote, local, None)
+        for remote, local in download.files
+        if tables is None or local.split("/")[0].split(".")[0] in tables
+    ]
 
 
 def fetch_text(url: str, policy: FetchPolicy) -> str:

@@ -16,8 +16,10 @@ from typing import Any
 import duckdb
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.lake import derive
-from tracelab.analysis.lake.schemas import AZURE_2017
+from tracelab.analysis.lake.availability import lake_dir, table_found, table_rows
+from tracelab.analysis.lake.schemas import AZURE_2017, trace_tables
 from tracelab.analysis.traces import azure2017
 
 TRACE = azure2017.ID
@@ -116,12 +118,14 @@ def derive_azure_tables(
 ) -> dict[str, int]:
     """Every ``fct_azure_*`` / ``agg_azure_*`` table as ``derived_dir/<table>.parquet``.
 
-    Needs the view ``vmtable``; runs the vmtable checks first and the derived-table checks after
+    Needs the view ``vmtable`` (the marts read it through the staging view ``stg_vms``, created
+    here); runs the vmtable checks first and the derived-table checks after
     (a failed check is an error with its first offending rows). Returns row counts.
     """
     missing = missing_vmtable_columns(con.table("vmtable").columns)
     if missing:
         raise TracelabError(f"vmtable lacks column(s) {', '.join(missing)}")
+    derive.create_staging_views(con, TRACE)
     _raise_failed([derive.check_violations(con, c, params) for c in VMTABLE_CHECKS])
     deps = derive.table_dependencies(TRACE)
     counts: dict[str, int] = {}
@@ -129,3 +133,18 @@ def derive_azure_tables(
         counts[name] = derive.materialise_table(con, name, params, derived_dir).rows
     _raise_failed([derive.check_violations(con, c, params) for c in derive.check_names(TRACE)])
     return counts
+
+
+def vmtable_needs(data_dir: Path, trace: str) -> Shortfall | None:
+    """The priors come from the VMs of the trace's vmtable: a lake without its rows (V2's
+    published deployments table alone) supports none, and the stage is not run."""
+    lake = lake_dir(data_dir, trace)
+    if table_rows(lake, "vmtable").rows:
+        return None
+    return Shortfall(
+        "fit",
+        "vmtable rows (each VM's deployment, creation and deletion times and cores): the "
+        "deployments table alone gives sizes, not the arrivals, lifetimes and scale-outs the "
+        "priors are fitted to",
+        "; ".join(table_found(lake, t) for t in trace_tables(trace)),
+    )

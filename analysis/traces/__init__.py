@@ -6,7 +6,7 @@ the docs tables all read :data:`TRACES`; no other module spells a trace id.
 
 from __future__ import annotations
 
-from tracelab.analysis.traces import alibaba2018, azure2017, google2011, google2019
+from tracelab.analysis.traces import alibaba2018, azure2017, azure2019, google2011, google2019
 from tracelab.analysis.traces.model import TraceSpec
 
 #: in the order commands and pages list them
@@ -15,6 +15,7 @@ TRACES: tuple[TraceSpec, ...] = (
     azure2017.SPEC,
     alibaba2018.SPEC,
     google2019.SPEC,
+    azure2019.SPEC,
 )
 TRACE_IDS: tuple[str, ...] = tuple(t.id for t in TRACES)
 

@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import polars as pl
-import pyarrow as pa
+if TYPE_CHECKING:
+    # imported where a schema is built: the declarations are read by every command's --help
+    import polars as pl
+    import pyarrow as pa
 
 #: the list kinds are the repeated fields of Google's v3 export
 Kind = Literal["int", "float", "str", "bool", "int_list", "float_list"]
@@ -49,32 +51,34 @@ class Table:
 
     def polars_schema(self) -> dict[str, pl.DataType]:
         """Typed lake schema of the published columns (without source columns)."""
-        return {c.name: _POLARS[c.kind] for c in self.columns}
+        import polars as pl
+
+        kinds: dict[Kind, pl.DataType] = {
+            "int": pl.Int64(),
+            "float": pl.Float64(),
+            "str": pl.String(),
+            "bool": pl.Boolean(),
+            "int_list": pl.List(pl.Int64()),
+            "float_list": pl.List(pl.Float64()),
+        }
+        return {c.name: kinds[c.kind] for c in self.columns}
 
     def arrow_schema(self) -> pa.Schema:
         """Schema of a lake Parquet file: published columns, then source_file, source_row."""
-        fields = [pa.field(c.name, _ARROW[c.kind], nullable=True) for c in self.columns]
+        import pyarrow as pa
+
+        kinds: dict[Kind, pa.DataType] = {
+            "int": pa.int64(),
+            "float": pa.float64(),
+            "str": pa.string(),
+            "bool": pa.bool_(),
+            "int_list": pa.list_(pa.int64()),
+            "float_list": pa.list_(pa.float64()),
+        }
+        fields = [pa.field(c.name, kinds[c.kind], nullable=True) for c in self.columns]
         fields.append(pa.field(SOURCE_FILE, pa.string(), nullable=False))
         fields.append(pa.field(SOURCE_ROW, pa.int64(), nullable=False))
         return pa.schema(fields)
-
-
-_POLARS: dict[Kind, pl.DataType] = {
-    "int": pl.Int64(),
-    "float": pl.Float64(),
-    "str": pl.String(),
-    "bool": pl.Boolean(),
-    "int_list": pl.List(pl.Int64()),
-    "float_list": pl.List(pl.Float64()),
-}
-_ARROW: dict[Kind, pa.DataType] = {
-    "int": pa.int64(),
-    "float": pa.float64(),
-    "str": pa.string(),
-    "bool": pa.bool_(),
-    "int_list": pa.list_(pa.int64()),
-    "float_list": pa.list_(pa.float64()),
-}
 
 
 def column(name: str, kind: Kind, mandatory: bool = False, official: str = "") -> Column:
@@ -163,9 +167,11 @@ class TraceSpec:
     download: Download | None = None
     #: how the published files lie under the raw root, for messages (``<table>/part-*.csv.gz``)
     raw_layout: str = "<table>/<file>.csv[.gz]"
-    #: prefix of its lake tables in the catalog, where another trace has tables of the same name
+    #: prefix of its lake tables in the catalog, where another trace has tables of the same name,
+    #: and of its derived tables whose names do not carry its ``derived_infix`` (shared marts)
     view_prefix: str = ""
-    #: the word its derived tables carry (``fct_<infix>_...``); "" for the first trace's
+    #: the word its own derived tables carry (``fct_<infix>_...``); "" for the first trace's and
+    #: for a trace that only feeds the shared marts (analysis/lake/derive.py)
     derived_infix: str = ""
     #: raw event or status code of each common outcome (``finish``, ``fail``, ...)
     outcomes: Mapping[str, int | str] = field(default_factory=lambda: MappingProxyType({}))

@@ -209,6 +209,7 @@ def test_the_export_names_its_schema_and_validates_against_it(data_dir: Path) ->
         "azure-2017",
         "alibaba-2018",
         "google-2019",
+        "azure-2019",
     ]
     del copy["$defs"]["trace"]["enum"]
     assert copy == schema
