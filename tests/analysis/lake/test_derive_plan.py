@@ -152,6 +152,42 @@ def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
         derive.derived_table_names("borg-2019", tmp_path)
 
 
+def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
+    """A mart over a staging shape runs for each trace whose staging provides it; one over a
+    shape only one trace provides runs there; a file reading a raw table two traces publish
+    (vmtable, machine_events) runs for the trace its name's infix marks; a CTE or a column alias
+    named like a relation is no read."""
+    (tmp_path / "checks").mkdir()
+    files = {
+        "stg_azure2017__vms.sql": "select vmid from vmtable",
+        "stg_azure2019__vms.sql": "select vmid from stg_vm_buckets",
+        "stg_azure2019__vm_buckets.sql": "select vmid from vmtable",
+        "fct_azure_shared.sql": "with vms as (select * from stg_vms) select * from vms",
+        "agg_azure_on_shared.sql": "select count(*) as deployments from fct_azure_shared",
+        "agg_buckets.sql": "with deployments as (select * from stg_vm_buckets) "
+        "select * from deployments",
+        "fct_azure_raw.sql": "select * from vmtable",
+        "agg_machines.sql": "select * from machine_events",
+        "agg_g2019_machines.sql": "select * from machine_events",
+        "checks/assert_vms.sql": "select * from stg_vms where vmid is null",
+    }
+    for name, sql in files.items():
+        (tmp_path / name).write_text(sql)
+    shared = ["agg_azure_on_shared", "fct_azure_shared"]
+    assert derive.derived_table_names("azure-2017", tmp_path) == sorted([*shared, "fct_azure_raw"])
+    assert derive.derived_table_names("azure-2019", tmp_path) == sorted(["agg_buckets", *shared])
+    assert derive.derived_table_names("google-2011", tmp_path) == ["agg_machines"]
+    assert derive.derived_table_names("google-2019", tmp_path) == ["agg_g2019_machines"]
+    assert derive.derived_table_names("alibaba-2018", tmp_path) == []
+    assert derive.staging_views("azure-2019", tmp_path) == {
+        "stg_vm_buckets": "stg_azure2019__vm_buckets",
+        "stg_vms": "stg_azure2019__vms",
+    }
+    assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_vms"]
+    assert derive.check_names("azure-2019", tmp_path) == ["checks/assert_vms"]
+    assert derive.check_names("google-2011", tmp_path) == []
+
+
 def _table(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:
     con.from_arrow(frame.to_arrow()).create(name)
 

@@ -121,6 +121,27 @@ def test_hand_made_v2_rows_keep_their_buckets_and_derive(
     ]
 
 
+def test_an_unknown_bucket_label_is_reported_not_counted(
+    tmp_path: Path, prefect_harness: None
+) -> None:
+    """A label the V2 notebook does not define (``16``) gets no core count: the check on the
+    staging view names the VM instead of a number being made up."""
+    raw = tmp_path / "raw"
+    _write(raw / "vmtable.csv", ["v1,s1,D1,0,3600,9.0,1.0,8.0,Unknown,16,8"])
+    _ingest(raw, tmp_path / "lake")
+    con = duckdb.connect()
+    derive.create_input_views(con, TRACE, tmp_path / "lake" / TRACE)
+    result = derive.check_violations(
+        con, "checks/assert_azure_deployment_ids_present", derive.DeriveParams().as_sql_params()
+    )
+    assert result.n_violations == 1
+    assert dict(zip(result.columns, result.rows[0], strict=True)) == {
+        "vmid": "v1",
+        "deploymentid": "D1",
+        "cores": None,
+    }
+
+
 def _derived(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
     """Every derived table of azure-2019 and every check, as the derive flow runs them."""
     con = duckdb.connect()
