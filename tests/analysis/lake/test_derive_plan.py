@@ -125,8 +125,13 @@ def test_checks_belong_to_their_trace() -> None:
     assert mine <= every
 
 
+def _queries_folder(folder: Path, files: dict[str, str]) -> None:
+    (folder / "checks").mkdir()
+    for name, sql in files.items():
+        (folder / name).write_text(sql)
+
+
 def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
-    (tmp_path / "checks").mkdir()
     files = {
         "fct_a.sql": "select * from task_events",
         "agg_b.sql": "-- not fct_azure_c\nselect * from fct_a",
@@ -138,8 +143,7 @@ def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
         "checks/assert_mixed.sql": "select * from fct_a, fct_azure_c",
         "checks/assert_nothing.sql": "select 1",
     }
-    for name, sql in files.items():
-        (tmp_path / name).write_text(sql)
+    _queries_folder(tmp_path, files)
     assert derive.derived_table_names("google-2011", tmp_path) == ["agg_b", "fct_a"]
     assert derive.derived_table_names("azure-2017", tmp_path) == ["fct_azure_c"]
     assert derive.table_dependencies("google-2011", tmp_path) == {"agg_b": ("fct_a",), "fct_a": ()}
@@ -157,7 +161,6 @@ def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
     shape only one trace provides runs there; a file reading a raw table two traces publish
     (vmtable, machine_events) runs for the trace its name's infix marks; a CTE or a column alias
     named like a relation is no read."""
-    (tmp_path / "checks").mkdir()
     files = {
         "stg_azure2017__vms.sql": "select vmid from vmtable",
         "stg_azure2019__vms.sql": "select vmid from stg_vm_buckets",
@@ -171,8 +174,7 @@ def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
         "agg_g2019_machines.sql": "select * from machine_events",
         "checks/assert_vms.sql": "select * from stg_vms where vmid is null",
     }
-    for name, sql in files.items():
-        (tmp_path / name).write_text(sql)
+    _queries_folder(tmp_path, files)
     shared = ["agg_azure_on_shared", "fct_azure_shared"]
     assert derive.derived_table_names("azure-2017", tmp_path) == sorted([*shared, "fct_azure_raw"])
     assert derive.derived_table_names("azure-2019", tmp_path) == sorted(["agg_buckets", *shared])
