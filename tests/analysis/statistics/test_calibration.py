@@ -212,6 +212,7 @@ def _population_of(tmp_path: Path, first_vms: dict[str, list[int]]) -> pl.DataFr
     )
     con = duckdb.connect()
     con.from_arrow(frame.to_arrow()).create("vmtable")
+    derive.create_staging_views(con, "azure-2017")
     params = derive.DeriveParams().as_sql_params()
     deps = derive.table_dependencies("azure-2017")
     for name in derive.tables_needed(["agg_azure_population"], deps):
