@@ -1,5 +1,6 @@
--- azure-2017's vmtable in the common VM shape the Azure marts read: V1 publishes each VM's
--- core count exactly, so cores is the published vmcorecount
+-- azure-2017's vmtable in the common VM shape the Azure marts read (only the columns they read,
+-- so a --vmtable file with just those columns derives too): V1 publishes each VM's core count
+-- exactly, so cores is the published vmcorecount
 with
 
 vmtable_v1 as (
@@ -9,11 +10,9 @@ vmtable_v1 as (
 final as (
     select
         vmid,
-        subscriptionid,
         deploymentid,
         vmcreated,
         vmdeleted,
-        vmcategory,
         vmcorecount as cores,
     from vmtable_v1
 )

@@ -9,11 +9,9 @@ vm_buckets as (
 final as (
     select
         vmid,
-        subscriptionid,
         deploymentid,
         vmcreated,
         vmdeleted,
-        vmcategory,
         cores,
     from vm_buckets
 )

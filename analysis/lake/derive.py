@@ -337,8 +337,12 @@ def require_lake(trace: str, lake_trace_dir: Path) -> dict[str, list[Path]]:
     return files
 
 
-def create_input_views(con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path) -> None:
-    """Expose each lake table of the trace under its own name; an absent table is empty.
+def create_input_views(
+    con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path, *, staging: bool = True
+) -> None:
+    """Expose each lake table of the trace under its own name; an absent table is empty; then,
+    unless ``staging`` is False (a caller that checks the lake's columns first), the trace's
+    staging views.
 
     Raises a :class:`TracelabError` naming the folder and the ingest command when the trace has
     no lake at all.
@@ -352,7 +356,8 @@ def create_input_views(con: duckdb.DuckDBPyConnection, trace: str, lake_trace_di
         else:
             # an absent table (e.g. machine_attributes not ingested) still binds, with no rows
             con.from_arrow(table.arrow_schema().empty_table()).create(name)
-    create_staging_views(con, trace)
+    if staging:
+        create_staging_views(con, trace)
 
 
 def create_staging_views(con: duckdb.DuckDBPyConnection, trace: str) -> None:

@@ -98,7 +98,8 @@ def register_vmtable_csv(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def register_vmtable_lake(con: duckdb.DuckDBPyConnection, lake_dir: Path) -> None:
     """Expose the azure-2017 lake (``lake_dir/azure-2017/vmtable/*.parquet``) as ``vmtable``."""
-    derive.create_input_views(con, TRACE, lake_dir / TRACE)
+    # the staging views come with the tables (derive_azure_tables), after this column check
+    derive.create_input_views(con, TRACE, lake_dir / TRACE, staging=False)
     missing = missing_vmtable_columns(con.table("vmtable").columns)
     if missing:
         raise TracelabError(
