@@ -93,7 +93,7 @@ mutation-tree: $(LINKED)
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
 
 mutation: mutation-tree
-	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(MUTANTS); \
+	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(strip $(MUTANTS)); \
 	  $(CURDIR)/$(BIN)/mutmut results --all true > results.txt; \
 	  grep -c ': killed' results.txt; grep -v ': killed' results.txt
 

@@ -402,3 +402,11 @@ def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
     first = packing_runs(source, params)
     assert first.equals(packing_runs(source, params))
     assert not first.equals(packing_runs(source, dataclasses.replace(params, seed=0)))
+
+
+def test_memory_estimate_is_six_float64_matrices_of_tasks_by_realizations() -> None:
+    # 10 tasks × 100 realizations × 8 bytes × 6 matrices = 48,000 bytes
+    assert PackingParams(tasks=10, realizations=100).memory_estimate() == (
+        48_000,
+        "--tasks or --realizations",
+    )

@@ -18,6 +18,8 @@ import pytest
 from vcsched_helpers import write_lake
 
 from tracelab.analysis.common.reduced import reduced_options
+from tracelab.analysis.common.stage_api import MapFn, serial_map
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
 from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
 from tracelab.analysis.vcsched.stage import (
@@ -35,6 +37,7 @@ from tracelab.analysis.vcsched.stage import (
     _Task,
     instance_specs,
     yield_grid,
+    yield_results,
     yield_summary,
     yield_tables,
 )
@@ -478,3 +481,80 @@ def test_trace_instances_are_built_at_the_asked_cpu_load(tmp_path: Path) -> None
     for task in tasks:
         load = float(task.instance.cpu_need.sum()) / task.instance.n_hosts
         assert load == pytest.approx(1.5, rel=0.05)
+
+
+def test_stage_entry_runs_the_grid_in_chunks_and_writes_its_summary(tmp_path: Path) -> None:
+    """`yield_results` on 21 tiny paper instances, the trace asked for without its data: 21 // 10
+    = 2 instances per chunk, so 10 chunks of 2 and one of 1, progress after each; every instance
+    runs GR and the LP bound (2 result rows each); the trace is left out, saying why, and the
+    options are recorded as asked."""
+    asked = YieldParams(
+        sources=("paper", "trace"),
+        algorithms=("GR", "LP"),
+        small_hosts=2,
+        small_jobs=(3,),
+        small_instances=21,
+        large_jobs=(),
+        slacks=(0.5,),
+        cvs=(0.25,),
+        seed=5,
+    )
+    chunks: list[int] = []
+
+    def recording_map(fn: Any, items: list[Any]) -> list[Any]:
+        chunks.append(len(items))
+        return serial_map(fn, items)
+
+    seen: list[tuple[int, int, str]] = []
+    map_fn: MapFn = recording_map
+    out = tmp_path / "out"
+    summary = yield_results(asked, tmp_path, out, progress=lambda *a: seen.append(a), map_fn=map_fn)
+    assert chunks == [2] * 10 + [1]
+    assert seen == [(d, 21, "instances") for d in (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 21)]
+    assert summary.sources == ("paper",)
+    assert summary.n_instances == 21
+    assert len(summary.shortfalls) == 1
+    assert summary.shortfalls[0].startswith("yield trace instances: needs task_events")
+    assert math.isnan(summary.trace_mean_cpu_load)
+    assert summary.reduced == reduced_options(asked, PAPER_YIELD_PARAMS)
+    instances = pl.read_parquet(out / "instances.parquet")
+    results = pl.read_parquet(out / "results.parquet")
+    assert instances["instance_id"].to_list() == list(range(21))
+    assert results.height == 42
+    # the summary's LP mean is the mean of the written instances' LP bounds
+    lp = instances["lp_bound"].to_numpy()
+    assert summary.mean_min_yield["LP"] == pytest.approx(float(lp[np.isfinite(lp)].mean()))
+    doc = read_summary(out)
+    assert doc["n_instances"] == 21
+    assert doc["shortfalls"] == list(summary.shortfalls)
+    assert doc["parameters"]["sources"] == ["paper", "trace"]
+    assert doc["parameters"]["grid_instances"] == {"paper small": 21}
+    assert doc["parameters"]["milp_jobs"] == []
+    # with the data there, nothing is left out, and the summary's trace load is its instance's
+    write_lake(tmp_path)
+    both = dataclasses.replace(asked, small_instances=1, trace_jobs=(20,), trace_instances=1)
+    summary = yield_results(both, tmp_path, out)
+    assert summary.shortfalls == ()
+    assert summary.sources == ("paper", "trace")
+    row = (
+        pl.read_parquet(out / "instances.parquet")
+        .filter(pl.col("source") == "trace")
+        .row(0, named=True)
+    )
+    assert summary.trace_mean_cpu_load == pytest.approx(row["total_cpu_need"] / row["n_hosts"])
+
+
+def test_options_problem_names_a_grid_without_instances() -> None:
+    """No instance at all: every paper spec has 0 replicates, or the trace has 0 per
+    (tasks, slack); one instance anywhere is enough."""
+    none = YieldParams(sources=("paper",), small_instances=0, large_instances=0)
+    assert none.options_problem() is not None
+    assert "make no instance" in str(none.options_problem())
+    assert dataclasses.replace(none, small_instances=1).options_problem() is None
+    assert dataclasses.replace(none, large_instances=1).options_problem() is None
+    assert dataclasses.replace(none, small_instances=1, small_jobs=()).options_problem()
+    trace = YieldParams(sources=("trace",), trace_instances=0)
+    assert trace.options_problem() is not None
+    assert dataclasses.replace(trace, trace_instances=1).options_problem() is None
+    assert dataclasses.replace(trace, trace_instances=1, trace_jobs=()).options_problem()
+    assert dataclasses.replace(trace, sources=("paper", "trace")).options_problem() is None
