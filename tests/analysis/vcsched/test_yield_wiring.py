@@ -558,3 +558,35 @@ def test_options_problem_names_a_grid_without_instances() -> None:
     assert dataclasses.replace(trace, trace_instances=1).options_problem() is None
     assert dataclasses.replace(trace, trace_instances=1, trace_jobs=()).options_problem()
     assert dataclasses.replace(trace, sources=("paper", "trace")).options_problem() is None
+
+
+def test_trace_instances_as_large_as_the_largest_small_problem_are_small() -> None:
+    # the largest small problem has 6 jobs: 6 trace tasks are small, 7 large
+    grid = dataclasses.replace(GRID, sources=("trace",), trace_jobs=(6, 7), slacks=(0.1,))
+    assert [(s.n_jobs, s.size_class) for s in instance_specs(grid)] == [(6, "small"), (7, "large")]
+    # without small problems every trace instance is large
+    none_small = dataclasses.replace(grid, small_jobs=())
+    assert {s.size_class for s in instance_specs(none_small)} == {"large"}
+
+
+def test_gap_rows_are_ordered_by_source_class_and_pair() -> None:
+    # the pairs with both algorithms solved on a common instance: on the paper's three
+    # instances MILP and LP against MCB8 and GR, LP against MILP; on the trace's only LP–MCB8
+    gaps = yield_tables(PAPER + TRACE)["gaps"]
+    assert gaps.select("source", "higher", "lower").rows() == [
+        ("paper", "LP", "GR"),
+        ("paper", "LP", "MCB8"),
+        ("paper", "LP", "MILP"),
+        ("paper", "MILP", "GR"),
+        ("paper", "MILP", "MCB8"),
+        ("trace", "LP", "MCB8"),
+    ]
+
+
+def test_an_lp_only_run_writes_empty_runtime_tables_with_their_columns() -> None:
+    # the LP bound is a closed form with no run time: no runtime row at all
+    tables = yield_tables([_outcome(0, 0.1, {"LP": 0.8})])
+    assert tables["runtimes"].height == 0
+    assert tables["runtimes"].columns == ["instance_id", "algorithm", "n_jobs", "seconds"]
+    assert tables["runtime_by_size"].height == 0
+    assert tables["results"]["min_yield"].to_list() == [0.8]
