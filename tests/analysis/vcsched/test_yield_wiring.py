@@ -590,3 +590,20 @@ def test_an_lp_only_run_writes_empty_runtime_tables_with_their_columns() -> None
     assert tables["runtimes"].columns == ["instance_id", "algorithm", "n_jobs", "seconds"]
     assert tables["runtime_by_size"].height == 0
     assert tables["results"]["min_yield"].to_list() == [0.8]
+
+
+def test_runtime_by_size_means_and_maxima_in_milliseconds_by_source() -> None:
+    # paper MCB8 on two 10-job instances, 1 ms and 3 ms: mean 2 ms, max 3 ms; the trace's MCB1
+    # (ranked before MCB8) on one 20-job instance, 2 ms; rows by source first
+    outcomes = [
+        _outcome(0, 0.1, {"MCB8": 0.5}, seconds=0.001),
+        _outcome(1, 0.1, {"MCB8": 0.5}, seconds=0.003),
+        _outcome(2, 0.1, {"MCB1": 0.5}, source="trace", n_jobs=20, seconds=0.002),
+    ]
+    by_size = yield_tables(outcomes)["runtime_by_size"]
+    assert by_size.select("source", "algorithm", "n_jobs", "n_instances").rows() == [
+        ("paper", "MCB8", 10, 2),
+        ("trace", "MCB1", 20, 1),
+    ]
+    assert by_size["mean_ms"].to_list() == pytest.approx([2.0, 2.0])
+    assert by_size["max_ms"].to_list() == pytest.approx([3.0, 2.0])
