@@ -1,12 +1,13 @@
 """`make mutation-sample`: draw `make mutation`'s stratified sample from every generated mutant.
 
 Not a test. With ``--generate`` first runs the generating phase of ``mutmut run`` (in
-``build/mutation/``), then reads the mutant names mutmut wrote to ``build/mutation/mutants/**/*.py.meta`` when it
-generated the mutants, and prints ``SIZE`` of them, one a line. The strata are the mutated
-functions: each gets one mutant, so no function goes unsampled however small, and the other
-``SIZE - functions`` are apportioned by largest remainder in proportion to each function's
-mutants beyond that first one (so a function's share stays close to proportional and never asks
-for more mutants than it has). Within a function the mutants are a
+``build/mutation/``), then reads the mutant names mutmut wrote to the ``*.py.meta`` files under
+``build/mutation/mutants/`` when it generated them, and prints ``SIZE`` of them, one a line.
+
+The strata are the mutated functions: each gets one mutant, so no function goes unsampled however
+small, and the other ``SIZE - functions`` are apportioned by largest remainder in proportion to
+each function's mutants beyond that first one (so a function's share stays close to proportional
+and never asks for more mutants than it has). Within a function the mutants are a
 ``random.Random(f"{SEED}-{function}").sample``, so the draw repeats from the names alone.
 ``tests/test_mutation_sample.py`` checks the drawing on hand-made names.
 """

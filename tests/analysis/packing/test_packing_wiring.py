@@ -347,6 +347,9 @@ def test_stage_entry_writes_the_runs_it_summarises(tmp_path: Path) -> None:
     assert summary.experiments == ("methods",)
     assert read_summary(tmp_path / "out")["source"] == "params"
     assert summary.to_dict()["parameters"]["tasks"] == 6
+    # beside the run's numbers the summary records the paper's (Janus & Rzadca §5.2: q = 1.6e-3
+    # for GPA at ρ = 0.001)
+    assert summary.to_dict()["paper"]["gpa_q_at_rho_0.001"] == 1.6e-3
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["instances"] == 2
 
 

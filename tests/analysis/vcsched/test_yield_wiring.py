@@ -17,6 +17,7 @@ import polars as pl
 import pytest
 from vcsched_helpers import write_lake
 
+import tracelab.analysis.vcsched.stage as yield_stage
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary
@@ -335,11 +336,14 @@ def test_rounding_draws_from_the_instances_seed_for_both_variants() -> None:
     hosts, n = 4, 12
     spec = InstanceSpec(3, "paper", "small", hosts, n, 0.5, 0.25, 0.25, 0, seed=123)
     inst = Instance(np.full(n, 0.5), np.full(n, 0.3), hosts)
-    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.01)
+    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.2)
     got = _rounding_placements(_Task(spec, inst, _settings(params)))
     relaxed = lp_relaxation(inst)
     assert relaxed is not None
-    for name, eps in (("RRND", 0.0), ("RRNZ", 0.01)):
+    # the LP's vertex leaves most job-host pairs at 0: at ε = 0.2 RRNZ draws other hosts than RRND
+    assert (relaxed[1] == 0).any()
+    assert str(got["RRND"][0]) != str(got["RRNZ"][0])
+    for name, eps in (("RRND", 0.0), ("RRNZ", 0.2)):
         expected = rounding_placement(inst, relaxed[1], np.random.default_rng((123, 1)), eps)
         host, seconds, lp_value = got[name]
         assert host is not None
@@ -607,3 +611,47 @@ def test_runtime_by_size_means_and_maxima_in_milliseconds_by_source() -> None:
     ]
     assert by_size["mean_ms"].to_list() == pytest.approx([2.0, 2.0])
     assert by_size["max_ms"].to_list() == pytest.approx([3.0, 2.0])
+
+
+def test_milp_runs_only_when_asked_within_its_job_limit_with_its_time_limit_and_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The MILP gets the asked time limit and, as a cut, the heuristics' best peak load: on the
+    instance of test_greedy_and_sorted_greedy_are_run_as_themselves SG's CPU loads are 0.5 and
+    1.0 (peak 1.0) and GR fails, so the cut is 1.0."""
+    calls: list[tuple[int, float, float | None]] = []
+    real = yield_stage.milp_allocation
+
+    def recording(instance: Instance, limit: float, cut: float | None) -> Any:
+        calls.append((instance.n_jobs, limit, cut))
+        return real(instance, limit, cut)
+
+    monkeypatch.setattr(yield_stage, "milp_allocation", recording)
+    spec = InstanceSpec(7, "paper", "small", 2, 3, 0.5, 0.25, 0.25, 0, seed=11)
+    instance = Instance(np.array([0.9, 0.1, 0.5]), np.array([0.5, 0.5, 0.6]), 2)
+
+    def run(**options: Any) -> InstanceOutcome:
+        settings = _settings(YieldParams(**options))
+        return _instance_outcome(_Task(spec, instance, settings))
+
+    out = run(algorithms=("GR", "SG", "MILP"), milp_max_jobs=3, milp_time_limit_s=2.5)
+    assert calls == [(3, 2.5, pytest.approx(1.0))]
+    assert [r["algorithm"] for r in out.result_rows] == ["GR", "SG", "MILP"]
+    # the MILP not asked for, or the instance above its job limit: not run
+    for options in ({"algorithms": ("GR", "SG")}, {"milp_max_jobs": 2}):
+        calls.clear()
+        out = run(**({"algorithms": ("GR", "SG", "MILP")} | options))
+        assert calls == []
+        assert "MILP" not in {r["algorithm"] for r in out.result_rows}
+        assert out.instance_row["milp_optimal"] is None
+
+
+def test_mcb8_run_time_is_mcb8s_own_on_the_500_job_instances() -> None:
+    # MCB8 takes 4 ms on a 500-job instance, GR 10 ms on another; a 10-job MCB8 run (1 ms) is
+    # not a 500-job one: MCB8's 500-job mean is 4 ms
+    outcomes = [
+        _outcome(0, 0.1, {"MCB8": 0.5}, n_jobs=500, seconds=0.004),
+        _outcome(1, 0.1, {"GR": 0.5}, n_jobs=500, seconds=0.010),
+        _outcome(2, 0.1, {"MCB8": 0.5}, seconds=0.001),
+    ]
+    assert yield_summary(yield_tables(outcomes), ("paper",)).mcb8_ms_500 == pytest.approx(4.0)
