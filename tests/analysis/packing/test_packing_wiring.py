@@ -42,6 +42,7 @@ from tracelab.analysis.packing.stage import (
     packing_results,
     packing_runs,
     packing_summary,
+    rebalancing_table,
     selected_experiments,
     task_source,
 )
@@ -413,3 +414,53 @@ def test_memory_estimate_is_six_float64_matrices_of_tasks_by_realizations() -> N
         48_000,
         "--tasks or --realizations",
     )
+
+
+def test_summary_base_case_is_the_methods_experiment_alone() -> None:
+    # beside the methods experiment, the statistics experiment sizes the same tasks from a flat
+    # avg of 0.0625 cores: av 1.25 packs 12 per machine there (2 machines), 6 per machine on
+    # inst's μ = 0.125 (4 machines). The base case's m for av 1.25 is 4 / m_norm 3, not 2 / 3
+    runs = pl.concat(
+        [
+            evaluated_runs(0, "methods", METHODS_ONLY, _two_point(24), _two_point(24)),
+            evaluated_runs(
+                0, "statistics", PackingParams(), _two_point(24), np.full((24, R), 0.0625)
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    summary = packing_summary(runs, METHODS_ONLY, TaskSource((), "trace", 24, False, "x"))
+    assert summary.m_by_method["av 1.25"] == pytest.approx(4 / 3)
+
+
+def test_summary_reports_gpa_0001_at_each_capacity_of_the_capacity_experiment() -> None:
+    # GPA ρ = 0.001 (z = 3.09) on the two-point tasks (μ = σ = 0.125): n μ + z σ √n ≤ c gives
+    # 2 per machine at c = 1 (3: 1.04) and 7 at c = 2 (8: 2.09); loads of at most 0.5 and 1.75
+    # cores never overflow, so q = 0 at both capacities, keyed by the capacity
+    params = dataclasses.replace(METHODS_ONLY, capacity_experiment=True, capacities=(1.0, 2.0))
+    runs = pl.concat(
+        [
+            evaluated_runs(0, "methods", params, _two_point(24), _two_point(24)),
+            evaluated_runs(0, "capacity", params, _two_point(24), _two_point(24)),
+        ],
+        how="diagonal_relaxed",
+    )
+    cap = runs.filter(
+        (pl.col("experiment") == "capacity")
+        & (pl.col("method") == "GPA 0.001")
+        & pl.col("rebalance")
+    )
+    assert cap.select("capacity", "m_abs").rows() == [(1.0, 12), (2.0, 4)]
+    summary = packing_summary(runs, params, TaskSource((), "trace", 24, False, "x"))
+    assert summary.capacity_gpa_q == {"1": 0.0, "2": 0.0}
+
+
+def test_rebalancing_rows_follow_the_runs_without_rebalancing() -> None:
+    # the rebalanced rows given in reverse: the table pairs them and keeps the other rows' order
+    runs = _summary_runs()
+    off = runs.filter(~pl.col("rebalance"))
+    shuffled = pl.concat([off, runs.filter(pl.col("rebalance")).reverse()])
+    table = rebalancing_table(shuffled)
+    keys = ["instance", "experiment", "method", "fit"]
+    assert table.select(keys).rows() == off.select(keys).rows()
+    assert table.height == off.height
