@@ -27,6 +27,7 @@ import polars as pl
 import pytest
 from packing_helpers import write_packing_params
 
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource, params_tasks
 from tracelab.analysis.packing.stage import (
@@ -385,6 +386,9 @@ def test_stage_draws_its_tasks_with_the_seed_and_records_the_realizations(
     assert repr(drawn.instances) != repr(other.instances)
     summary = packing_results(dataclasses.replace(params, realizations=12), data, tmp_path / "out")
     assert summary.realizations == 12
+    # the trace source reads the trace's derived tables, never the export beside them
+    with pytest.raises(TracelabError, match="fct_task_usage_stats"):
+        task_source(dataclasses.replace(params, source="trace"), data)
 
 
 def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
@@ -464,3 +468,13 @@ def test_rebalancing_rows_follow_the_runs_without_rebalancing() -> None:
     keys = ["instance", "experiment", "method", "fit"]
     assert table.select(keys).rows() == off.select(keys).rows()
     assert table.height == off.height
+
+
+def test_method_table_rows_in_the_order_the_runs_first_show_them() -> None:
+    # one row per setting and method, in the order of each group's first run (instance 0's)
+    runs = _summary_runs()
+    group = ["experiment", "method", "fit", "rebalance"]
+    assert (
+        method_table(runs).select(group).rows()
+        == runs.select(group).unique(maintain_order=True).rows()
+    )
