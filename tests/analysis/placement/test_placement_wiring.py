@@ -127,7 +127,7 @@ def test_lars_intervals_resample_whole_defragmentation_sets() -> None:
     d = s.to_dict()
     assert d["lars_saved_pct_ci"] == [0.0, 12.5]
     assert d["lars_oracle_saved_pct_ci"] == [25.0, 50.0]
-    # the LAVA paper's LARS reductions (Table 2: 4.32% and 4.55% fewer migrations) beside this run's
+    # the LAVA paper's LARS reductions (Table 2: 4.32% and 4.55%) beside this run's
     assert d["paper_lars_reduction_pct"] == [4.32, 4.55]
     assert "bootstrap" in d["lars_interval_method"]
     # one set: every resample is that set, so the interval is the point (100 x 1 / 8 = 12.5)
