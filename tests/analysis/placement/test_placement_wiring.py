@@ -43,6 +43,7 @@ from tracelab.analysis.placement.stage import (
     predictions,
     replay_inputs,
     replays_table,
+    saved_share_interval,
 )
 from tracelab.analysis.placement.stream import VmStream
 
@@ -558,3 +559,32 @@ def test_prediction_quality_with_no_vm_of_known_class() -> None:
     assert (q["class_vms"], q["binary_vms"]) == (0, 0)
     assert np.isnan(q["class_accuracy"])
     assert np.isnan(q["binary_accuracy"])
+
+
+def test_lars_saved_share_is_the_saved_migrations_over_the_baselines() -> None:
+    # one set: the baseline order needs 10 migrations, LARS 6, the oracle 5: 40% and 50% saved
+    results = [_result(0, "best-fit", "none", 10.0, vms=100, defrag=((1.0, 20, 10, 6, 5),))]
+    s = placement_summary(results, PlacementParams(pool_hosts=(10,)), 1.0)
+    assert (s.lars_saved_migrations, s.lars_saved_pct, s.lars_oracle_saved_pct) == (4, 40.0, 50.0)
+
+
+def test_lars_interval_is_seeded() -> None:
+    # 30 sets of varied sizes: the same seed gives the same interval, another seed another
+    baseline = np.arange(5, 35, dtype=np.int64)
+    other = baseline - np.arange(30, dtype=np.int64) % 4
+    first = saved_share_interval(baseline, other, 7)
+    assert saved_share_interval(baseline, other, 7) == first
+    assert saved_share_interval(baseline, other, 8) != first
+
+
+def test_replays_table_carries_each_replays_counts() -> None:
+    # pool 0's replays ran 100 VMs (200 events), pool 1's 50 (100)
+    table = replays_table(_results())
+    assert table.select("pool", "policy", "vms", "events").rows() == [
+        (0, "best-fit", 100, 200),
+        (0, "las", 100, 200),
+        (0, "lava", 100, 200),
+        (1, "best-fit", 50, 100),
+        (1, "las", 50, 100),
+        (1, "lava", 50, 100),
+    ]
