@@ -41,6 +41,7 @@ from tracelab.analysis.admission.stats import policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.export.document import load_params
 
 
@@ -269,6 +270,14 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
     assert mine["observations"].to_list() == [0] * params.runs
     assert upper.utilization == pytest.approx(mine["utilization"].mean())
     doc = summary.to_dict()
+    # the header as asked: 40 cores, 150 h, 3 runs, SLA 2%, and the exported arrival rate of the
+    # helper's document (2 per hour) since the option was 0
+    assert (doc["trace"], doc["stage"]) == ("azure-2017", "admission")
+    assert (doc["cores"], doc["horizon_hours"], doc["runs"], doc["sla"]) == (40, 150.0, 3, 0.02)
+    assert doc["arrival_rate_per_hour"] == 2.0
+    assert doc["parameters"]["arrival_rate_per_hour"] == 2.0
+    assert doc["parameters"]["arrival_rate"] == 0.0
+    assert read_summary(out)["runs"] == 3
     assert doc["records"] == list(summary.records)
     assert len(doc["records"]) > 0
     assert {"mean_deployments", "accepted_share", "threshold_high"} <= set(doc["results"][0])
