@@ -130,6 +130,8 @@ def test_a_feasible_top_needs_no_bisection() -> None:
     )
     assert len(steps) == 1
     assert (bracket.low, bracket.high, bracket.threshold_low, bracket.settled) == (2, 2, 2, True)
+    # no infeasible end was evaluated: its utilization is None (the top's is 2 / 2 = 1)
+    assert (bracket.utilization_low, bracket.utilization_high) == (1.0, None)
 
 
 def test_failure_rate_and_utilization_pool_weighted_runs() -> None:
@@ -223,12 +225,17 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
         bootstrap=200,
     )
     out = tmp_path / "out"
-    summary = admission_results(params, tmp_path, out)
+    seen: list[tuple[int, int, str]] = []
+    summary = admission_results(params, tmp_path, out, progress=lambda *a: seen.append(a))
+    # progress counts the runs done, and ends at the total (less the tuning steps not needed)
+    assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+    assert seen[-1][0] == seen[-1][1]
     tuning = pl.read_parquet(out / "tuning.parquet")
     runs = pl.read_parquet(out / "runs.parquet")
     for result in summary.results:
         mine = tuning.filter(pl.col("policy") == result.policy)
         assert result.tuning_steps == mine.height
+        assert isinstance(result.tuning_settled, bool)
         feasible = mine.filter(pl.col("feasible"))
         infeasible = mine.filter(~pl.col("feasible"))
         # the tuned T is the largest feasible step, the bracket's top the smallest infeasible one
@@ -296,7 +303,10 @@ def test_memory_estimate_by_hand() -> None:
     )
     # configs 1 + 2 · 1 + 1 = 4; rows 2 · 4 · 2,000 = 16,000; bootstrap 2 · 100 · 16 = 3,200;
     # arrivals 10 · 100 · 200 = 200,000; live deployments 50 · 2,000 = 100,000
-    assert params.memory_estimate()[0] == 319_200
+    assert params.memory_estimate() == (
+        319_200,
+        "--runs, --bootstrap, --arrival-rate or --horizon-hours",
+    )
     pilot = dataclasses.replace(params, importance_sampling=True, is_pilot_runs=1000)
     assert pilot.memory_estimate()[0] == 319_200 + 8_000
 
