@@ -37,7 +37,7 @@ from tracelab.analysis.admission.stage import (
     pilot_chunk,
     run_cluster,
 )
-from tracelab.analysis.admission.stats import policy_result, threshold_bounds
+from tracelab.analysis.admission.stats import policy_result, threshold_bounds, utilization_ci
 from tracelab.analysis.admission.tuning import bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
@@ -534,3 +534,23 @@ def test_intervals_resample_as_often_as_asked_from_the_seed_asked() -> None:
     assert interval(300, 1) == interval(300, 1)
     assert interval(300, 1) != interval(300, 2)
     assert interval(300, 1) != interval(600, 1)
+
+
+def test_utilization_interval_of_too_few_or_equal_runs_is_the_point() -> None:
+    # two runs (0.4 and 0.6), or three equal ones: no bootstrap, the interval is the mean
+    assert utilization_ci(np.array([0.4, 0.6]), 100, 0) == pytest.approx((0.5, 0.5))
+    assert utilization_ci(np.array([0.5, 0.5, 0.5]), 100, 0) == (0.5, 0.5)
+    # weighted 3 : 1, (3 · 0.4 + 0.6) / 4 = 0.45
+    two = utilization_ci(np.array([0.4, 0.6]), 100, 0, np.array([3.0, 1.0]))
+    assert two == pytest.approx((0.45, 0.45))
+    # three distinct runs are bootstrapped: an interval around their mean 0.5
+    low, high = utilization_ci(np.array([0.4, 0.5, 0.6]), 200, 0)
+    assert low < 0.5 < high
+
+
+def test_utilization_interval_falls_back_to_the_percentile_bootstrap() -> None:
+    # importance weights 1, 1, 0 (a bucket the pilot never reached has P = 0): the weighted mean
+    # of (0, 0, 1) is 0 on every resample with weight, 0/0 on the others, so BCa has no
+    # interval; the percentile bootstrap of Σ u·w / Σ w counts 0/0 as 0: (0, 0)
+    values, weights = np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])
+    assert utilization_ci(values, 100, 0, weights) == (0.0, 0.0)
