@@ -258,7 +258,8 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
                 or width <= params.tuning_resolution * (hi - lo) + 1e-12
             )
         verified = runs.filter(pl.col("policy") == result.policy)
-        # verification runs at the tuned (feasible) end, not at the bracket's top
+        # verification runs at the tuned (feasible) end, not at the bracket's top, numbered
+        assert sorted(verified["run"]) == list(range(params.runs))
         assert verified["threshold"].to_list() == pytest.approx([result.threshold] * params.runs)
         assert result.mean_deployments == pytest.approx(verified["mean_deployments"].mean())
         assert result.accepted_share == pytest.approx(

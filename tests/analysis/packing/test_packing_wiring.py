@@ -438,14 +438,16 @@ def test_summary_base_case_is_the_methods_experiment_alone() -> None:
 
 
 def test_summary_reports_gpa_0001_at_each_capacity_of_the_capacity_experiment() -> None:
-    # GPA ρ = 0.001 (z = 3.09) on the two-point tasks (μ = σ = 0.125): n μ + z σ √n ≤ c gives
-    # 2 per machine at c = 1 (3: 1.04) and 7 at c = 2 (8: 2.09); loads of at most 0.5 and 1.75
-    # cores never overflow, so q = 0 at both capacities, keyed by the capacity
+    # GPA ρ = 0.001 (z = 3.09) sized on inst's two-point tasks (μ = σ = 0.125): n μ + z σ √n ≤ c
+    # gives 2 per machine at c = 1 (3: 1.04) and 7 at c = 2 (8: 2.09); loads of at most 0.5 and
+    # 1.75 cores never overflow, so q = 0 at both capacities, keyed by the capacity. (Sized on
+    # the flat avg of 0.0625 it would pack 16 and 32 per machine.)
     params = dataclasses.replace(METHODS_ONLY, capacity_experiment=True, capacities=(1.0, 2.0))
+    flat = np.full((24, R), 0.0625)
     runs = pl.concat(
         [
             evaluated_runs(0, "methods", params, _two_point(24), _two_point(24)),
-            evaluated_runs(0, "capacity", params, _two_point(24), _two_point(24)),
+            evaluated_runs(0, "capacity", params, _two_point(24), flat),
         ],
         how="diagonal_relaxed",
     )
@@ -455,6 +457,7 @@ def test_summary_reports_gpa_0001_at_each_capacity_of_the_capacity_experiment() 
         & pl.col("rebalance")
     )
     assert cap.select("capacity", "m_abs").rows() == [(1.0, 12), (2.0, 4)]
+    assert set(cap["statistics"]) == {"inst"}
     summary = packing_summary(runs, params, TaskSource((), "trace", 24, False, "x"))
     assert summary.capacity_gpa_q == {"1": 0.0, "2": 0.0}
 

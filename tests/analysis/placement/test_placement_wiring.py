@@ -578,8 +578,9 @@ def test_lars_interval_is_seeded() -> None:
 
 
 def test_replays_table_carries_each_replays_counts() -> None:
-    # pool 0's replays ran 100 VMs (200 events), pool 1's 50 (100)
+    # pool 0's replays ran 100 VMs (200 events), pool 1's 50 (100); every replay's peak is 9
     table = replays_table(_results())
+    assert set(table["hosts_used_peak"]) == {9}
     assert table.select("pool", "policy", "vms", "events").rows() == [
         (0, "best-fit", 100, 200),
         (0, "las", 100, 200),
