@@ -74,6 +74,7 @@ def generated_mutants(mutants_dir: Path) -> list[str]:
 def generate_mutants() -> None:
     """The first phase of ``mutmut run`` (mutmut 3.8.1's own functions, run in the mutation tree):
     write every mutant and its ``.meta`` file, and run no test."""
+    # here, not at the top: the drawing and its test need no mutmut
     import mutmut.__main__ as mutmut
 
     mutmut.set_mutant_under_test("mutant_generation")
