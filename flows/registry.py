@@ -46,7 +46,8 @@ TRACES += ("google-2019",)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
 
-#: ``run(settings, trace, options) -> StageResult``: the stage's Prefect flow
+#: ``run(settings, trace, options) -> StageResult``: the stage itself, a plain function (``tracelab
+#: run`` wraps it in a Prefect flow)
 StageRun = Callable[["Settings", str, Any], StageResult]
 #: ``needs(data_dir, trace, options) -> Shortfall | None``: what data the stage needs beyond its
 #: input files (:mod:`tracelab.analysis.common.shortfall`)
@@ -55,8 +56,8 @@ StageNeeds = Callable[[Path, str, Any], "Shortfall | None"]
 
 @dataclass(frozen=True)
 class StageCode:
-    """A stage's code: its frozen options dataclass, the flow that runs it and, for a stage that
-    can lack data, what it needs (short of it, the stage is not run and says what it found)."""
+    """A stage's code: its frozen options dataclass, the function that runs it and, for a stage
+    that can lack data, what it needs (short of it, the stage is not run and says what it found)."""
 
     options: type[Any]
     run: StageRun
