@@ -10,12 +10,9 @@ reuses the report without Prefect, so no Prefect server starts.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from functools import partial
 from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, ParamSpec, Protocol, TypeVar
@@ -35,12 +32,12 @@ from tracelab.analysis.common.fingerprints import (
 )
 from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
-from tracelab.analysis.common.stage_api import StageResult, number_arg
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake.generating import partial_sample
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.flows.generate import DEFAULT_SCALE, generate_sample
-from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
+from tracelab.flows.ingest import ingest_trace
 from tracelab.flows.observe import publish_summary
 from tracelab.flows.registry import (
     ALL,
@@ -51,15 +48,12 @@ from tracelab.flows.registry import (
     stage_named,
     stages_for,
 )
-from tracelab.flows.report import build_report, print_summary
+from tracelab.flows.report import build_report
 from tracelab.flows.run_config import (
-    RunConfig,
     StageOptions,
-    add_config_argument,
     changed_options,
     default_stage_options,
 )
-from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
 from tracelab.reports.metadata import Parameter, StageTiming
@@ -520,44 +514,6 @@ def _run_parameters(
     )
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--trace",
-        choices=TRACES,
-        default=None,
-        help="run one trace only (default: every trace)",
-    )
-    parser.add_argument(
-        "--raw",
-        type=Path,
-        default=None,
-        help="raw trace root for --trace (default: DATA/raw/<trace>, generated when empty)",
-    )
-    parser.add_argument(
-        "--scale",
-        choices=SCALES,
-        default=DEFAULT_SCALE,
-        help="size of the generated default sample when no raw data is present (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=number_arg(int, 0),
-        default=0,
-        help="seed of the generated sample (default 0)",
-    )
-    parser.add_argument(
-        "--rebuild-report",
-        action="store_true",
-        help=(
-            "build the report pages even when the checksums of their inputs are unchanged since "
-            "the latest run (default: reuse them and record this run with links to them)"
-        ),
-    )
-    add_replace_argument(parser)
-    add_config_argument(parser)
-    add_scaleout_arguments(parser)
-
-
 def require_ingestible(trace: str, raw: Path) -> None:
     """One line naming why ``raw`` holds no file of ``trace`` that ingest reads, if so."""
     from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
@@ -572,73 +528,3 @@ def require_ingestible(trace: str, raw: Path) -> None:
         f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")
     )
-
-
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    if args.raw is not None and args.trace is None:
-        raise TracelabError("--raw needs --trace (which trace is in that folder?)")
-    if args.replace and args.trace is None:
-        raise TracelabError("--replace needs --trace (which trace's data should go?)")
-    if args.raw is not None and not raw_files_present(args.raw):
-        raise TracelabError(
-            f"--raw {args.raw}: no files there; point it at the trace's published root"
-        )
-    if args.raw is not None:
-        require_ingestible(args.trace, args.raw)
-    traces = (args.trace,) if args.trace else TRACES
-    # the whole file was read and checked as the arguments were parsed, before the lock
-    config: RunConfig | None = args.config
-    options = config.options if config is not None else default_stage_options()
-    for trace in traces:
-        raw = args.raw or settings.raw_dir / trace
-        if args.replace or raw_files_present(raw):
-            prepare_source(settings, trace, raw, replace=args.replace)
-    # ingest and derive read --workers / --dask-address from the settings
-    settings = settings_with_scaleout(args, settings)
-    plan = up_to_date_plan(settings, traces, args.raw, options)
-    run: Callable[..., PipelineResult]
-    if plan is not None:
-        # nothing to run: no flow to show in Prefect, so no Prefect server either
-        run = partial(run_pipeline, plan=plan)
-    else:
-        from tracelab.flows.prefect_flows import pipeline_flow
-
-        run = pipeline_flow
-    result = run(
-        settings,
-        traces=traces,
-        raw_dir=args.raw,
-        scale=args.scale,
-        seed=args.seed,
-        rebuild_report=args.rebuild_report,
-        stage_options=options,
-        config=config.path if config is not None else None,
-        keep_vanished=args.keep_vanished,
-    )
-    print()
-    for t in result.timings:
-        print(f"  {t.stage:<11} {t.trace:<12} {t.status:<9} {t.seconds:7.1f} s  {t.note}")
-    print_summary(result.site)
-    print(f"database: {(settings.data_dir / 'tracelab.duckdb').resolve()} (tracelab sql QUERY)")
-    if result.params_export is not None:
-        print(f"params export: {result.params_export.resolve()}")
-    else:
-        print("params export: not written in this run")
-    short = [text for t in result.timings for text in t.shortfalls]
-    if short:
-        print(
-            f"not enough data for {len(short)} stage(s) or part(s) (nothing failed; their pages "
-            "say the same):"
-        )
-        for text in short:
-            print(f"  {text}")
-    failed = [t for t in result.timings if t.status == "failed"]
-    for t in failed:
-        print(f"tracelab run: stage {t.stage} ({t.trace}) failed: {t.note}", file=sys.stderr)
-    if failed:
-        print(
-            "tracelab run: fix the cause and rerun `tracelab run` (ingest is incremental); "
-            "the site shows the stages that did run",
-            file=sys.stderr,
-        )
-    return 1 if failed else 0

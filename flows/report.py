@@ -36,7 +36,7 @@ def build_report(
     when their inputs' checksums are unchanged since the latest run and ``reuse_unchanged``, a
     link to the latest run's pages), the run index and the site index; logs each page. The run
     is recorded in the history either way."""
-    from tracelab.flows.registry import report_pages
+    from tracelab.flows.registry import STAGES, report_pages
     from tracelab.reports.site import build_site
 
     logger = _LOG
@@ -52,7 +52,9 @@ def build_report(
 
     build = build_site(
         data_dir,
-        specs=report_pages(),
+        # the page builders load only when the pages are built, not when they are reused
+        specs=report_pages,
+        slugs=tuple(slug for stage in STAGES for slug in stage.pages),
         run_id=run_id,
         timings=timings,
         run_parameters=run_parameters,
