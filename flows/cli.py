@@ -53,9 +53,9 @@ def _download() -> _CommandModule:
 
 
 def _ingest() -> _CommandModule:
-    from tracelab.flows import ingest
+    from tracelab.flows import ingest_cli
 
-    return cast(_CommandModule, ingest)
+    return cast(_CommandModule, ingest_cli)
 
 
 def _report() -> _CommandModule:

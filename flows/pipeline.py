@@ -61,7 +61,6 @@ from tracelab.reports.metadata import Parameter, StageTiming
 if TYPE_CHECKING:
     from tracelab.reports.site import SiteBuild
 
-SCALES = ("tiny", "small", "medium", "large")
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 

@@ -193,21 +193,31 @@ def _export_run() -> StageRun:
     return run_stage
 
 
+def _export_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
+    from tracelab.analysis.lake.availability import export_needs
+
+    return export_needs(data_dir, trace, params)
+
+
 @cache
 def _export() -> StageCode:
     from tracelab.analysis.export.options import ExportOptions
-    from tracelab.analysis.lake.availability import export_needs
 
-    return StageCode(ExportOptions, _export_run, export_needs)
+    return StageCode(ExportOptions, _export_run, _export_needs)
+
+
+def _calibration_run() -> StageRun:
+    from tracelab.analysis.statistics.calibration import calibration_results
+    from tracelab.flows.consume import consuming_stage
+
+    return consuming_stage("calibration", calibration_results, "calibration")
 
 
 @cache
 def _calibration() -> StageCode:
-    from tracelab.analysis.statistics.calibration import CalibrationOptions, calibration_results
-    from tracelab.flows.consume import consuming_stage
+    from tracelab.analysis.statistics.options import CalibrationOptions
 
-    run = consuming_stage("calibration", calibration_results, "calibration")
-    return StageCode(CalibrationOptions, lambda: run)
+    return StageCode(CalibrationOptions, _calibration_run)
 
 
 @cache

@@ -3,7 +3,8 @@
 The pipeline itself is :mod:`tracelab.flows.pipeline`. This command first asks whether anything
 would run (:func:`~tracelab.flows.pipeline.up_to_date_plan`): when nothing would, the run is
 recorded and the report reused without Prefect, so no Prefect server starts; otherwise the run is
-the ``tracelab-run`` flow of :mod:`tracelab.flows.prefect_flows`.
+the ``tracelab-run`` flow of :mod:`tracelab.flows.prefect_flows`. Both load only once the command
+runs, so ``tracelab run --help`` stays fast.
 """
 
 from __future__ import annotations
@@ -13,24 +14,21 @@ import sys
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import number_arg
-from tracelab.analysis.lake.ingest import raw_files_present
 from tracelab.flows.generate import DEFAULT_SCALE
-from tracelab.flows.ingest import add_replace_argument, prepare_source
-from tracelab.flows.pipeline import (
-    SCALES,
-    PipelineResult,
-    require_ingestible,
-    run_pipeline,
-    up_to_date_plan,
-)
+from tracelab.flows.ingest_cli import add_replace_argument
 from tracelab.flows.registry import TRACES
-from tracelab.flows.report import print_summary
 from tracelab.flows.run_config import RunConfig, add_config_argument, default_stage_options
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
+
+if TYPE_CHECKING:
+    from tracelab.flows.pipeline import PipelineResult
+
+SCALES = ("tiny", "small", "medium", "large")
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -72,6 +70,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    from tracelab.analysis.lake.ingest import raw_files_present
+    from tracelab.flows.ingest import prepare_source
+    from tracelab.flows.pipeline import require_ingestible, run_pipeline, up_to_date_plan
+    from tracelab.flows.report import print_summary
+
     if args.raw is not None and args.trace is None:
         raise TracelabError("--raw needs --trace (which trace is in that folder?)")
     if args.replace and args.trace is None:

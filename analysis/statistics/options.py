@@ -113,3 +113,10 @@ class AnalyzeOptions:
         sums per size) and one streamed batch of usage rows (~200 B a row across its columns)."""
         pool = self.ad_pool * self.ad_realizations * 4 * 2
         return pool + self.batch_rows * 200, "--ad-pool, --ad-realizations or --batch-rows"
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """``tracelab calibrate``: the calibration table of this run against published figures."""
+
+    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
