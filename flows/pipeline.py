@@ -45,14 +45,12 @@ from tracelab.flows.registry import (
     Stage,
     StageRun,
     params_json,
-    stage_named,
     stages_for,
 )
 from tracelab.flows.report import build_report
 from tracelab.flows.run_config import (
     StageOptions,
     changed_options,
-    default_stage_options,
 )
 from tracelab.flows.settings import Settings
 from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
@@ -318,32 +316,49 @@ def stage_steps(
     A stage's fingerprint chains its upstream stages' on every trace, selected in this run or
     not, so ``run --trace T`` after a run of every trace sees export's inputs as they are: a
     stage not run now contributes what it last succeeded on (its state), else what it would run
-    on now.
+    on now. Only the fingerprints the selected stages chain are computed, so only their options
+    are read.
     """
-    chosen = {(s.name, t) for s, t in stages_for(traces)}
-    lakes = {t: lake_fingerprint(read_manifest(settings.lake_dir / t)) for t in TRACES}
-    fingerprints: dict[tuple[str, str], str] = {}
-    steps: list[StageStep] = []
-    for stage, trace in stages_for(TRACES):
-        params = options[stage.name]
+    chosen = stages_for(traces)
+    selected = {(s.name, t) for s, t in chosen}
+    every = stages_for(TRACES)
+    known: dict[tuple[str, str], str] = {}
+    lakes: dict[str, str] = {}
+
+    def lake(trace: str) -> str:
+        if trace not in lakes:
+            lakes[trace] = lake_fingerprint(read_manifest(settings.lake_dir / trace))
+        return lakes[trace]
+
+    def fingerprint(stage: Stage, trace: str) -> str:
+        key = (stage.name, trace)
+        if key in known:
+            return known[key]
+        state = None if key in selected else read_stage_state(_state_path(*key, settings))
+        if state is not None:
+            known[key] = state.input_fingerprint
+            return known[key]
         upstream = {
-            fp
-            for (name, t), fp in fingerprints.items()
+            fingerprint(u, t)
+            for u, t in every
             # an upstream stage of another trace only (fit for the google calibration) counts too
-            if name in stage.upstream
-            and (trace == ALL or t in (trace, ALL) or trace not in stage_named(name).traces)
+            if u.name in stage.upstream
+            and (trace == ALL or t in (trace, ALL) or trace not in u.traces)
         }
-        own = (lakes[t] for t in (TRACES if trace == ALL else (trace,)))
-        fingerprint = combined_fingerprint(
-            stage.name, trace, params_json(params), code, *own, *sorted(upstream)
+        lakes = (
+            lake_fingerprint(read_manifest(settings.lake_dir / t))
+            for t in (TRACES if trace == ALL else (trace,))
         )
-        if (stage.name, trace) in chosen:
-            steps.append(StageStep(stage, trace, params, fingerprint))
-        else:
-            state = read_stage_state(_state_path(stage.name, trace, settings))
-            fingerprint = state.input_fingerprint if state is not None else fingerprint
-        fingerprints[(stage.name, trace)] = fingerprint
-    return steps
+        params = params_json(options[stage.name])
+        known[key] = combined_fingerprint(
+            stage.name, trace, params, code, *lakes, *sorted(upstream)
+        )
+        return known[key]
+
+    return [
+        StageStep(stage, trace, options[stage.name], fingerprint(stage, trace))
+        for stage, trace in chosen
+    ]
 
 
 def decide(step: StageStep, settings: Settings, failed_traces: set[str]) -> Decision:
@@ -450,7 +465,7 @@ def run_pipeline(
     """
     timings: list[StageTiming] = []
     failed: set[str] = set()
-    options = stage_options if stage_options is not None else default_stage_options()
+    options = stage_options if stage_options is not None else StageOptions()
     for trace in traces:
         if plan is not None:
             known = plan.raw[trace]

@@ -21,7 +21,7 @@ from tracelab.analysis.common.stage_api import number_arg
 from tracelab.flows.generate import DEFAULT_SCALE
 from tracelab.flows.ingest_cli import add_replace_argument
 from tracelab.flows.registry import TRACES
-from tracelab.flows.run_config import RunConfig, add_config_argument, default_stage_options
+from tracelab.flows.run_config import RunConfig, StageOptions, add_config_argument
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 
@@ -88,7 +88,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
     traces = (args.trace,) if args.trace else TRACES
     # the whole file was read and checked as the arguments were parsed, before the lock
     config: RunConfig | None = args.config
-    options = config.options if config is not None else default_stage_options()
+    options = config.options if config is not None else StageOptions()
     for trace in traces:
         raw = args.raw or settings.raw_dir / trace
         if args.replace or raw_files_present(raw):
