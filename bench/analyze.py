@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tracelab.analysis.statistics.options import AnalyzeOptions  # noqa: E402
-from tracelab.flows.analyze import STAGES, analyze_flow  # noqa: E402
+from tracelab.flows.analyze import STAGES, analyze_results  # noqa: E402
 from tracelab.flows.settings import Settings  # noqa: E402
 
 #: the code whose speed this benchmark measures: `make bench-check` lists every row of
@@ -173,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'stage':<26}{'stage s':>10}{'wall s':>10}")
         for stage in [s.strip() for s in args.stages.split(",") if s.strip()]:
             started = time.perf_counter()
-            summaries = analyze_flow(
+            summaries = analyze_results(
                 settings, TRACE, AnalyzeOptions(seed=args.seed, stages=(stage,))
             )
             wall[stage] = time.perf_counter() - started
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                 ad_sets=args.paper_sets,
                 ad_pool=args.paper_pool,
             )
-            paper = analyze_flow(settings, TRACE, paper_options)
+            paper = analyze_results(settings, TRACE, paper_options)
             paper_s = float(paper["gaussian_sums"]["seconds"])
             print(
                 f"{'gaussian_sums (paper R,S)':<26}{paper_s:>10.1f}{time.perf_counter() - started:>10.1f}"

@@ -1,7 +1,7 @@
 """`tracelab analyze`: the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
 
-A thin Prefect flow: one task per stage, each calling the plain functions in ``analysis/`` and
-writing ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for
+Plain functions, no Prefect: one per analysis, each calling the plain functions in ``analysis/``,
+all run and written the same way by :func:`analysis_summary`, into ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for
 the stages that feed the params export: clustering, gaussian_sums, gamma_fits).
 Inputs: the derived tables of ``tracelab derive`` and, for the per-task sample stages, the
 ``task_usage`` lake of ``tracelab ingest``.
@@ -9,18 +9,18 @@ Inputs: the derived tables of ``tracelab derive`` and, for the per-task sample s
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NO_CACHE
 
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.fitted_params import write_stage_params
+from tracelab.analysis.common.fitted_params import FittedParameter, write_stage_params
 from tracelab.analysis.common.shortfall import (
     NOT_ENOUGH_DATA,
     SHORTFALLS,
@@ -47,10 +47,10 @@ from tracelab.analysis.statistics.needs import (
 from tracelab.analysis.statistics.options import AnalyzeOptions
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
-from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings, duckdb_connection
 
 STAGES = ANALYSES
+_LOG = logging.getLogger("tracelab.analyze")
 SUPPORTED_TRACES: tuple[str, ...] = ("google-2011",)
 USAGE_STATS = "fct_task_usage_stats"
 HISTOGRAMS = "fct_task_usage_histograms"
@@ -120,164 +120,127 @@ def _long_stats(settings: Settings, trace: str, columns: tuple[str, ...]) -> pl.
     return long_task_stats(pl.scan_parquet(_paths(settings, trace)[USAGE_STATS]), columns)
 
 
-def _finish(
-    stage_dir: Path,
-    tables: dict[str, pl.DataFrame],
-    summary: dict[str, Any],
-    started: float,
-) -> dict[str, Any]:
-    summary = {**summary, "seconds": round(time.perf_counter() - started, 3)}
-    write_stage_outputs(stage_dir, tables, summary)
-    get_run_logger().info(
-        "stage %s done in %.1f s -> %s", stage_dir.name, summary["seconds"], stage_dir
-    )
-    return summary
+@dataclass(frozen=True)
+class _Computed:
+    """What one analysis made: its tables, its summary and, for those that feed the params
+    export, its fitted records; or, when it lacked data, the shortfall instead of tables."""
+
+    tables: dict[str, pl.DataFrame]
+    summary: dict[str, Any]
+    records: tuple[FittedParameter, ...] = ()
+    shortfall: Shortfall | None = None
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/inst_vs_avg")
-def inst_vs_avg_stage(
-    settings: Settings, trace: str, seed: int, ks: tuple[int, ...], batch_rows: int
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Analysis:
+    """The inputs every analysis reads: where the data is, which trace, which options."""
+
+    settings: Settings
+    trace: str
+    params: AnalyzeOptions
+
+    def samples(self) -> Iterator[TaskSampleBatch]:
+        return _samples(self.settings, self.trace, self.params.batch_rows)
+
+    def long_stats(self, *columns: str) -> pl.DataFrame:
+        return _long_stats(self.settings, self.trace, columns)
+
+
+def _inst_vs_avg(a: _Analysis) -> _Computed:
     """Figure 1: (ȳ − x̄⁽ᵏ⁾)/ȳ box statistics per k → ``inst_vs_avg/convergence.parquet``."""
-    started = time.perf_counter()
-    result = inst_vs_avg.inst_avg_convergence(
-        _samples(settings, trace, batch_rows), ks=ks, seed=seed
-    )
-    return _finish(
-        _paths(settings, trace)["results"] / "inst_vs_avg",
+    p = a.params
+    result = inst_vs_avg.inst_avg_convergence(a.samples(), ks=p.ks, seed=p.seed)
+    return _Computed(
         inst_vs_avg.inst_vs_avg_tables(result),
-        inst_vs_avg.inst_vs_avg_summary(result, batch_rows=batch_rows),
-        started,
+        inst_vs_avg.inst_vs_avg_summary(result, batch_rows=p.batch_rows),
     )
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/variability")
-def variability_stage(settings: Settings, trace: str) -> dict[str, Any]:
+def _variability(a: _Analysis) -> _Computed:
     """Figures 2–3: std CDFs, heatmaps, std~mean regressions → ``variability/``."""
-    started = time.perf_counter()
-    stats = _long_stats(settings, trace, ("inst_mean", "inst_std", "avg_mean", "avg_std"))
+    stats = a.long_stats("inst_mean", "inst_std", "avg_mean", "avg_std")
     result = variability.variability(
         stats["inst_mean"].to_numpy(),
         stats["inst_std"].to_numpy(),
         stats["avg_mean"].to_numpy(),
         stats["avg_std"].to_numpy(),
     )
-    return _finish(
-        _paths(settings, trace)["results"] / "variability",
+    return _Computed(
         variability.variability_tables(result),
         variability.variability_summary(result, n_long=stats.height),
-        started,
     )
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/time_invariance")
-def time_invariance_stage(
-    settings: Settings,
-    trace: str,
-    seed: int,
-    deltas: tuple[int, ...],
-    alpha: float,
-    batch_rows: int,
-) -> dict[str, Any]:
+def _time_invariance(a: _Analysis) -> _Computed:
     """§3.4: KS share rejected per Δ → ``time_invariance/shares.parquet`` and per-task tests."""
-    started = time.perf_counter()
+    p = a.params
     result = time_invariance.time_invariance(
-        _samples(settings, trace, batch_rows), deltas=deltas, alpha=alpha, seed=seed
+        a.samples(), deltas=p.deltas, alpha=p.alpha, seed=p.seed
     )
-    return _finish(
-        _paths(settings, trace)["results"] / "time_invariance",
+    return _Computed(
         time_invariance.time_invariance_tables(result),
-        time_invariance.time_invariance_summary(result, deltas=deltas, batch_rows=batch_rows),
-        started,
+        time_invariance.time_invariance_summary(result, deltas=p.deltas, batch_rows=p.batch_rows),
     )
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/clustering")
-def clustering_stage(
-    settings: Settings,
-    trace: str,
-    seed: int,
-    k: int,
-    k_range: tuple[int, ...],
-    n_init: int,
-    minibatch_threshold: int,
-    silhouette_sample: int,
-    scan_sample: int,
-    threads: int,
-) -> dict[str, Any]:
+def _clustering(a: _Analysis) -> _Computed:
     """Figure 4: k-means of the histograms, centroids, shares, inertia/silhouette → ``clustering/``."""
-    started = time.perf_counter()
-    paths = _paths(settings, trace)
-    frame = pl.read_parquet(paths[HISTOGRAMS], columns=["job_id", "task_index", "h"])
+    p = a.params
+    frame = pl.read_parquet(
+        _paths(a.settings, a.trace)[HISTOGRAMS], columns=["job_id", "task_index", "h"]
+    )
     h = clustering.histogram_matrix(frame["h"])
-    logger = get_run_logger()
-    logger.info("clustering %d histograms (k=%d, scan %s)", h.shape[0], k, list(k_range))
-    stage_dir = paths["results"] / "clustering"
-    reason = clustering.too_few_histograms(h.shape[0], k)
-    shortfall = clustering_shortfall(settings.data_dir, k)
+    _LOG.info("clustering %d histograms (k=%d, scan %s)", h.shape[0], p.k, list(p.k_range))
+    reason = clustering.too_few_histograms(h.shape[0], p.k)
+    shortfall = clustering_shortfall(a.settings.data_dir, p.k)
     if reason is not None and shortfall is not None:
-        logger.warning("clustering skipped: %s", reason)
+        _LOG.warning("clustering skipped: %s", reason)
         # no centroids this run: the params export must not keep an earlier run's
         skipped = clustering.clustering_skipped_summary(
-            k=k, n_histograms=int(h.shape[0]), reason=reason
+            k=p.k, n_histograms=int(h.shape[0]), reason=reason
         )
-        return _shortfall_summary(stage_dir, shortfall, skipped, started)
-    limit = clustering.kmeans_thread_limit(threads)
-    chosen = clustering.histogram_clusters(
-        h, k=k, seed=seed, n_init=n_init, minibatch_threshold=minibatch_threshold, threads=limit
-    )
-    scan = clustering.k_scan(
-        h,
-        ks=k_range,
-        seed=seed,
-        n_init=n_init,
-        minibatch_threshold=minibatch_threshold,
-        silhouette_sample=silhouette_sample,
-        scan_sample=scan_sample,
-        threads=limit,
-    )
-    write_stage_params(stage_dir, [chosen.to_parameter(trace)])
+        return _Computed({}, skipped, shortfall=shortfall)
+    limit = clustering.kmeans_thread_limit(p.kmeans_threads)
+    fit = {"seed": p.seed, "n_init": p.n_init, "minibatch_threshold": p.minibatch_threshold}
+    chosen = clustering.histogram_clusters(h, k=p.k, threads=limit, **fit)
+    samples = {
+        "silhouette_sample": clustering.DEFAULT_SILHOUETTE_SAMPLE,
+        "scan_sample": clustering.DEFAULT_SCAN_SAMPLE,
+    }
+    scan = clustering.k_scan(h, ks=p.k_range, threads=limit, **fit, **samples)
     summary = clustering.clustering_summary(
         chosen,
         scan,
-        k_range=k_range,
-        n_init=n_init,
-        minibatch_threshold=minibatch_threshold,
-        silhouette_sample=silhouette_sample,
-        scan_sample=scan_sample,
-        kmeans_threads=threads,
+        k_range=p.k_range,
+        n_init=p.n_init,
+        minibatch_threshold=p.minibatch_threshold,
+        kmeans_threads=p.kmeans_threads,
+        **samples,
     )
-    return _finish(stage_dir, clustering.clustering_tables(frame, chosen, scan), summary, started)
+    return _Computed(
+        clustering.clustering_tables(frame, chosen, scan),
+        summary,
+        (chosen.to_parameter(a.trace),),
+    )
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/gaussian_sums")
-def gaussian_sums_stage(
-    settings: Settings,
-    trace: str,
-    seed: int,
-    sizes: tuple[int, ...],
-    realizations: int,
-    sets: int,
-    pool_size: int,
-    batch_rows: int,
-    show_progress: bool,
-) -> dict[str, Any]:
+def _gaussian_sums(a: _Analysis) -> _Computed:
     """Table 1, Figures 5 and 6 → ``gaussian_sums/{table,sets,examples}.parquet``, ``params.json``."""
+    p = a.params
     started = time.perf_counter()
-    n_long = _long_stats(settings, trace, ("job_id",)).height
+    n_long = a.long_stats("job_id").height
     pool = gaussian_sums.realization_pool(
-        _samples(settings, trace, batch_rows),
+        a.samples(),
         n_tasks_total=n_long,
-        pool_size=pool_size,
-        realizations=realizations,
-        seed=seed,
+        pool_size=p.ad_pool,
+        realizations=p.ad_realizations,
+        seed=p.seed,
     )
-    logger = get_run_logger()
-    logger.info(
+    _LOG.info(
         "gaussian sums: pool of %d tasks x %d realizations; %d sets per N",
         pool.size,
-        realizations,
-        sets,
+        p.ad_realizations,
+        p.ad_sets,
     )
 
     def _report(row: gaussian_sums.ADRow) -> None:
@@ -285,125 +248,100 @@ def gaussian_sums_stage(
             f"gaussian sums: N={row.n_tasks_per_set} rejection rate {row.rejection_rate:.3f} "
             f"({time.perf_counter() - started:.0f} s)"
         )
-        logger.info(message)
-        if show_progress:
-            print(f"[analyze]   {message}", file=sys.stderr, flush=True)
+        _LOG.info(message)
+        print(f"[analyze]   {message}", file=sys.stderr, flush=True)
 
     result = gaussian_sums.ad_rejection_table(
-        pool, sizes=sizes, sets=sets, seed=seed, on_size_done=_report
+        pool, sizes=p.ad_sizes, sets=p.ad_sets, seed=p.seed, on_size_done=_report
     )
-    stage_dir = _paths(settings, trace)["results"] / "gaussian_sums"
-    write_stage_params(stage_dir, [result.to_parameter(trace)])
     summary = gaussian_sums.gaussian_sums_summary(
         result,
-        sizes=sizes,
-        realizations=realizations,
-        pool_size=pool_size,
+        sizes=p.ad_sizes,
+        realizations=p.ad_realizations,
+        pool_size=p.ad_pool,
         n_long=n_long,
         pool_tasks=pool.size,
     )
-    return _finish(stage_dir, gaussian_sums.gaussian_sums_tables(result), summary, started)
+    return _Computed(
+        gaussian_sums.gaussian_sums_tables(result), summary, (result.to_parameter(a.trace),)
+    )
 
 
-@task(cache_policy=NO_CACHE, task_run_name="analyze {trace}/gamma_fits")
-def gamma_fits_stage(settings: Settings, trace: str, seed: int, n_bootstrap: int) -> dict[str, Any]:
+def _gamma_fits(a: _Analysis) -> _Computed:
     """§2.7: Gamma fits of inst mean, inst std (long tasks) and execution time (finished tasks)."""
-    started = time.perf_counter()
-    paths = _paths(settings, trace)
-    stats = _long_stats(settings, trace, ("inst_mean", "inst_std"))
-    execution = gamma_fits.finished_execution_times(pl.scan_parquet(paths[TASK_TIMES]))
+    stats = a.long_stats("inst_mean", "inst_std")
+    task_times = pl.scan_parquet(_paths(a.settings, a.trace)[TASK_TIMES])
     result = gamma_fits.google_gamma_fits(
         stats["inst_mean"].to_numpy(),
         stats["inst_std"].to_numpy(),
-        execution,
-        seed=seed,
-        n_bootstrap=n_bootstrap,
+        gamma_fits.finished_execution_times(task_times),
+        seed=a.params.seed,
+        n_bootstrap=a.params.bootstrap,
     )
     for _, reason in result.skipped:
-        get_run_logger().warning("gamma fit skipped: %s", reason)
-    stage_dir = paths["results"] / "gamma_fits"
+        _LOG.warning("gamma fit skipped: %s", reason)
     short = gamma_fit_shortfalls(
-        settings.data_dir, result.skipped, n_finished=result.n_finished_incarnations
+        a.settings.data_dir, result.skipped, n_finished=result.n_finished_incarnations
     )
     summary = {**gamma_fits.gamma_fits_summary(result), SHORTFALLS: [f.text for f in short]}
     if not result.fits:
-        whole = gamma_fits_shortfall(short)
-        return _shortfall_summary(stage_dir, whole, summary, started)
-    write_stage_params(stage_dir, [f.to_parameter(trace) for f in result.fits])
-    return _finish(stage_dir, gamma_fits.gamma_fits_tables(result), summary, started)
+        return _Computed({}, summary, shortfall=gamma_fits_shortfall(short))
+    records = tuple(f.to_parameter(a.trace) for f in result.fits)
+    return _Computed(gamma_fits.gamma_fits_tables(result), summary, records)
 
 
-def _shortfall_summary(
-    stage_dir: Path, shortfall: Shortfall, extra: dict[str, Any], started: float
+#: each analysis by name, in ``ANALYSES`` order; every one writes ``results/<trace>/<name>/``
+_COMPUTE: dict[str, Callable[[_Analysis], _Computed]] = {
+    "inst_vs_avg": _inst_vs_avg,
+    "variability": _variability,
+    "time_invariance": _time_invariance,
+    "clustering": _clustering,
+    "gaussian_sums": _gaussian_sums,
+    "gamma_fits": _gamma_fits,
+}
+
+
+def analysis_summary(
+    settings: Settings, trace: str, name: str, params: AnalyzeOptions
 ) -> dict[str, Any]:
-    """The summary of a stage that lacked data: only what it needed and found, no results."""
-    summary = {**extra, "seconds": round(time.perf_counter() - started, 3)}
-    write_shortfall(stage_dir, shortfall, summary)
-    get_run_logger().warning("stage %s not run: %s", stage_dir.name, shortfall.text)
-    return {**summary, NOT_ENOUGH_DATA: shortfall.to_dict()}
+    """Run one analysis and write its folder; its summary (with ``seconds``), or, when it lacked
+    data, the summary naming what it needed and found."""
+    started = time.perf_counter()
+    stage_dir = _paths(settings, trace)["results"] / name
+    shortfall = analysis_shortfall(name, settings.data_dir, ad_sizes=params.ad_sizes, k=params.k)
+    # clustering judges the histograms it reads itself: a shortfall there may still leave enough
+    computed = (
+        _Computed({}, {}, shortfall=shortfall)
+        if shortfall is not None and name != "clustering"
+        else _COMPUTE[name](_Analysis(settings, trace, params))
+    )
+    summary = {**computed.summary, "seconds": round(time.perf_counter() - started, 3)}
+    if computed.shortfall is not None:
+        write_shortfall(stage_dir, computed.shortfall, summary)
+        _LOG.warning("stage %s not run: %s", name, computed.shortfall.text)
+        return {**summary, NOT_ENOUGH_DATA: computed.shortfall.to_dict()}
+    if computed.records:
+        write_stage_params(stage_dir, list(computed.records))
+    write_stage_outputs(stage_dir, computed.tables, summary)
+    _LOG.info("stage %s done in %.1f s -> %s", name, summary["seconds"], stage_dir)
+    return summary
 
 
-def _stage_summary(
-    settings: Settings, trace: str, stage: str, params: AnalyzeOptions
-) -> dict[str, Any]:
-    shortfall = analysis_shortfall(stage, settings.data_dir, ad_sizes=params.ad_sizes, k=params.k)
-    if shortfall is not None and stage != "clustering":
-        stage_dir = _paths(settings, trace)["results"] / stage
-        return _shortfall_summary(stage_dir, shortfall, {}, time.perf_counter())
-    if stage == "inst_vs_avg":
-        return inst_vs_avg_stage(settings, trace, params.seed, params.ks, params.batch_rows)
-    if stage == "variability":
-        return variability_stage(settings, trace)
-    if stage == "time_invariance":
-        return time_invariance_stage(
-            settings, trace, params.seed, params.deltas, params.alpha, params.batch_rows
-        )
-    if stage == "clustering":
-        return clustering_stage(
-            settings,
-            trace,
-            params.seed,
-            params.k,
-            params.k_range,
-            params.n_init,
-            params.minibatch_threshold,
-            clustering.DEFAULT_SILHOUETTE_SAMPLE,
-            clustering.DEFAULT_SCAN_SAMPLE,
-            params.kmeans_threads,
-        )
-    if stage == "gaussian_sums":
-        return gaussian_sums_stage(
-            settings,
-            trace,
-            params.seed,
-            params.ad_sizes,
-            params.ad_realizations,
-            params.ad_sets,
-            params.ad_pool,
-            params.batch_rows,
-            True,
-        )
-    return gamma_fits_stage(settings, trace, params.seed, params.bootstrap)
-
-
-@flow(name="tracelab-analyze", flow_run_name=flow_run_name("analyze"))
-def analyze_flow(
+def analyze_results(
     settings: Settings, trace: str, params: AnalyzeOptions
 ) -> dict[str, dict[str, Any]]:
-    """Run the selected analysis stages in order; returns each stage's summary."""
+    """Run the selected analyses in order; returns each one's summary."""
     check_inputs(settings, trace, params.stages)
-    logger = get_run_logger()
     summaries: dict[str, dict[str, Any]] = {}
     stages = params.stages
     for n, stage in enumerate(stages, start=1):
-        logger.info("analyze %s: stage %d/%d %s", trace, n, len(stages), stage)
+        _LOG.info("analyze %s: stage %d/%d %s", trace, n, len(stages), stage)
         print(f"[analyze] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
-        summaries[stage] = _stage_summary(settings, trace, stage, params)
+        summaries[stage] = analysis_summary(settings, trace, stage, params)
         seconds = summaries[stage]["seconds"]
         short = summaries[stage].get(NOT_ENOUGH_DATA)
         done = f"not run: {short['text']}" if short else f"done in {seconds:.1f} s"
         print(f"[analyze] {n}/{len(stages)} {stage} {done}", file=sys.stderr)
-    publish_summary("analyze", trace, _headline(summaries))
     return summaries
 
 
@@ -424,10 +362,10 @@ def _shortfalls(summaries: dict[str, dict[str, Any]]) -> tuple[str, ...]:
 
 
 def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageResult:
-    """The registry's entry point: the analyze flow with typed parameters."""
+    """The registry's entry point: every selected analysis, with typed parameters."""
     check_inputs(settings, trace, params.stages)
     started = time.perf_counter()
-    summaries = analyze_flow(settings, trace, params)
+    summaries = analyze_results(settings, trace, params)
     return StageResult(
         stage="analyze",
         trace=trace,

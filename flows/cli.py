@@ -53,9 +53,9 @@ def _download() -> _CommandModule:
 
 
 def _ingest() -> _CommandModule:
-    from tracelab.flows import ingest
+    from tracelab.flows import ingest_cli
 
-    return cast(_CommandModule, ingest)
+    return cast(_CommandModule, ingest_cli)
 
 
 def _report() -> _CommandModule:
@@ -64,10 +64,10 @@ def _report() -> _CommandModule:
     return cast(_CommandModule, report)
 
 
-def _pipeline() -> _CommandModule:
-    from tracelab.flows import pipeline
+def _run_command() -> _CommandModule:
+    from tracelab.flows import run
 
-    return cast(_CommandModule, pipeline)
+    return cast(_CommandModule, run)
 
 
 def _serve() -> _CommandModule:
@@ -97,7 +97,7 @@ _BEFORE: tuple[tuple[str, _Loader, str], ...] = (
 )
 _AFTER: tuple[tuple[str, _Loader, str], ...] = (
     ("report", _report, "build the static HTML report site"),
-    ("run", _pipeline, "every stage in order (generates the default sample if no raw data)"),
+    ("run", _run_command, "every stage in order (generates the default sample if no raw data)"),
     ("serve", _serve, "serve the report site on 127.0.0.1"),
     ("schedule", _schedule, "register and serve the nightly Prefect deployment"),
     ("sql", _sql, "open the data as a DuckDB database, or run one query"),

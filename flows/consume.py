@@ -1,10 +1,11 @@
-"""The flows of the stages that consume the params export (docs/methods.md §3): one generic shape.
+"""The stages that consume the params export (docs/methods.md §3): one generic shape.
 
 Each such stage is a plain function ``<stage>_results(params, data_dir, out_dir, *, progress,
-map_fn) -> Summary`` in ``analysis/``; this module wraps it in a Prefect flow named
-``tracelab-<stage>``, hands it a progress printer and a map that runs on Dask when the settings
-ask for it (``--workers`` / ``--dask-address``), and publishes its headline numbers as a Prefect
-artifact. The registry (``flows/registry.py``) builds each such stage's ``run`` here.
+map_fn) -> Summary`` in ``analysis/``; this module hands it a progress printer and a map that
+runs on Dask when the settings ask for it (``--workers`` / ``--dask-address``), records its
+options and returns its headline numbers. No Prefect here: ``tracelab run`` and ``schedule`` wrap
+the stage in a flow (``flows/prefect_flows.py``). The registry (``flows/registry.py``) builds each
+such stage's ``run`` here.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from prefect import flow
-
 from tracelab.analysis.common.shortfall import SHORTFALLS
 from tracelab.analysis.common.stage_api import MapFn, StageResult, serial_map
 from tracelab.analysis.common.stage_outputs import record_parameters
-from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings
 
 #: at most one progress line per this many seconds (a log, not a flood)
@@ -90,7 +88,7 @@ def consuming_stage(
     name: str, compute: Callable[..., Any], page: str
 ) -> Callable[[Settings, str, Any], StageResult]:
     """The registry's ``run`` for a consuming stage: ``compute(params, data_dir, out_dir, *,
-    progress, map_fn) -> Summary`` wrapped in a Prefect flow named ``tracelab-<name>``."""
+    progress, map_fn) -> Summary`` given its map and progress, its options recorded."""
 
     def body(settings: Settings, trace: str, params: Any) -> StageResult:
         out_dir = settings.results_dir / trace / name
@@ -103,7 +101,6 @@ def consuming_stage(
         record_parameters(out_dir, params)
         doc = summary.to_dict()
         headline = headline_of(doc)
-        publish_summary(name, trace, headline, page)
         return StageResult(
             stage=name,
             trace=trace,
@@ -111,10 +108,9 @@ def consuming_stage(
             headline=headline,
             seconds=time.perf_counter() - started,
             shortfalls=tuple(str(s) for s in doc.get(SHORTFALLS, ())),
+            page=page,
         )
 
-    body.__name__ = f"{name}_flow"
+    body.__name__ = f"{name}_stage"
     body.__qualname__ = body.__name__
-    return flow(
-        name=f"tracelab-{name}", flow_run_name=flow_run_name(name), validate_parameters=False
-    )(body)
+    return body

@@ -24,7 +24,6 @@ from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.derive import DeriveOptions
-from tracelab.flows.observe import publish_summary
 from tracelab.flows.scaleout import runner_for
 from tracelab.flows.settings import Settings, duckdb_connection
 
@@ -157,18 +156,11 @@ def run_derive(
         if failed:
             raise TracelabError(failed)
         logger.info("%d invariant checks hold", len(checks))
-    run = DeriveRun(trace=trace, tables=tuple(results), checks=checks)
-    publish_summary("derive", trace, _headline(run), _FIRST_PAGE.get(trace))
-    return run
+    return DeriveRun(trace=trace, tables=tuple(results), checks=checks)
 
 
 #: the report page to open after a derive (the azure tables are shown on the priors page)
 _FIRST_PAGE = {"google-2011": "google-transitions", "azure-2017": "azure-priors"}
-
-
-def _headline(run: DeriveRun) -> tuple[tuple[str, str], ...]:
-    rows = tuple((r.name, f"{r.rows:,} rows") for r in run.tables)
-    return (*rows, ("invariant checks", f"{len(run.checks)} hold"))
 
 
 def summary_table(run: DeriveRun) -> Table:
@@ -210,4 +202,5 @@ def run_stage(settings: Settings, trace: str, params: DeriveOptions) -> StageRes
         outputs=(f"derived/{trace}",),
         headline=(("tables", str(len(run.tables))), ("invariant checks", str(len(run.checks)))),
         seconds=time.perf_counter() - started,
+        page=_FIRST_PAGE.get(trace),
     )

@@ -9,12 +9,10 @@ records' values and arrays) atomically. Later stages read it with
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 from typing import Any
-
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.datapaths import params_export_path, user_output_problem
 from tracelab.analysis.common.errors import TracelabError
@@ -26,17 +24,16 @@ from tracelab.analysis.export.document import (
     write_params_json,
 )
 from tracelab.analysis.export.options import ExportOptions
-from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings
 
 FORMATS = ("json", "csv")
+_LOG = logging.getLogger("tracelab.export")
 
 
-@task(cache_policy=NONE, task_run_name="gather stage params")
 def build_document(data_dir: Path) -> dict[str, Any]:
     """The params document from every stage's params.json under ``data_dir/results``."""
     doc = params_document(data_dir)
-    get_run_logger().info(
+    _LOG.info(
         "gathered %d records from %d stage files (traces: %s)",
         len(doc["records"]),
         len(doc["stage_files"]),
@@ -45,7 +42,6 @@ def build_document(data_dir: Path) -> dict[str, Any]:
     return doc
 
 
-@task(cache_policy=NONE, task_run_name="write params.{fmt}")
 def write_document(doc: dict[str, Any], out: Path, fmt: str) -> Path:
     """Validate against the schema, then write atomically in ``fmt`` (json or csv)."""
     if fmt == "csv":
@@ -53,17 +49,17 @@ def write_document(doc: dict[str, Any], out: Path, fmt: str) -> Path:
     return write_params_json(doc, out)
 
 
-@flow(name="tracelab-export", flow_run_name=flow_run_name("export"))
-def export_flow(data_dir: Path, out: Path | None = None, fmt: str = "json") -> Path:
+def export_params(data_dir: Path, out: Path | None = None, fmt: str = "json") -> Path:
     """Write the params document; returns its path."""
+    return _export(data_dir, out, fmt)[0]
+
+
+def _export(data_dir: Path, out: Path | None, fmt: str) -> tuple[Path, dict[str, Any]]:
     if fmt not in FORMATS:
         raise ValueError(f"unknown format {fmt!r}; expected one of: {', '.join(FORMATS)}")
     target = out or default_export_path(data_dir, fmt)
     doc = build_document(data_dir)
-    path = write_document(doc, target, fmt)
-    headline = (("records", str(len(doc["records"]))), ("traces", ", ".join(doc["traces"])))
-    publish_summary("export", "all", headline, "params")
-    return path
+    return write_document(doc, target, fmt), doc
 
 
 def default_export_path(data_dir: Path, fmt: str) -> Path:
@@ -78,10 +74,18 @@ def run_stage(settings: Settings, trace: str, params: ExportOptions) -> StageRes
     problem = None if out is None else out_problem(out, params.format, settings.data_dir)
     if problem is not None:
         raise TracelabError(problem)
-    path = export_flow(data_dir=settings.data_dir, out=out, fmt=params.format)
+    path, doc = _export(settings.data_dir, out, params.format)
     beside, _ = beside_path(path, params.format)
     shown = tuple(_shown(p, settings.data_dir) for p in (path, beside))
-    return StageResult("export", trace, shown, seconds=time.perf_counter() - started)
+    headline = (("records", str(len(doc["records"]))), ("traces", ", ".join(doc["traces"])))
+    return StageResult(
+        "export",
+        trace,
+        shown,
+        headline=headline,
+        seconds=time.perf_counter() - started,
+        page="params",
+    )
 
 
 def out_problem(out: Path, fmt: str, data_dir: Path) -> str | None:

@@ -19,6 +19,7 @@ says so instead of running.
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -26,8 +27,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from prefect import flow, get_run_logger, task
-from prefect.cache_policies import NONE
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fitted_params import FittedParameter, write_stage_params
@@ -45,27 +44,25 @@ from tracelab.analysis.priors.vmtable import (
     register_vmtable_csv,
     vmtable_needs,
 )
-from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings, duckdb_connection
 
+_LOG = logging.getLogger("tracelab.fit")
 
-@task(cache_policy=NONE, task_run_name="derive azure-2017 tables from --vmtable")
+
 def derive_azure(settings: Settings, vmtable_csv: Path, shutdown_min_vms: int) -> dict[str, int]:
     """Derived azure tables -> ``DATA/derived/azure-2017/<table>.parquet``; returns row counts."""
-    logger = get_run_logger()
     con = duckdb_connection(settings)
     try:
         register_vmtable_csv(con, vmtable_csv)
         params = derive.DeriveParams(shutdown_min_vms=shutdown_min_vms).as_sql_params()
         counts = derive_azure_tables(con, params, settings.derived_dir / TRACE)
         for name, rows in counts.items():
-            logger.info("derived %s: %d rows", name, rows)
+            _LOG.info("derived %s: %d rows", name, rows)
         return counts
     finally:
         con.close()
 
 
-@task(cache_policy=NONE, task_run_name="fit {trace} priors")
 def fit_priors(
     settings: Settings,
     trace: str,
@@ -76,7 +73,6 @@ def fit_priors(
     shutdown_cores: str,
 ) -> Path:
     """Priors from ``fct_azure_deployments.parquet`` -> ``DATA/results/<trace>/priors/``."""
-    logger = get_run_logger()
     deployments = pl.read_parquet(settings.derived_dir / trace / "fct_azure_deployments.parquet")
     priors = azure_priors(
         deployments,
@@ -91,7 +87,7 @@ def fit_priors(
     out = settings.results_dir / trace / "priors"
     write_stage_outputs(out, priors_tables(priors), priors_summary(priors))
     path = write_stage_params(out, priors.records())
-    logger.info(
+    _LOG.info(
         "priors from %d deployments: lifetime rate Gamma(%.3g, %.3g), alpha %.3g",
         len(priors.mles.deploymentid),
         priors.lifetime_rate.shape,
@@ -101,10 +97,9 @@ def fit_priors(
     return path
 
 
-@flow(name="tracelab-fit", flow_run_name=flow_run_name("fit"))
-def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
+def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path, int]:
     """Fit the priors on derive's azure tables (or on ``--vmtable``'s, derived here first);
-    returns the stage's params.json."""
+    the stage's params.json and the number of deployments fitted."""
     steps = 2 if params.vmtable else 1
     if params.vmtable:
         print("[fit] 1/2 deriving the azure-2017 tables from --vmtable ...", file=sys.stderr)
@@ -126,12 +121,9 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     deployments = pl.scan_parquet(
         settings.derived_dir / trace / "fct_azure_deployments.parquet"
     ).select(pl.len())
-    headline = (("deployments", f"{deployments.collect().item():,}"),)
-    publish_summary("fit", trace, headline, "azure-priors")
-    return path
+    return path, int(deployments.collect().item())
 
 
-@task(cache_policy=NONE, task_run_name="fit alibaba-2018 priors")
 def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.AlibabaFits:
     """Priors from ``fct_alibaba_task_times`` and ``fct_alibaba_task_usage_stats`` ->
     ``DATA/results/alibaba-2018/priors/`` (params.json, summary.json with the options)."""
@@ -149,21 +141,6 @@ def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.Alibab
     return fits
 
 
-@flow(name="tracelab-fit-alibaba", flow_run_name=flow_run_name("fit"))
-def fit_alibaba_flow(settings: Settings, trace: str, params: FitOptions) -> alibaba.AlibabaFits:
-    """Fit the alibaba-2018 priors on derive's alibaba tables."""
-    print(
-        f"[fit] 1/1 fitting the alibaba-2018 priors ({params.n_boot} bootstrap replicates per fit) ...",
-        file=sys.stderr,
-        flush=True,
-    )
-    fits = fit_alibaba_priors(settings, params)
-    headline = tuple((r.name, f"{r.n:,} values") for r in fits.records)
-    publish_summary("fit", trace, headline, "alibaba-priors")
-    return fits
-
-
-@task(cache_policy=NONE, task_run_name="fit google-2019 priors")
 def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.Google2019Fits:
     """Priors from ``fct_g2019_instance_times`` and ``fct_g2019_instance_usage_stats`` ->
     ``DATA/results/google-2019/priors/`` (params.json, summary.json with the options)."""
@@ -185,30 +162,17 @@ def _write_trace_priors(
     skipped: Sequence[tuple[str, str]],
 ) -> None:
     """A trace's priors folder (params.json, summary.json with the options), each fit logged."""
-    logger = get_run_logger()
     write_stage_outputs(out, {}, summary)
     record_parameters(out, params)
     write_stage_params(out, list(records))
     for record in records:
-        logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
+        _LOG.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)
     for name, why in skipped:
-        logger.warning("%s not fitted: %s", name, why)
+        _LOG.warning("%s not fitted: %s", name, why)
 
 
-@flow(name="tracelab-fit-google-2019", flow_run_name=flow_run_name("fit"))
-def fit_google2019_flow(
-    settings: Settings, trace: str, params: FitOptions
-) -> google2019.Google2019Fits:
-    """Fit the google-2019 priors on derive's g2019 tables."""
-    print(
-        f"[fit] 1/1 fitting the google-2019 priors ({params.n_boot} bootstrap replicates per fit) ...",
-        file=sys.stderr,
-        flush=True,
-    )
-    fits = fit_google2019_priors(settings, params)
-    headline = tuple((r.name, f"{r.n:,} values") for r in fits.records)
-    publish_summary("fit", trace, headline, "google-2019-priors")
-    return fits
+#: the report page of each trace's priors besides azure-2017's
+_PRIORS_PAGE = {alibaba.TRACE: "alibaba-priors", google2019.TRACE: "google-2019-priors"}
 
 
 def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:
@@ -223,7 +187,7 @@ def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | Non
 
 
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
-    """The registry's entry point: the fit flow with typed parameters."""
+    """The registry's entry point: the trace's priors with typed parameters."""
     if trace in (alibaba.TRACE, google2019.TRACE):
         return _run_trace_priors(settings, trace, params)
     if params.vmtable and trace != TRACE:
@@ -234,13 +198,15 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
     if params.vmtable and not Path(params.vmtable).is_file():
         raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
     started = time.perf_counter()
-    path = fit_azure_flow(settings, trace, params)
+    path, deployments = fit_azure(settings, trace, params)
     priors = str(path.parent.relative_to(settings.data_dir))
     return StageResult(
         stage="fit",
         trace=trace,
         outputs=(f"derived/{trace}", priors) if params.vmtable else (priors,),
+        headline=(("deployments", f"{deployments:,}"),),
         seconds=time.perf_counter() - started,
+        page="azure-priors",
     )
 
 
@@ -248,14 +214,19 @@ def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> Sta
     """alibaba-2018's or google-2019's Gamma priors (the azure-only options refused)."""
     if params.vmtable:
         raise TracelabError(
-            f"--vmtable is an azure-2017 option; `tracelab fit --trace {trace}` reads "
+            f"--vmtable is an {TRACE} option; `tracelab fit --trace {trace}` reads "
             f"DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
         )
     started = time.perf_counter()
+    print(
+        f"[fit] 1/1 fitting the {trace} priors ({params.n_boot} bootstrap replicates per fit) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     fits: alibaba.AlibabaFits | google2019.Google2019Fits = (
-        fit_alibaba_flow(settings, trace, params)
+        fit_alibaba_priors(settings, params)
         if trace == alibaba.TRACE
-        else fit_google2019_flow(settings, trace, params)
+        else fit_google2019_priors(settings, params)
     )
     return StageResult(
         stage="fit",
@@ -264,4 +235,5 @@ def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> Sta
         headline=tuple((r.name, f"{r.n:,} values") for r in fits.records),
         seconds=time.perf_counter() - started,
         shortfalls=recorded_shortfalls((settings.results_dir / trace / alibaba.STAGE,)),
+        page=_PRIORS_PAGE[trace],
     )

@@ -1,7 +1,8 @@
 """`tracelab generate`: a seeded synthetic trace in the exact published format, plus TRUTH.json.
 
-The flow is one task around :func:`analysis.synthetic.generate_trace`; the generator itself
-streams job batches to part files, so the flow only wires parameters and reports the result.
+A plain function around :func:`analysis.synthetic.generate_trace` (``tracelab run`` wraps it in a
+Prefect flow); the generator itself streams job batches to part files, so this module only wires
+parameters and reports the result.
 """
 
 from __future__ import annotations
@@ -11,31 +12,29 @@ import contextlib
 import json
 from pathlib import Path
 
-from prefect import flow, task
-
 from tracelab.analysis.common.stage_api import number_arg
-from tracelab.analysis.synthetic import generate_trace
 from tracelab.analysis.synthetic.request import GENERATED_TRACES, MAX_MB, SCALES, check_request
 from tracelab.analysis.traces import TRACES
 from tracelab.flows.lock import LOCK_NAME, data_dir_lock
-from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
 
 #: the built-in default sample's size, the same for `generate` and `run`
 DEFAULT_SCALE = "small"
 
 
-@task(name="write-synthetic-trace")
-def write_synthetic_trace(
-    trace: str,
-    out: str,
-    seed: int,
-    scale: str,
-    target_mb: float | None,
-    part_mb: float | None,
-    progress: bool,
+def generate_sample(
+    trace: str = "google-2011",
+    out: str = "data/raw/google-2011",
+    seed: int = 0,
+    scale: str = "small",
+    target_mb: float | None = None,
+    part_mb: float | None = None,
+    progress: bool = False,
 ) -> str:
-    """Write every table of ``trace`` under ``out``; returns the path of ``out/TRUTH.json``."""
+    """Write every table of a synthetic ``trace`` under ``out``; returns the path of its
+    TRUTH.json."""
+    from tracelab.analysis.synthetic import generate_trace
+
     return str(
         generate_trace(
             trace,
@@ -51,20 +50,6 @@ def write_synthetic_trace(
 
 #: the traces published in part files, whose generator takes --part-mb
 PARTED = ", ".join(t.id for t in TRACES if "part_mb" in t.generator.takes)
-
-
-@flow(name="tracelab-generate", flow_run_name=flow_run_name("generate"), log_prints=False)
-def generate_flow(
-    trace: str = GENERATED_TRACES[0],
-    out: str = f"data/raw/{GENERATED_TRACES[0]}",
-    seed: int = 0,
-    scale: str = "small",
-    target_mb: float | None = None,
-    part_mb: float | None = None,
-    progress: bool = False,
-) -> str:
-    """Generate a synthetic trace; returns the path of its TRUTH.json."""
-    return write_synthetic_trace(trace, out, seed, scale, target_mb, part_mb, progress)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -106,7 +91,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    # fail on a bad argument before a Prefect flow run is started
+    # fail on a bad argument before any file is written
     check_request(args.trace, args.scale, args.target_mb, args.part_mb)
     out: Path = args.out if args.out is not None else settings.raw_dir / args.trace
     owner = owning_data_dir(out)
@@ -116,7 +101,7 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
             # sample, so that directory's lock is held too (ours is held by the CLI)
             wait = getattr(args, "wait", 0.0)
             stack.enter_context(data_dir_lock(owner, "tracelab generate --out", wait_seconds=wait))
-        truth = generate_flow(
+        truth = generate_sample(
             trace=args.trace,
             out=str(out),
             seed=args.seed,

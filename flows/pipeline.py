@@ -1,22 +1,21 @@
-"""`tracelab run`: every stage in order, as one Prefect flow with the stages as subflows.
+"""`tracelab run`: generate (if needed) and ingest each trace, every registry stage in order, the report.
 
-Per trace: generate the built-in default sample when ``DATA/raw/<trace>`` holds no files (and no
-``--raw`` was given), then ingest; then every stage of the registry (``flows/registry.py``) in
-its order, each called directly with its typed default parameters and skipped when its input
-fingerprint and its outputs are unchanged since its last success; then the report.
+Plain functions: :func:`run_pipeline` runs every piece directly, or, given ``wrap=as_flow``
+(``flows/prefect_flows.py``), each as a Prefect flow inside the run's flow. A stage is skipped
+when its input fingerprint and its outputs are unchanged since its last success, ingest when no
+raw file changed. ``tracelab run`` first asks whether anything would run at all
+(:func:`up_to_date_plan`, which only reads); when nothing would, the run records itself and
+reuses the report without Prefect, so no Prefect server starts.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-
-from prefect import flow
+from typing import TYPE_CHECKING, Literal, ParamSpec, Protocol, TypeVar
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
@@ -33,38 +32,47 @@ from tracelab.analysis.common.fingerprints import (
 )
 from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
-from tracelab.analysis.common.stage_api import StageResult, number_arg
-from tracelab.analysis.lake.catalog import write_catalog
+from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake.generating import partial_sample
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.analysis.traces import trace_spec
-from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
-from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
-from tracelab.flows.observe import flow_run_name, publish_summary
+from tracelab.flows.generate import DEFAULT_SCALE, generate_sample
+from tracelab.flows.ingest import ingest_trace
+from tracelab.flows.observe import publish_summary
 from tracelab.flows.registry import (
     ALL,
     TRACES,
     Stage,
+    StageRun,
     params_json,
-    stage_named,
     stages_for,
 )
-from tracelab.flows.report import print_summary, report_flow
+from tracelab.flows.report import build_report
 from tracelab.flows.run_config import (
-    RunConfig,
     StageOptions,
-    add_config_argument,
     changed_options,
-    default_stage_options,
 )
-from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 from tracelab.flows.stage_cli import clear_shortfall_record, record_shortfall
 from tracelab.reports.metadata import Parameter, StageTiming
-from tracelab.reports.site import SiteBuild
 
-SCALES = ("tiny", "small", "medium", "large")
+if TYPE_CHECKING:
+    from tracelab.reports.site import SiteBuild
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class Wrap(Protocol):
+    """How a piece of the run is called: ``wrap(name, fn)`` returns what runs in ``fn``'s place."""
+
+    def __call__(self, name: str, fn: Callable[_P, _R], /) -> Callable[_P, _R]: ...
+
+
+def direct(name: str, fn: Callable[_P, _R], /) -> Callable[_P, _R]:
+    """``fn`` itself: the piece runs in this process, no Prefect."""
+    return fn
 
 
 @dataclass(frozen=True)
@@ -74,6 +82,35 @@ class PipelineResult:
     timings: tuple[StageTiming, ...]
     site: SiteBuild
     params_export: Path | None
+
+
+@dataclass(frozen=True)
+class StageStep:
+    """One registry stage on one trace in this run: its options and its input fingerprint."""
+
+    stage: Stage
+    trace: str
+    params: object
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a step does: ``run``, or the status it has without running (and why)."""
+
+    step: StageStep
+    action: Literal["run", "unchanged", "no data", "failed", "skipped"]
+    note: str = ""
+    state: StageState | None = None
+    shortfall: Shortfall | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A run in which nothing runs: each trace's ingest status and each stage's decision."""
+
+    raw: dict[str, StageTiming]
+    decisions: tuple[Decision, ...]
 
 
 def code_fingerprint() -> str:
@@ -103,29 +140,43 @@ def unchanged_since_last_success(
     return state if outputs_intact(state, settings.data_dir, outputs) else None
 
 
-def incremental_timing(
-    stage: Stage, trace: str, params: object, input_fingerprint: str, settings: Settings
-) -> StageTiming:
-    """Run a stage unless its inputs and outputs are unchanged since its last success."""
-    state = unchanged_since_last_success(stage, trace, input_fingerprint, settings)
-    if state is not None:
-        note = f"inputs unchanged since the successful run of {state.finished_at} (same checksums)"
-        print(f"[{stage.name}] {trace} unchanged: {note}", flush=True)
-        publish_summary(stage.name, trace, (("status", "unchanged"), ("since", state.finished_at)))
-        # what it lacked then, it lacks now: the run's summary still lists it
-        short = recorded_shortfalls(stage.output_paths(settings.data_dir, trace))
-        return StageTiming(stage.name, trace, "unchanged", 0.0, note, short)
+def published(stage: Stage) -> StageRun:
+    """The stage's run, publishing its headline numbers as an artifact when inside a flow run."""
+    run = stage.runner()
+
+    def body(settings: Settings, trace: str, params: object) -> StageResult:
+        result = run(settings, trace, params)
+        publish_summary(stage.name, trace, result.headline, result.page)
+        return result
+
+    body.__name__ = body.__qualname__ = f"{stage.name}_stage"
+    return body
+
+
+def _run_step(step: StageStep, settings: Settings, wrap: Wrap) -> StageTiming:
+    """Run the step's stage and record its success (inputs' fingerprint, outputs' checksums)."""
+    stage, trace = step.stage, step.trace
+    run = wrap(stage.name, published(stage))
     timing = stage_timing(
-        stage.name, trace, lambda: stage.runner()(settings, trace, params), settings.data_dir
+        stage.name, trace, lambda: run(settings, trace, step.params), settings.data_dir
     )
     if timing.status == "ok":
         outputs = stage_output_digests(
             settings.data_dir, stage.output_paths(settings.data_dir, trace)
         )
         finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        state = StageState(stage.name, trace, input_fingerprint, finished, outputs)
+        state = StageState(stage.name, trace, step.fingerprint, finished, outputs)
         write_stage_state(_state_path(stage.name, trace, settings), state)
     return timing
+
+
+def _unchanged_timing(stage: Stage, trace: str, state: StageState, data_dir: Path) -> StageTiming:
+    note = f"inputs unchanged since the successful run of {state.finished_at} (same checksums)"
+    print(f"[{stage.name}] {trace} unchanged: {note}", flush=True)
+    publish_summary(stage.name, trace, (("status", "unchanged"), ("since", state.finished_at)))
+    # what it lacked then, it lacks now: the run's summary still lists it
+    short = recorded_shortfalls(stage.output_paths(data_dir, trace))
+    return StageTiming(stage.name, trace, "unchanged", 0.0, note, short)
 
 
 def stage_timing(
@@ -176,6 +227,26 @@ def shortfall_timing(stage: Stage, trace: str, shortfall: Shortfall, data_dir: P
     return StageTiming(stage.name, trace, "no data", 0.0, shortfall.text, (shortfall.text,))
 
 
+RawAction = Literal["unchanged", "generate", "skipped", "ingest"]
+
+
+def _raw_action(settings: Settings, trace: str, raw_dir: Path | None) -> tuple[RawAction, str]:
+    """What the raw phase of ``trace`` does, and why when it does not ingest."""
+    raw = raw_dir or settings.raw_dir / trace
+    present = raw_files_present(raw)
+    ingested = read_manifest(settings.lake_dir / trace).height
+    if raw_dir is None and not present and not partial_sample(raw) and ingested:
+        # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
+        # generated sample is put beside real rows
+        return "unchanged", f"no raw files in {raw}: the lake's {ingested} files as ingested before"
+    if raw_dir is None and not present:
+        return "generate", ""
+    if not present and not partial_sample(raw):
+        return "skipped", f"no raw files in {raw}"
+    # a partial sample under --raw goes to ingest, which refuses it with the reason
+    return "ingest", ""
+
+
 def _raw_timings(
     settings: Settings,
     trace: str,
@@ -183,39 +254,32 @@ def _raw_timings(
     scale: str,
     seed: int,
     keep_vanished: bool = False,
+    wrap: Wrap = direct,
 ) -> list[StageTiming]:
     """Generate the default sample when needed, then ingest ``trace``."""
     raw = raw_dir or settings.raw_dir / trace
+    action, note = _raw_action(settings, trace, raw_dir)
+    if action in ("unchanged", "skipped"):
+        print(f"[ingest] {trace} {action}: {note}", flush=True)
+        return [StageTiming("ingest", trace, action, 0.0, note)]
     timings: list[StageTiming] = []
-    manifest = read_manifest(settings.lake_dir / trace)
-    if (
-        raw_dir is None
-        and not raw_files_present(raw)
-        and not partial_sample(raw)
-        and manifest.height
-    ):
-        # a lake ingested from a --raw folder elsewhere: its stages run on it as it is, and no
-        # generated sample is put beside real rows
-        note = f"no raw files in {raw}: the lake's {manifest.height} files as ingested before"
-        print(f"[ingest] {trace} unchanged: {note}", flush=True)
-        return [StageTiming("ingest", trace, "unchanged", 0.0, note)]
-    if raw_dir is None and not raw_files_present(raw):
+    if action == "generate":
         print(f"no raw data in {raw}: generating the default {scale} sample", flush=True)
+        generate = wrap("generate", generate_sample)
         timings.append(
             stage_timing(
                 "generate",
                 trace,
-                lambda: generate_flow(trace=trace, out=str(raw), seed=seed, scale=scale),
+                lambda: generate(trace=trace, out=str(raw), seed=seed, scale=scale),
                 settings.data_dir,
             )
         )
         if timings[-1].status == "failed":
             return timings
-    if not raw_files_present(raw) and not partial_sample(raw):
-        note = f"no raw files in {raw}"
-        print(f"[ingest] {trace} skipped: {note}", flush=True)
-        return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
-    # a partial sample under --raw goes to ingest, which refuses it with the reason
+        if not raw_files_present(raw) and not partial_sample(raw):
+            note = f"no raw files in {raw}"
+            print(f"[ingest] {trace} skipped: {note}", flush=True)
+            return [*timings, StageTiming("ingest", trace, "skipped", 0.0, note)]
     timings.append(
         stage_timing(
             "ingest",
@@ -227,59 +291,157 @@ def _raw_timings(
     return timings
 
 
-def _stage_fingerprint(
-    stage: Stage, trace: str, params: object, upstream: list[str], settings: Settings, code: str
-) -> str:
-    traces = TRACES if trace == ALL else (trace,)
-    lakes = [lake_fingerprint(read_manifest(settings.lake_dir / t)) for t in traces]
-    return combined_fingerprint(stage.name, trace, params_json(params), code, *lakes, *upstream)
+def _raw_unchanged(settings: Settings, trace: str, raw_dir: Path | None) -> StageTiming | None:
+    """The raw phase's timing of ``trace`` when it has nothing to do (no sample to generate, no
+    raw file changed since the last ingest), else None. Reads only."""
+    from tracelab.analysis.lake.ingest_run import lake_up_to_date
+
+    raw = raw_dir or settings.raw_dir / trace
+    action, note = _raw_action(settings, trace, raw_dir)
+    if (
+        action == "ingest"
+        and not partial_sample(raw)
+        and lake_up_to_date(trace, raw, settings.lake_dir)
+    ):
+        action, note = "unchanged", f"no file in {raw} changed since the last ingest (checksums)"
+    if action in ("unchanged", "skipped"):
+        return StageTiming("ingest", trace, action, 0.0, note)
+    return None
+
+
+def stage_steps(
+    settings: Settings, traces: Iterable[str], options: StageOptions, code: str
+) -> list[StageStep]:
+    """The registry stages of ``traces`` in run order, each with its input fingerprint.
+
+    A stage's fingerprint chains its upstream stages' on every trace, selected in this run or
+    not, so ``run --trace T`` after a run of every trace sees export's inputs as they are: a
+    stage not run now contributes what it last succeeded on (its state), else what it would run
+    on now. Only the fingerprints the selected stages chain are computed, so only their options
+    are read.
+    """
+    chosen = stages_for(traces)
+    selected = {(s.name, t) for s, t in chosen}
+    every = stages_for(TRACES)
+    known: dict[tuple[str, str], str] = {}
+    lakes: dict[str, str] = {}
+
+    def lake(trace: str) -> str:
+        if trace not in lakes:
+            lakes[trace] = lake_fingerprint(read_manifest(settings.lake_dir / trace))
+        return lakes[trace]
+
+    def fingerprint(stage: Stage, trace: str) -> str:
+        key = (stage.name, trace)
+        if key in known:
+            return known[key]
+        state = None if key in selected else read_stage_state(_state_path(*key, settings))
+        if state is not None:
+            known[key] = state.input_fingerprint
+            return known[key]
+        upstream = {
+            fingerprint(u, t)
+            for u, t in every
+            # an upstream stage of another trace only (fit for the google calibration) counts too
+            if u.name in stage.upstream
+            and (trace == ALL or t in (trace, ALL) or trace not in u.traces)
+        }
+        lakes = (
+            lake_fingerprint(read_manifest(settings.lake_dir / t))
+            for t in (TRACES if trace == ALL else (trace,))
+        )
+        params = params_json(options[stage.name])
+        known[key] = combined_fingerprint(
+            stage.name, trace, params, code, *lakes, *sorted(upstream)
+        )
+        return known[key]
+
+    return [
+        StageStep(stage, trace, options[stage.name], fingerprint(stage, trace))
+        for stage, trace in chosen
+    ]
+
+
+def decide(step: StageStep, settings: Settings, failed_traces: set[str]) -> Decision:
+    """Whether the step runs now, or the status it gets without running."""
+    stage, trace = step.stage, step.trace
+    blocked = failed_traces if trace == ALL else failed_traces & {trace}
+    if blocked:
+        return Decision(step, "skipped", f"an earlier stage of {', '.join(sorted(blocked))} failed")
+    shortfall = stage.shortfall(settings.data_dir, trace, step.params)
+    if shortfall is not None:
+        return Decision(step, "no data", shortfall.text, shortfall=shortfall)
+    missing = stage.missing_input(settings.data_dir, trace)
+    if missing is not None:
+        return Decision(step, "failed", missing)
+    state = unchanged_since_last_success(stage, trace, step.fingerprint, settings)
+    if state is not None:
+        return Decision(step, "unchanged", state=state)
+    return Decision(step, "run")
+
+
+def _applied(decision: Decision, settings: Settings, wrap: Wrap) -> StageTiming:
+    """The step's timing: run it, or record the status it has without running."""
+    step = decision.step
+    stage, trace, data_dir = step.stage, step.trace, settings.data_dir
+    if decision.shortfall is not None:
+        return shortfall_timing(stage, trace, decision.shortfall, data_dir)
+    if decision.action in ("skipped", "failed"):
+        return StageTiming(stage.name, trace, decision.action, 0.0, decision.note)
+    if decision.state is not None:
+        timing = _unchanged_timing(stage, trace, decision.state, data_dir)
+    else:
+        timing = _run_step(step, settings, wrap)
+    clear_shortfall_record(stage, trace, data_dir)
+    return timing
+
+
+def _failed_traces(timing: StageTiming) -> tuple[str, ...]:
+    if timing.status != "failed":
+        return ()
+    return TRACES if timing.trace == ALL else (timing.trace,)
 
 
 def _stage_timings(
     settings: Settings,
-    traces: tuple[str, ...],
+    steps: Iterable[StageStep],
     failed_traces: set[str],
-    code: str,
-    options: StageOptions,
+    wrap: Wrap,
 ) -> list[StageTiming]:
-    """Every registry stage of the selected traces, in order, each skipped when unchanged."""
+    """Every step in order, each decided as it comes (an earlier stage's run changes what the
+    later ones see) and skipped when unchanged."""
     timings: list[StageTiming] = []
-    fingerprints: dict[tuple[str, str], str] = {}
-    for stage, trace in stages_for(traces):
-        blocked = failed_traces if trace == ALL else failed_traces & {trace}
-        if blocked:
-            note = f"an earlier stage of {', '.join(sorted(blocked))} failed"
-            timings.append(StageTiming(stage.name, trace, "skipped", 0.0, note))
-            continue
-        params = options[stage.name]
-        upstream = [
-            fp
-            for (name, t), fp in fingerprints.items()
-            # an upstream stage of another trace only (fit for the google calibration) counts too
-            if name in stage.upstream
-            and (trace == ALL or t in (trace, ALL) or trace not in stage_named(name).traces)
-        ]
-        fingerprint = _stage_fingerprint(
-            stage, trace, params, sorted(set(upstream)), settings, code
-        )
-        shortfall = stage.shortfall(settings.data_dir, trace, params)
-        missing = stage.missing_input(settings.data_dir, trace)
-        if shortfall is not None:
-            timing = shortfall_timing(stage, trace, shortfall, settings.data_dir)
-        elif missing is not None:
-            timing = StageTiming(stage.name, trace, "failed", 0.0, missing)
-        else:
-            timing = incremental_timing(stage, trace, params, fingerprint, settings)
-            clear_shortfall_record(stage, trace, settings.data_dir)
-        fingerprints[(stage.name, trace)] = fingerprint
+    for step in steps:
+        timing = _applied(decide(step, settings, failed_traces), settings, wrap)
+        failed_traces.update(_failed_traces(timing))
         timings.append(timing)
-        if timing.status == "failed":
-            failed_traces.update(TRACES if trace == ALL else (trace,))
     return timings
 
 
-@flow(name="tracelab-run", flow_run_name=flow_run_name("run"))
-def pipeline_flow(
+def up_to_date_plan(
+    settings: Settings, traces: Iterable[str], raw_dir: Path | None, options: StageOptions
+) -> Plan | None:
+    """The plan of a run in which nothing would run (no sample to generate, no raw file changed,
+    every stage unchanged, lacking data or lacking an input), else None. Reads only."""
+    raw: dict[str, StageTiming] = {}
+    for trace in traces:
+        timing = _raw_unchanged(settings, trace, raw_dir)
+        if timing is None:
+            return None
+        raw[trace] = timing
+    failed = {t for t, timing in raw.items() if timing.status == "skipped"}
+    decisions: list[Decision] = []
+    for step in stage_steps(settings, raw, options, code_fingerprint()):
+        decision = decide(step, settings, failed)
+        if decision.action == "run":
+            return None
+        if decision.action == "failed":
+            failed.update(TRACES if step.trace == ALL else (step.trace,))
+        decisions.append(decision)
+    return Plan(raw, tuple(decisions))
+
+
+def run_pipeline(
     settings: Settings,
     traces: tuple[str, ...] = TRACES,
     raw_dir: Path | None = None,
@@ -289,6 +451,9 @@ def pipeline_flow(
     stage_options: StageOptions | None = None,
     config: Path | None = None,
     keep_vanished: bool = False,
+    *,
+    wrap: Wrap = direct,
+    plan: Plan | None = None,
 ) -> PipelineResult:
     """Generate (if needed) and ingest each trace, then every registry stage, then the report.
 
@@ -296,20 +461,61 @@ def pipeline_flow(
     that run once for all traces (export and what reads it); the other trace still runs, and the
     report is built so the site shows what failed. The report pages are rebuilt only when the
     checksums of their inputs changed since the latest run (or with ``rebuild_report``); every
-    run is recorded in the site's history either way.
+    run is recorded in the site's history either way. ``plan`` (of :func:`up_to_date_plan`)
+    gives every status without deciding again: nothing runs.
     """
     timings: list[StageTiming] = []
     failed: set[str] = set()
+    options = stage_options if stage_options is not None else StageOptions()
     for trace in traces:
-        raw = _raw_timings(settings, trace, raw_dir, scale, seed, keep_vanished)
+        if plan is not None:
+            known = plan.raw[trace]
+            print(f"[ingest] {trace} {known.status}: {known.note}", flush=True)
+            raw = [known]
+        else:
+            raw = _raw_timings(settings, trace, raw_dir, scale, seed, keep_vanished, wrap)
         timings += raw
         if any(t.status in ("failed", "skipped") for t in raw):
             failed.add(trace)
-    options = stage_options if stage_options is not None else default_stage_options()
-    timings += _stage_timings(settings, traces, failed, code_fingerprint(), options)
+    if plan is not None:
+        timings += [_applied(d, settings, wrap) for d in plan.decisions]
+    else:
+        steps = stage_steps(settings, traces, options, code_fingerprint())
+        timings += _stage_timings(settings, steps, failed, wrap)
+    parameters = _run_parameters(traces, raw_dir, scale, seed, config, options)
     started = time.perf_counter()
     print("[report] ...", flush=True)
-    parameters = (
+    site = wrap("report", build_report)(
+        settings.data_dir,
+        timings=tuple(timings),
+        run_parameters=parameters,
+        reuse_unchanged=not rebuild_report,
+    )
+    report_time = StageTiming(
+        "report", "all", site.timing.status, time.perf_counter() - started, site.timing.note
+    )
+    from tracelab.analysis.lake.catalog import write_catalog
+
+    # the DuckDB catalog follows the tables this run wrote (views only: cheap to rebuild)
+    write_catalog(settings.data_dir)
+    export = PARAMS_EXPORT.path(settings.data_dir)
+    return PipelineResult(
+        timings=(*timings, report_time),
+        site=site,
+        params_export=export if export.is_file() else None,
+    )
+
+
+def _run_parameters(
+    traces: tuple[str, ...],
+    raw_dir: Path | None,
+    scale: str,
+    seed: int,
+    config: Path | None,
+    options: StageOptions,
+) -> tuple[Parameter, ...]:
+    """What the run was asked, for the site's "Parameters of this run"."""
+    return (
         Parameter("tracelab run", "traces", ", ".join(traces)),
         Parameter("tracelab run", "raw", str(raw_dir) if raw_dir else "DATA/raw/<trace>"),
         Parameter("tracelab run", "scale", scale),
@@ -321,61 +527,6 @@ def pipeline_flow(
             for name, value in changed.items()
         ),
     )
-    site = report_flow(
-        settings.data_dir,
-        timings=tuple(timings),
-        run_parameters=parameters,
-        reuse_unchanged=not rebuild_report,
-    )
-    report_time = StageTiming(
-        "report", "all", site.timing.status, time.perf_counter() - started, site.timing.note
-    )
-    # the DuckDB catalog follows the tables this run wrote (views only: cheap to rebuild)
-    write_catalog(settings.data_dir)
-    export = PARAMS_EXPORT.path(settings.data_dir)
-    return PipelineResult(
-        timings=(*timings, report_time),
-        site=site,
-        params_export=export if export.is_file() else None,
-    )
-
-
-def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--trace",
-        choices=TRACES,
-        default=None,
-        help="run one trace only (default: every trace)",
-    )
-    parser.add_argument(
-        "--raw",
-        type=Path,
-        default=None,
-        help="raw trace root for --trace (default: DATA/raw/<trace>, generated when empty)",
-    )
-    parser.add_argument(
-        "--scale",
-        choices=SCALES,
-        default=DEFAULT_SCALE,
-        help="size of the generated default sample when no raw data is present (default: %(default)s)",
-    )
-    parser.add_argument(
-        "--seed",
-        type=number_arg(int, 0),
-        default=0,
-        help="seed of the generated sample (default 0)",
-    )
-    parser.add_argument(
-        "--rebuild-report",
-        action="store_true",
-        help=(
-            "build the report pages even when the checksums of their inputs are unchanged since "
-            "the latest run (default: reuse them and record this run with links to them)"
-        ),
-    )
-    add_replace_argument(parser)
-    add_config_argument(parser)
-    add_scaleout_arguments(parser)
 
 
 def require_ingestible(trace: str, raw: Path) -> None:
@@ -390,64 +541,3 @@ def require_ingestible(trace: str, raw: Path) -> None:
         f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")
     )
-
-
-def run_command(args: argparse.Namespace, settings: Settings) -> int:
-    if args.raw is not None and args.trace is None:
-        raise TracelabError("--raw needs --trace (which trace is in that folder?)")
-    if args.replace and args.trace is None:
-        raise TracelabError("--replace needs --trace (which trace's data should go?)")
-    if args.raw is not None and not raw_files_present(args.raw):
-        raise TracelabError(
-            f"--raw {args.raw}: no files there; point it at the trace's published root"
-        )
-    if args.raw is not None:
-        require_ingestible(args.trace, args.raw)
-    traces = (args.trace,) if args.trace else TRACES
-    # the whole file was read and checked as the arguments were parsed, before the lock
-    config: RunConfig | None = args.config
-    options = config.options if config is not None else default_stage_options()
-    for trace in traces:
-        raw = args.raw or settings.raw_dir / trace
-        if args.replace or raw_files_present(raw):
-            prepare_source(settings, trace, raw, replace=args.replace)
-    # ingest and derive read --workers / --dask-address from the settings
-    settings = settings_with_scaleout(args, settings)
-    result = pipeline_flow(
-        settings,
-        traces=traces,
-        raw_dir=args.raw,
-        scale=args.scale,
-        seed=args.seed,
-        rebuild_report=args.rebuild_report,
-        stage_options=options,
-        config=config.path if config is not None else None,
-        keep_vanished=args.keep_vanished,
-    )
-    print()
-    for t in result.timings:
-        print(f"  {t.stage:<11} {t.trace:<12} {t.status:<9} {t.seconds:7.1f} s  {t.note}")
-    print_summary(result.site)
-    print(f"database: {(settings.data_dir / 'tracelab.duckdb').resolve()} (tracelab sql QUERY)")
-    if result.params_export is not None:
-        print(f"params export: {result.params_export.resolve()}")
-    else:
-        print("params export: not written in this run")
-    short = [text for t in result.timings for text in t.shortfalls]
-    if short:
-        print(
-            f"not enough data for {len(short)} stage(s) or part(s) (nothing failed; their pages "
-            "say the same):"
-        )
-        for text in short:
-            print(f"  {text}")
-    failed = [t for t in result.timings if t.status == "failed"]
-    for t in failed:
-        print(f"tracelab run: stage {t.stage} ({t.trace}) failed: {t.note}", file=sys.stderr)
-    if failed:
-        print(
-            "tracelab run: fix the cause and rerun `tracelab run` (ingest is incremental); "
-            "the site shows the stages that did run",
-            file=sys.stderr,
-        )
-    return 1 if failed else 0

@@ -45,7 +45,8 @@ TRACES: tuple[str, ...] = TRACE_IDS
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
 
-#: ``run(settings, trace, options) -> StageResult``: the stage's Prefect flow
+#: ``run(settings, trace, options) -> StageResult``: the stage itself, a plain function (``tracelab
+#: run`` wraps it in a Prefect flow)
 StageRun = Callable[["Settings", str, Any], StageResult]
 #: ``needs(data_dir, trace, options) -> Shortfall | None``: what data the stage needs beyond its
 #: input files (:mod:`tracelab.analysis.common.shortfall`)
@@ -54,11 +55,13 @@ StageNeeds = Callable[[Path, str, Any], "Shortfall | None"]
 
 @dataclass(frozen=True)
 class StageCode:
-    """A stage's code: its frozen options dataclass, the flow that runs it and, for a stage that
-    can lack data, what it needs (short of it, the stage is not run and says what it found)."""
+    """A stage's code: its frozen options dataclass, what loads the function that runs it and,
+    for a stage that can lack data, what it needs (short of it, the stage is not run and says
+    what it found). The run is loaded only to run: reading a stage's options (``--help``, or
+    ``tracelab run`` finding nothing changed) does not import its computation."""
 
     options: type[Any]
-    run: StageRun
+    load_run: Callable[[], StageRun]
     needs: StageNeeds | None = None
 
 
@@ -99,7 +102,7 @@ class Stage:
         return self.code().options
 
     def runner(self) -> StageRun:
-        return self.code().run
+        return self.code().load_run()
 
     def shortfall(self, data_dir: Path, trace: str, params: object) -> Shortfall | None:
         """What keeps the stage from running on this data, or None."""
@@ -138,47 +141,82 @@ def making_command(entry: DataEntry, trace: str) -> str:
     return "` or `".join(commands)
 
 
+def _derive_run() -> StageRun:
+    from tracelab.flows.derive import run_stage
+
+    return run_stage
+
+
 @cache
 def _derive() -> StageCode:
     from tracelab.analysis.lake.derive import DeriveOptions
-    from tracelab.flows.derive import run_stage
 
-    return StageCode(DeriveOptions, run_stage)
+    return StageCode(DeriveOptions, _derive_run)
+
+
+def _analyze_run() -> StageRun:
+    from tracelab.flows.analyze import run_stage
+
+    return run_stage
 
 
 @cache
 def _analyze() -> StageCode:
     from tracelab.analysis.statistics.options import AnalyzeOptions
-    from tracelab.flows.analyze import run_stage
 
-    return StageCode(AnalyzeOptions, run_stage)
+    return StageCode(AnalyzeOptions, _analyze_run)
+
+
+def _fit_run() -> StageRun:
+    from tracelab.flows.fit import run_stage
+
+    return run_stage
+
+
+def _fit_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
+    from tracelab.flows.fit import fit_needs
+
+    return fit_needs(data_dir, trace, params)
 
 
 @cache
 def _fit() -> StageCode:
     from tracelab.analysis.priors.options import FitOptions
-    from tracelab.flows.fit import fit_needs, run_stage
 
-    return StageCode(FitOptions, run_stage, fit_needs)
+    return StageCode(FitOptions, _fit_run, _fit_needs)
+
+
+def _export_run() -> StageRun:
+    from tracelab.flows.export import run_stage
+
+    return run_stage
+
+
+def _export_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
+    from tracelab.analysis.lake.availability import export_needs
+
+    return export_needs(data_dir, trace, params)
 
 
 @cache
 def _export() -> StageCode:
     from tracelab.analysis.export.options import ExportOptions
-    from tracelab.analysis.lake.availability import export_needs
-    from tracelab.flows.export import run_stage
 
-    return StageCode(ExportOptions, run_stage, export_needs)
+    return StageCode(ExportOptions, _export_run, _export_needs)
+
+
+def _calibration_run() -> StageRun:
+    from tracelab.analysis.statistics.calibration import calibration_results
+    from tracelab.flows.consume import consuming_stage
+
+    return consuming_stage("calibration", calibration_results, "calibration")
 
 
 @cache
 def _calibration() -> StageCode:
-    from tracelab.analysis.statistics.calibration import CalibrationOptions, calibration_results
-    from tracelab.flows.consume import consuming_stage
+    from tracelab.analysis.statistics.options import CalibrationOptions
 
-    return StageCode(
-        CalibrationOptions, consuming_stage("calibration", calibration_results, "calibration")
-    )
+    return StageCode(CalibrationOptions, _calibration_run)
 
 
 @cache
@@ -188,7 +226,7 @@ def _packing() -> StageCode:
     from tracelab.flows.consume import consuming_stage
 
     run = consuming_stage("packing", packing_results, "google-packing")
-    return StageCode(PackingParams, run, packing_needs)
+    return StageCode(PackingParams, lambda: run, packing_needs)
 
 
 @cache
@@ -198,7 +236,7 @@ def _yield() -> StageCode:
     from tracelab.flows.consume import consuming_stage
 
     run = consuming_stage("yield", yield_results, "google-yield")
-    return StageCode(YieldParams, run, yield_needs)
+    return StageCode(YieldParams, lambda: run, yield_needs)
 
 
 @cache
@@ -206,9 +244,8 @@ def _admission() -> StageCode:
     from tracelab.analysis.admission.stage import AdmissionParams, admission_results
     from tracelab.flows.consume import consuming_stage
 
-    return StageCode(
-        AdmissionParams, consuming_stage("admission", admission_results, "azure-admission")
-    )
+    run = consuming_stage("admission", admission_results, "azure-admission")
+    return StageCode(AdmissionParams, lambda: run)
 
 
 @cache
@@ -216,9 +253,8 @@ def _placement() -> StageCode:
     from tracelab.analysis.placement.stage import PlacementParams, placement_results
     from tracelab.flows.consume import consuming_stage
 
-    return StageCode(
-        PlacementParams, consuming_stage("placement", placement_results, "azure-placement")
-    )
+    run = consuming_stage("placement", placement_results, "azure-placement")
+    return StageCode(PlacementParams, lambda: run)
 
 
 STAGES: tuple[Stage, ...] = (

@@ -9,31 +9,37 @@ the latest pages (``reports/site.py``).
 from __future__ import annotations
 
 import argparse
+import logging
 from collections.abc import Sequence
 from pathlib import Path
-
-from prefect import flow, get_run_logger, task
+from typing import TYPE_CHECKING
 
 from tracelab.analysis.common.safety import checked_run_id
-from tracelab.flows.observe import flow_run_name
-from tracelab.flows.registry import report_pages
 from tracelab.flows.settings import Settings
-from tracelab.reports.metadata import Parameter, StageTiming
-from tracelab.reports.model import Page
-from tracelab.reports.site import SiteBuild, build_site
+
+if TYPE_CHECKING:
+    from tracelab.reports.metadata import Parameter, StageTiming
+    from tracelab.reports.model import Page
+    from tracelab.reports.site import SiteBuild
+
+_LOG = logging.getLogger("tracelab.report")
 
 
-@task(name="build-site")
-def site_task(
+def build_report(
     data_dir: Path,
-    run_id: str | None,
-    timings: Sequence[StageTiming],
-    run_parameters: Sequence[Parameter],
-    reuse_unchanged: bool,
+    run_id: str | None = None,
+    timings: Sequence[StageTiming] = (),
+    run_parameters: Sequence[Parameter] = (),
+    reuse_unchanged: bool = False,
 ) -> SiteBuild:
-    """Every page of one run (or, when their inputs are unchanged and ``reuse_unchanged``, a
-    link to the latest run's pages), the run index and the site index; logs each page."""
-    logger = get_run_logger()
+    """Build the report site for the outputs now in ``data_dir``: every page of one run (or,
+    when their inputs' checksums are unchanged since the latest run and ``reuse_unchanged``, a
+    link to the latest run's pages), the run index and the site index; logs each page. The run
+    is recorded in the history either way."""
+    from tracelab.flows.registry import STAGES, report_pages
+    from tracelab.reports.site import build_site
+
+    logger = _LOG
 
     def log_page(page: Page) -> None:
         state = (
@@ -46,7 +52,9 @@ def site_task(
 
     build = build_site(
         data_dir,
-        specs=report_pages(),
+        # the page builders load only when the pages are built, not when they are reused
+        specs=report_pages,
+        slugs=tuple(slug for stage in STAGES for slug in stage.pages),
         run_id=run_id,
         timings=timings,
         run_parameters=run_parameters,
@@ -57,22 +65,6 @@ def site_task(
         logger.info("run %s: %s", build.run_id, build.timing.note)
         print(f"[report] {build.timing.note}", flush=True)
     return build
-
-
-@flow(name="tracelab-report", flow_run_name=flow_run_name("report"))
-def report_flow(
-    data_dir: Path,
-    run_id: str | None = None,
-    timings: tuple[StageTiming, ...] = (),
-    run_parameters: tuple[Parameter, ...] = (),
-    reuse_unchanged: bool = False,
-) -> SiteBuild:
-    """Build the report site for the outputs now in ``data_dir``.
-
-    With ``reuse_unchanged`` the pages are rebuilt only when their inputs' checksums changed
-    since the latest run; the run is recorded in the history either way.
-    """
-    return site_task(data_dir, run_id, timings, run_parameters, reuse_unchanged)
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +97,6 @@ def print_summary(build: SiteBuild) -> None:
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if args.run_id is not None:
         checked_run_id(args.run_id)  # at the edge: before any flow or folder is started
-    build = report_flow(settings.data_dir, run_id=args.run_id, reuse_unchanged=args.if_changed)
+    build = build_report(settings.data_dir, run_id=args.run_id, reuse_unchanged=args.if_changed)
     print_summary(build)
     return 0

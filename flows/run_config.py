@@ -29,8 +29,18 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import element_type, option_spec, out_of_range
 from tracelab.flows.registry import STAGES, Stage, stage_named
 
-#: stage name -> its options object
-StageOptions = dict[str, Any]
+
+class StageOptions(dict[str, Any]):
+    """Stage name -> its options object. A stage not set reads as its defaults, made when first
+    read: a run that looks at a few stages' options (one trace, nothing changed) loads only
+    their options classes."""
+
+    def __missing__(self, name: str) -> Any:
+        value = stage_named(name).params_type()()
+        self[name] = value
+        return value
+
+
 #: a run config is a few dozen lines; anything larger is not one
 MAX_CONFIG_BYTES = 1_000_000
 
@@ -45,7 +55,7 @@ class RunConfig:
 
 def default_stage_options() -> StageOptions:
     """Every registry stage's options at their defaults."""
-    return {s.name: s.params_type()() for s in STAGES}
+    return StageOptions({s.name: s.params_type()() for s in STAGES})
 
 
 def stage_options_from_config(path: Path | None) -> StageOptions:
@@ -169,13 +179,13 @@ def _scalar(path: Path, stage: Stage, name: str, kind: type, value: Any) -> Any:
 
 def changed_options(options: StageOptions) -> dict[str, dict[str, Any]]:
     """Per stage, the options that differ from their defaults (what a config file changed)."""
-    defaults = default_stage_options()
     out: dict[str, dict[str, Any]] = {}
     for name, value in options.items():
+        default = stage_named(name).params_type()()
         diff = {
             f.name: getattr(value, f.name)
             for f in dataclasses.fields(value)
-            if getattr(value, f.name) != getattr(defaults[name], f.name)
+            if getattr(value, f.name) != getattr(default, f.name)
         }
         if diff:
             out[name] = diff

@@ -6,11 +6,12 @@ import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import duckdb
-
-from tracelab.analysis.common.duck import bounded_connection
 from tracelab.analysis.common.errors import TracelabError
+
+if TYPE_CHECKING:
+    import duckdb
 
 DEFAULT_DUCKDB_MEMORY = "4GB"
 
@@ -119,6 +120,9 @@ def _env_count(env: dict[str, str], name: str) -> int:
 
 def duckdb_connection(settings: Settings, database: str = ":memory:") -> duckdb.DuckDBPyConnection:
     """A DuckDB connection bounded by the settings' memory limit, spilling to the temp dir."""
+    # imported here: every command reads the settings, and --help must not load DuckDB
+    from tracelab.analysis.common.duck import bounded_connection
+
     return bounded_connection(
         settings.duckdb_memory_limit,
         settings.temp_dir,

@@ -14,12 +14,6 @@ import argparse
 import sys
 
 from tracelab.analysis.common.stage_api import number_arg
-from tracelab.analysis.lake.catalog import (
-    catalog_path,
-    query_connection,
-    refused_statement,
-    write_catalog,
-)
 from tracelab.flows.settings import Settings
 
 
@@ -39,9 +33,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
+    # DuckDB and the catalog load here, when the command runs: not for --help
     import duckdb
 
     from tracelab.analysis.common.errors import TracelabError
+    from tracelab.analysis.lake.catalog import (
+        catalog_path,
+        query_connection,
+        refused_statement,
+        write_catalog,
+    )
 
     if args.query is None:
         path = catalog_path(settings.data_dir)

@@ -12,15 +12,17 @@ import dataclasses
 import shutil
 import typing
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.errors import TracelabError
-from tracelab.analysis.common.shortfall import Shortfall, read_shortfall, write_shortfall
 from tracelab.analysis.common.stage_api import StageResult, element_type, option_spec, out_of_range
 from tracelab.flows.registry import ALL, STAGES, TRACES, Stage
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
+
+if TYPE_CHECKING:
+    from tracelab.analysis.common.shortfall import Shortfall
 
 
 def _parse_scalar(kind: type, text: str) -> Any:
@@ -159,6 +161,8 @@ def record_shortfall(stage: Stage, trace: str, shortfall: Shortfall, data_dir: P
     file (the export) is deleted, so no later stage reads what an earlier run wrote from other
     data. A stage whose outputs are not results folders records it in ``results/<trace>/<stage>``.
     """
+    from tracelab.analysis.common.shortfall import write_shortfall  # loads Polars: not for --help
+
     outputs = stage.output_paths(data_dir, trace)
     results = _shortfall_folder(stage, trace, data_dir).parent
     folders = [p for p in outputs if p.parent == results]
@@ -176,6 +180,8 @@ def _shortfall_folder(stage: Stage, trace: str, data_dir: Path) -> Path:
 
 def clear_shortfall_record(stage: Stage, trace: str, data_dir: Path) -> None:
     """Remove a shortfall an earlier run recorded outside the stage's outputs (it ran now)."""
+    from tracelab.analysis.common.shortfall import read_shortfall  # loads Polars: not for --help
+
     record = _shortfall_folder(stage, trace, data_dir)
     if record not in stage.output_paths(data_dir, trace) and read_shortfall(record) is not None:
         shutil.rmtree(record)

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracelab.analysis.common.fingerprints import combined_fingerprint, files_fingerprint
-from tracelab.reports.model import PageSpec
+
+if TYPE_CHECKING:
+    from tracelab.reports.model import PageSpec
 
 #: the folder holding the installed ``analysis/`` and ``reports/`` (the repo when installed
 #: editable, ``site-packages/tracelab`` from the wheel): fingerprints hash what actually runs
@@ -57,16 +61,43 @@ def imported_project_modules(sources: Iterable[Path], repo: Path = REPO) -> set[
 
 
 def _imported_names(source: Path) -> set[str]:
-    tree = ast.parse(source.read_bytes(), filename=str(source))
     names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            # ``from analysis import x`` may name a submodule
-            names.update(f"{node.module}.{a.name}" for a in node.names)
+    for statement in import_statements(source.read_text(encoding="utf-8")):
+        try:
+            tree = ast.parse(statement)
+        except SyntaxError:
+            continue  # a docstring's line that reads like an import
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                # ``from analysis import x`` may name a submodule
+                names.update(f"{node.module}.{a.name}" for a in node.names)
     return names
+
+
+_IMPORT_LINE = re.compile(r"^\s*(from\s+\S+\s+import\b|import\s+\S)")
+
+
+def import_statements(text: str) -> Iterator[str]:
+    """Every import statement of a module's source (at any indentation), each on one line.
+
+    Parsing these alone finds what parsing the whole module finds, in a fraction of the time:
+    the fingerprint is taken on every run, the reports import a hundred modules.
+    """
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if _IMPORT_LINE.match(lines[i]):
+            statement = lines[i].split("#", 1)[0].strip()
+            while statement.count("(") > statement.count(")") or statement.endswith("\\"):
+                i += 1
+                if i == len(lines):
+                    break
+                statement = statement.rstrip("\\") + " " + lines[i].split("#", 1)[0].strip()
+            yield statement
+        i += 1
 
 
 def _module_files(name: str, repo: Path) -> list[Path]:

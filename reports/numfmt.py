@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 DASH = "–"
 #: below this and from ``_SCI_HIGH`` up a number is written as mantissa e exponent
@@ -91,6 +90,8 @@ def binomial_rate(events: int, trials: int, level: float = 0.95) -> Rate:
         return Rate(events, 0, math.nan, math.nan, level)
     if events == 0:
         return Rate(0, trials, 0.0, 1.0 - (1.0 - level) ** (1.0 / trials), level)
+    from scipy import stats  # here: every command that reads this module would pay for scipy
+
     alpha = 1.0 - level
     low = float(stats.beta.ppf(alpha / 2, events, trials - events + 1))
     high = (
@@ -128,6 +129,8 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
     mean = float(x.mean())
     if n < 2:
         return Mean(mean, math.nan, math.nan, n, level)
+    from scipy import stats  # here: every command that reads this module would pay for scipy
+
     half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
     return Mean(mean, mean - half, mean + half, n, level)
 

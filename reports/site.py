@@ -80,6 +80,10 @@ class PageLink:
     trace: str
     file: str
     unavailable: str
+    #: the page's stage and inputs, so a later run can tell whether the page would come out the
+    #: same without loading the page builders (empty in run.json files written before)
+    stage: str = ""
+    sources: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,10 @@ def _built_pages(
     failed = any(p.unavailable.startswith(_BUILD_ERROR) for p in pages)
     return _PagesOfRun(
         pages=pages,
-        links=tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages),
+        links=tuple(
+            PageLink(p.slug, p.title, p.trace, p.file, p.unavailable, p.stage, p.sources)
+            for p in pages
+        ),
         inputs=inputs_used,
         fingerprint="" if failed else fingerprint_of(inputs_used),
         pages_from=run_id,
@@ -284,7 +291,8 @@ def _refresh_site_index(site_dir: Path, run: RunInfo, history: Any) -> Path:
 def build_site(
     data_dir: Path,
     *,
-    specs: Sequence[PageSpec],
+    specs: Sequence[PageSpec] | Callable[[], Sequence[PageSpec]],
+    slugs: Sequence[str] | None = None,
     run_id: str | None = None,
     timings: Sequence[StageTiming] = (),
     run_parameters: Sequence[Parameter] = (),
@@ -296,7 +304,9 @@ def build_site(
     """Build one run's pages under ``DATA/site/runs/<run_id>`` and refresh ``DATA/site/index.html``.
 
     ``specs`` are the pages in the order the run lists them (``tracelab report`` passes the
-    stage registry's order, :func:`tracelab.flows.registry.report_pages`).
+    stage registry's order, :func:`tracelab.flows.registry.report_pages`), or a function that
+    returns them: with ``slugs`` (their slugs in that order) and ``reuse_unchanged``, it is
+    called only when the pages are built, so reusing them does not load the page builders.
     A page whose inputs are absent is still written, with a visible "not available in this run"
     note naming the missing files and the command that makes them. With ``strict`` a page
     builder's unexpected error propagates (tests); otherwise the page shows the error.
@@ -320,15 +330,17 @@ def build_site(
         raise TracelabError(f"report run {final_dir} exists already{note}: pick another --run-id")
     code = reports_code_fingerprint()
     package_versions = versions()
+    listed = specs if not callable(specs) else _recorded_specs(runs_dir, slugs)
     prior = (
-        _unchanged_pages(runs_dir, data_dir, specs, code, package_versions)
-        if reuse_unchanged
+        _unchanged_pages(runs_dir, data_dir, listed, code, package_versions)
+        if reuse_unchanged and listed is not None
         else None
     )
     tmp_dir = runs_dir / f".{run_id}.tmp"
     shutil.rmtree(tmp_dir, ignore_errors=True)
     tmp_dir.mkdir(parents=True)
-    if prior is None:
+    if prior is None or listed is None:
+        specs = specs() if callable(specs) else specs
         shown = _built_pages(
             specs,
             data_dir,
@@ -339,7 +351,7 @@ def build_site(
             on_page=on_page,
         )
     else:
-        shown = _reused_pages(specs, prior)
+        shown = _reused_pages(listed, prior)
     status = "unchanged" if shown.reused else "ok"
     report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
     params_file = ""
@@ -381,6 +393,25 @@ def _unchanged_pages(
     return latest if now == latest.fingerprint else None
 
 
+def _recorded_specs(runs_dir: Path, slugs: Sequence[str] | None) -> tuple[PageSpec, ...] | None:
+    """The pages the latest run showed, as specs without builders, when they are ``slugs`` in
+    that order; else None. Enough to tell whether the pages would come out the same: the
+    reports code that declares the real ones is part of the fingerprint they are compared by."""
+    latest = _latest_run(runs_dir)
+    if slugs is None or latest is None or [p.slug for p in latest.links] != list(slugs):
+        return None
+    if not all(p.stage for p in latest.links):
+        return None  # recorded before run.json kept each page's stage
+    return tuple(
+        PageSpec(p.slug, p.title, p.trace, p.stage, p.sources, "", _only_reused)
+        for p in latest.links
+    )
+
+
+def _only_reused(ctx: PageContext) -> Sequence[Any]:
+    raise TracelabError("a page recorded by an earlier run is reused, never built again")
+
+
 def _latest_run(runs_dir: Path) -> _BuiltPages | None:
     """The pages the newest finished run shows (built by it or reused by it)."""
     docs: list[dict[str, Any]] = []
@@ -408,6 +439,8 @@ def _latest_run(runs_dir: Path) -> _BuiltPages | None:
                     trace=str(p["trace"]),
                     file=str(p["file"]),
                     unavailable=str(p.get("unavailable", "")),
+                    stage=str(p.get("stage", "")),
+                    sources=tuple(str(s) for s in p.get("sources", ())),
                 )
                 for p in doc.get("pages", [])
             ),
@@ -522,7 +555,9 @@ def _run_info_from_json(doc: dict[str, Any]) -> RunInfo:
         run_id=doc["run_id"],
         created_at=doc["created_at"],
         traces=tuple(doc["traces"]),
-        pages=tuple(PageLink(**p) for p in doc["pages"]),
+        pages=tuple(
+            PageLink(**{**p, "sources": tuple(p.get("sources", ()))}) for p in doc["pages"]
+        ),
         timings=tuple(StageTiming(**t) for t in doc["timings"]),
         parameters=tuple(Parameter(**x) for x in doc["parameters"]),
         versions=dict(doc["versions"]),

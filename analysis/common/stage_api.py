@@ -58,6 +58,8 @@ class StageResult:
     seconds: float = 0.0
     #: the parts the stage left out for lack of data (``<part>: needs …; found …``)
     shortfalls: tuple[str, ...] = ()
+    #: the report page to open for these numbers (a slug), if the stage has one on this trace
+    page: str | None = None
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from tracelab.analysis.common.faults import environment_fault
 from tracelab.analysis.common.parallel import Runner
 from tracelab.analysis.lake.ingest import (
     REJECTS_DIR,
+    TMP_SUFFIX,
     Conversion,
     RawDiscovery,
     RawFile,
@@ -49,6 +50,7 @@ from tracelab.analysis.lake.ingest_manifest import (
 )
 from tracelab.analysis.lake.ingest_stream import CONVERSION_WORKERS
 from tracelab.analysis.lake.provenance import (
+    TRUTH_FILE,
     Kind,
     check_not_mixing,
     file_kinds,
@@ -508,6 +510,34 @@ def ingest_lake(
         kept=tuple(identity.kept),
         unreconciled=tuple(reconciliation_problems(lake_trace_dir, tables, ledger.rows())),
     )
+
+
+def lake_up_to_date(trace: str, raw_dir: Path, lake_dir: Path) -> bool:
+    """True when :func:`ingest_lake` would leave ``lake_dir/<trace>`` as it is: every raw file
+    skipped as unchanged (same size and checksum, its Parquet present), none gone, no leftover
+    or orphan to remove, and the same raw root and notes recorded.
+
+    Reads only: ``tracelab run`` asks this before deciding whether anything needs to run.
+    """
+    lake_trace_dir = lake_dir / trace
+    found = discover_raw_files(trace, raw_dir)
+    previous = manifest_rows(read_manifest(lake_trace_dir))
+    ignored = [{"path": p.path, "reason": p.reason} for p in found.problems if not p.is_error]
+    note = read_ingest_note(lake_trace_dir)
+    if (
+        any(p.is_error for p in found.problems)
+        or not found.files
+        or vanished_rows(found.files, previous)
+        or any(lake_trace_dir.rglob(f"*{TMP_SUFFIX}"))
+        or orphan_outputs(lake_trace_dir, trace_tables(trace), previous.values())
+        or note.get("raw_root_key") != raw_root_key(lake_trace_dir, raw_dir)
+        or note.get("ignored") != ignored
+        or note.get("generated") != (raw_dir / TRUTH_FILE).is_file()
+    ):
+        return False
+    first = files_to_checksum_first(found.files, previous, lake_trace_dir)
+    plans = plan_files(found.files, _checksums(first), previous, lake_trace_dir)
+    return all(p.action == "skip" for p in plans)
 
 
 def _settle(

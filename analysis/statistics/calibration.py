@@ -25,9 +25,10 @@ import polars as pl
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import NOT_ENOUGH_DATA
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_sum
+from tracelab.analysis.statistics.options import CalibrationOptions as CalibrationOptions
 from tracelab.analysis.traces import azure2017, google2011
 
 GOOGLE = google2011.ID
@@ -629,13 +630,6 @@ def write_calibration(data_dir: Path, out_dir: Path | None = None) -> list[Path]
     }
     target = out_dir or data_dir / "results" / GOOGLE / "calibration"
     return write_stage_outputs(target, {"table": frame}, summary)
-
-
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """``tracelab calibrate``: the calibration table of this run against published figures."""
-
-    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
 
 
 @dataclass(frozen=True)

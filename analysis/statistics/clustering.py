@@ -29,18 +29,20 @@ from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.statistics.options import (
+    DEFAULT_K,
+    DEFAULT_K_RANGE,
+    DEFAULT_MINIBATCH_THRESHOLD,
+    DEFAULT_N_INIT,
+    DEFAULT_THREADS,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-DEFAULT_K = 16
-DEFAULT_K_RANGE: tuple[int, ...] = tuple(range(4, 33, 2))
-DEFAULT_N_INIT = 4
-DEFAULT_MINIBATCH_THRESHOLD = 50_000
 DEFAULT_MINIBATCH_SIZE = 8_192
 DEFAULT_SILHOUETTE_SAMPLE = 5_000
 DEFAULT_SCAN_SAMPLE = 100_000
-DEFAULT_THREADS = 1
 #: Janus & Rzadca §3.5, Figure 4: the shares of tasks in the largest (c) and smallest (a) of 16 clusters
 PAPER_LARGEST_CLUSTER_SHARE = 0.1762
 PAPER_SMALLEST_CLUSTER_SHARE = 0.0142

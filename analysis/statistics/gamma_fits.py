@@ -21,7 +21,9 @@ from scipy import stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
 
-DEFAULT_BOOTSTRAP = 200
+# re-exported: the priors of the other traces bootstrap as often by default
+from tracelab.analysis.statistics.options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
+
 GAMMA_STAGE = "gamma_fits"
 METHOD = "maximum likelihood, scipy.stats.gamma.fit with floc=0; percentile bootstrap CI"
 

@@ -28,16 +28,15 @@ import polars as pl
 from scipy import special, stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.statistics.options import (
+    DEFAULT_POOL_SIZE,
+    DEFAULT_REALIZATIONS,
+    DEFAULT_SETS,
+    DEFAULT_SIZES,
+)
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch
 
-DEFAULT_SIZES: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 DEFAULT_PERCENTILES: tuple[float, ...] = (95.0, 99.0, 99.9)
-#: the paper's R (Janus & Rzadca §3.6): the A-D test's power grows with R, so Table 1 is only comparable
-#: at R = 10,000. S stays at 200 (the paper: 10,000): the binomial standard error of a rate is then
-#: <= 0.035, enough for a ±0.10 comparison, at 1/50 of the cost (~10 s on the default sample)
-DEFAULT_REALIZATIONS = 10_000
-DEFAULT_SETS = 200
-DEFAULT_POOL_SIZE = 2_000
 #: Janus & Rzadca Table 1: tasks per set N, share of sets the A–D test rejects at 5%, mean of Σμ_i (cores)
 PAPER_TABLE1_N: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
 PAPER_TABLE1_REJECTION_RATE: tuple[float, ...] = (0.991, 0.965, 0.923, 0.784, 0.493, 0.183, 0.087)

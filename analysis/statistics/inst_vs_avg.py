@@ -17,9 +17,10 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from tracelab.analysis.statistics.options import (
+    DEFAULT_KS,
+)
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch
-
-DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)
 
 FloatArray = npt.NDArray[np.float64]
 

@@ -1,7 +1,9 @@
 """The options of ``tracelab analyze`` (one frozen dataclass; each field is a command-line option).
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
-this record, and ``tracelab run`` passes the same object to the analyze flow.
+this record, and ``tracelab run`` passes the same object to the analyze stage. The defaults live
+here, not in the analyses' modules, so reading the options (``--help``, ``tracelab run`` deciding
+whether anything changed) does not load scikit-learn and scipy.
 """
 
 from __future__ import annotations
@@ -9,15 +11,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tracelab.analysis.common.stage_api import option
-from tracelab.analysis.statistics import (
-    ANALYSES,
-    clustering,
-    gamma_fits,
-    gaussian_sums,
-    inst_vs_avg,
-    time_invariance,
-)
-from tracelab.analysis.statistics.task_samples import DEFAULT_BATCH_ROWS
+from tracelab.analysis.statistics import ANALYSES
+
+#: task_usage rows read per batch by the per-task sample stages
+DEFAULT_BATCH_ROWS = 1_000_000
+DEFAULT_KS: tuple[int, ...] = (1, 2, 5, 10, 15, 20, 50, 100, 200, 500, 1000)
+DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)
+DEFAULT_ALPHA = 0.05
+DEFAULT_K = 16
+DEFAULT_K_RANGE: tuple[int, ...] = tuple(range(4, 33, 2))
+DEFAULT_N_INIT = 4
+DEFAULT_MINIBATCH_THRESHOLD = 50_000
+DEFAULT_THREADS = 1
+DEFAULT_SIZES: tuple[int, ...] = (10, 20, 30, 50, 100, 250, 500)
+#: the paper's R (Janus & Rzadca §3.6): the A-D test's power grows with R, so Table 1 is only comparable
+#: at R = 10,000. S stays at 200 (the paper: 10,000): the binomial standard error of a rate is then
+#: <= 0.035, enough for a ±0.10 comparison, at 1/50 of the cost
+DEFAULT_REALIZATIONS = 10_000
+DEFAULT_SETS = 200
+DEFAULT_POOL_SIZE = 2_000
+DEFAULT_BOOTSTRAP = 200
 
 
 @dataclass(frozen=True)
@@ -27,65 +40,63 @@ class AnalyzeOptions:
     seed: int = option(0, "seed of every random choice", minimum=0)
     stages: tuple[str, ...] = option(ANALYSES, "analyses to run", choices=ANALYSES)
     ks: tuple[int, ...] = option(
-        inst_vs_avg.DEFAULT_KS,
+        DEFAULT_KS,
         "sample sizes k of the inst-vs-avg convergence",
         minimum=1,
         maximum=1_000_000,
     )
     deltas: tuple[int, ...] = option(
-        time_invariance.DEFAULT_DELTAS,
+        DEFAULT_DELTAS,
         "KS window lengths Δ in records",
         minimum=1,
         maximum=1_000_000,
     )
-    alpha: float = option(
-        time_invariance.DEFAULT_ALPHA, "KS significance level", minimum=1e-9, maximum=0.5
-    )
-    k: int = option(clustering.DEFAULT_K, "k-means clusters", minimum=1, maximum=10_000)
+    alpha: float = option(DEFAULT_ALPHA, "KS significance level", minimum=1e-9, maximum=0.5)
+    k: int = option(DEFAULT_K, "k-means clusters", minimum=1, maximum=10_000)
     k_range: tuple[int, ...] = option(
-        clustering.DEFAULT_K_RANGE,
+        DEFAULT_K_RANGE,
         "k values for the inertia/silhouette scan",
         minimum=2,
         maximum=10_000,
     )
-    n_init: int = option(clustering.DEFAULT_N_INIT, "k-means restarts", minimum=1, maximum=10_000)
+    n_init: int = option(DEFAULT_N_INIT, "k-means restarts", minimum=1, maximum=10_000)
     minibatch_threshold: int = option(
-        clustering.DEFAULT_MINIBATCH_THRESHOLD,
+        DEFAULT_MINIBATCH_THRESHOLD,
         "use MiniBatchKMeans above this many tasks",
         minimum=1,
     )
     kmeans_threads: int = option(
-        clustering.DEFAULT_THREADS,
+        DEFAULT_THREADS,
         "threads for k-means (0 = library default)",
         minimum=0,
         maximum=1024,
     )
     ad_sizes: tuple[int, ...] = option(
-        gaussian_sums.DEFAULT_SIZES,
+        DEFAULT_SIZES,
         "tasks per set N of the Anderson–Darling table",
         minimum=2,
         maximum=1_000_000,
     )
     ad_realizations: int = option(
-        gaussian_sums.DEFAULT_REALIZATIONS,
+        DEFAULT_REALIZATIONS,
         "realizations R per task (paper 10000)",
         minimum=8,
         maximum=1_000_000,
     )
     ad_sets: int = option(
-        gaussian_sums.DEFAULT_SETS,
+        DEFAULT_SETS,
         "random sets S per N (paper 10000)",
         minimum=1,
         maximum=10_000_000,
     )
     ad_pool: int = option(
-        gaussian_sums.DEFAULT_POOL_SIZE,
+        DEFAULT_POOL_SIZE,
         "tasks in the realization pool (memory: pool x R x 4 bytes; paper 100000)",
         minimum=1,
         maximum=10_000_000,
     )
     bootstrap: int = option(
-        gamma_fits.DEFAULT_BOOTSTRAP,
+        DEFAULT_BOOTSTRAP,
         "bootstrap resamples per Gamma fit",
         minimum=1,
         maximum=1_000_000,
@@ -102,3 +113,10 @@ class AnalyzeOptions:
         sums per size) and one streamed batch of usage rows (~200 B a row across its columns)."""
         pool = self.ad_pool * self.ad_realizations * 4 * 2
         return pool + self.batch_rows * 200, "--ad-pool, --ad-realizations or --batch-rows"
+
+
+@dataclass(frozen=True)
+class CalibrationOptions:
+    """``tracelab calibrate``: the calibration table of this run against published figures."""
+
+    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")

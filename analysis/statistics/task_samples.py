@@ -19,11 +19,12 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from tracelab.analysis.common.sql import load_sql
+from tracelab.analysis.statistics.options import (
+    DEFAULT_BATCH_ROWS,
+)
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
-
-DEFAULT_BATCH_ROWS = 1_000_000
 
 
 @dataclass(frozen=True)

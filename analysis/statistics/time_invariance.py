@@ -26,10 +26,12 @@ import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
+from tracelab.analysis.statistics.options import (
+    DEFAULT_ALPHA,
+    DEFAULT_DELTAS,
+)
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch
 
-DEFAULT_DELTAS: tuple[int, ...] = (12, 24, 36)
-DEFAULT_ALPHA = 0.05
 #: Janus & Rzadca §3.4: "for roughly 30% of tasks the test rejects" at Δ = 12 (24 and 36 similar)
 PAPER_SHARE_REJECTED = 0.30
 

@@ -11,7 +11,7 @@ import pytest
 from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.statistics.options import AnalyzeOptions
-from tracelab.flows.analyze import STAGES, analyze_flow
+from tracelab.flows.analyze import STAGES, analyze_results
 from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings
 
@@ -84,7 +84,7 @@ def _write_inputs(data: Path, n_tasks: int = 120, seed: int = 0) -> None:
     ).write_parquet(derived / "fct_task_times.parquet")
 
 
-def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
+def test_analyze_writes_every_stage(tmp_path: Path) -> None:
     _write_inputs(tmp_path)
     settings = Settings(data_dir=tmp_path)
     kwargs = {
@@ -98,7 +98,7 @@ def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
         "bootstrap": 20,
         "batch_rows": 1000,
     }
-    summaries = analyze_flow(settings, TRACE, AnalyzeOptions(**kwargs))
+    summaries = analyze_results(settings, TRACE, AnalyzeOptions(**kwargs))
     assert tuple(summaries) == STAGES
     results = tmp_path / "results" / TRACE
     for stage in STAGES:
@@ -124,10 +124,12 @@ def test_flow_writes_every_stage(tmp_path: Path, prefect_harness: None) -> None:
     assert records["sum_inst_normality_table"].distribution == "anderson-darling-table"
     # the same seed reproduces every number
     first = pl.read_parquet(results / "time_invariance" / "tests.parquet")
-    analyze_flow(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("time_invariance",)}))
+    analyze_results(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("time_invariance",)}))
     assert pl.read_parquet(results / "time_invariance" / "tests.parquet").equals(first)
     # more clusters than tasks: the stage says why it did nothing instead of failing the run
-    analyze_flow(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("clustering",), "k": 500}))
+    analyze_results(
+        settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("clustering",), "k": 500})
+    )
     assert "only 120 long-task histograms" in read_summary(results / "clustering")["skipped"]
     assert not list((results / "clustering").glob("*.parquet"))
     # no centroids this run: nothing for the params export to keep from an earlier run

@@ -114,20 +114,26 @@ def test_an_invalid_cron_is_one_line_with_an_example(
     assert not (tmp_path / "prefect").exists()  # refused before any server starts
 
 
-def test_every_flow_names_its_runs() -> None:
+def test_every_flow_names_its_runs_and_every_stage_is_plain() -> None:
     import importlib
     import pkgutil
 
     from prefect import Flow
 
     import tracelab.flows
+    from tracelab.flows.generate import generate_sample
+    from tracelab.flows.prefect_flows import as_flow
+    from tracelab.flows.report import build_report
 
-    flows = [s.runner() for s in STAGES]  # the registry's flows, consuming stages' included
+    # a stage is a plain function: only `run` and the schedule wrap it in a flow
+    assert not [s.name for s in STAGES if isinstance(s.runner(), Flow)]
+    flows = [as_flow(s.name, s.runner()) for s in STAGES]
+    flows += [as_flow("report", build_report), as_flow("generate", generate_sample)]
     for info in pkgutil.iter_modules(tracelab.flows.__path__):
         module = importlib.import_module(f"tracelab.flows.{info.name}")
         flows += [v for v in vars(module).values() if isinstance(v, Flow)]
     flows = [f for f in flows if isinstance(f, Flow)]
-    assert len({f.name for f in flows}) >= 14  # every stage, run, report, nightly
+    assert len({f.name for f in flows}) >= 13  # every stage, generate, report, run, nightly
     unnamed = sorted(f.name for f in flows if f.flow_run_name is None)
     assert unnamed == []  # before: the report sub-flow ran as e.g. "crafty-otter"
     assert all(f.name.startswith("tracelab-") for f in flows)
@@ -139,9 +145,10 @@ def test_a_report_run_is_named_in_prefect(prefect_harness: None, tmp_path: Path)
     from prefect import get_client
     from prefect.client.schemas.filters import FlowFilter, FlowFilterName
 
-    from tracelab.flows.report import report_flow
+    from tracelab.flows.prefect_flows import as_flow
+    from tracelab.flows.report import build_report
 
-    report_flow(tmp_path)
+    as_flow("report", build_report)(tmp_path)
     with get_client(sync_client=True) as client:
         runs = client.read_flow_runs(
             flow_filter=FlowFilter(name=FlowFilterName(any_=["tracelab-report"]))

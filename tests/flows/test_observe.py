@@ -7,8 +7,10 @@ from pathlib import Path
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params
 from tracelab.analysis.export.options import ExportOptions
-from tracelab.flows.export import run_stage
 from tracelab.flows.observe import artifact_key, summary_markdown
+from tracelab.flows.pipeline import published
+from tracelab.flows.prefect_flows import as_flow
+from tracelab.flows.registry import stage_named
 from tracelab.flows.settings import Settings
 
 PRIOR = FittedParameter(
@@ -37,7 +39,9 @@ def test_an_exports_run_is_named_and_publishes_its_summary(
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
 
     write_stage_params(tmp_path / "results" / "azure-2017" / "priors", [PRIOR])
-    result = run_stage(Settings(data_dir=tmp_path), "all", ExportOptions())
+    # what `tracelab run` does with a stage: a flow around the plain function
+    run = as_flow("export", published(stage_named("export")))
+    result = run(Settings(data_dir=tmp_path), "all", ExportOptions())
     assert result.outputs == ("exports/params.json", "exports/params.schema.json")
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     with get_client(sync_client=True) as client:
@@ -49,3 +53,15 @@ def test_an_exports_run_is_named_and_publishes_its_summary(
     assert f"tracelab-export all {today}" in names
     # the session's other export runs publish under the same key: this run's is among them
     assert any("| records | 1 |" in str(a.data) for a in artifacts)
+
+
+def test_a_stage_called_directly_makes_no_flow_run(prefect_harness: None, tmp_path: Path) -> None:
+    from prefect import get_client
+
+    write_stage_params(tmp_path / "results" / "azure-2017" / "priors", [PRIOR])
+    with get_client(sync_client=True) as client:
+        before = client.count_flow_runs()
+        result = stage_named("export").runner()(Settings(data_dir=tmp_path), "all", ExportOptions())
+        after = client.count_flow_runs()
+    assert result.headline == (("records", "1"), ("traces", "azure-2017"))
+    assert after == before

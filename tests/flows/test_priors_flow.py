@@ -1,4 +1,4 @@
-"""`tracelab fit --trace azure-2017`: the Prefect flow end to end, and inputs it must refuse."""
+"""`tracelab fit --trace azure-2017`: the stage end to end (no Prefect), and inputs it must refuse."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from tracelab.analysis.priors.options import FitOptions
 from tracelab.analysis.priors.vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main
-from tracelab.flows.export import export_flow
-from tracelab.flows.fit import fit_azure_flow
+from tracelab.flows.export import export_params
+from tracelab.flows.fit import fit_azure
 from tracelab.flows.settings import Settings
 
 REAL_VMTABLE = "azure-public-dataset-v1/filtered_vmtables_50.csv"
@@ -32,12 +32,10 @@ def tiny_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out / "vmtable" / "vmtable.csv.gz"
 
 
-def test_fit_flow_writes_derived_tables_and_priors(
-    prefect_harness: None, tmp_path: Path, tiny_csv: Path
-) -> None:
+def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Path) -> None:
     data = tmp_path / "data"
     options = FitOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
-    params_path = fit_azure_flow(Settings(data_dir=data), "azure-2017", options)
+    params_path, _ = fit_azure(Settings(data_dir=data), "azure-2017", options)
     assert params_path == data / "results" / "azure-2017" / "priors" / "params.json"
     derived = data / "derived" / "azure-2017"
     for name in derive.derived_table_names("azure-2017"):
@@ -85,19 +83,19 @@ def test_fit_flow_writes_derived_tables_and_priors(
     assert {"name", "parameter", "value", "unit", "ci_low", "ci_high"} <= set(table.columns)
 
     # same seed, same numbers: the bootstrap is seeded
-    again = fit_azure_flow(Settings(data_dir=tmp_path / "again"), "azure-2017", options)
+    again, _ = fit_azure(Settings(data_dir=tmp_path / "again"), "azure-2017", options)
     first = {r.name: r for r in read_stage_params(params_path.parent)}
     second = {r.name: r for r in read_stage_params(again.parent)}
     assert first["scaleout_size_prior"].ci == second["scaleout_size_prior"].ci
 
     # the export carries exactly these records, and the reader gives them back
-    exported = load_params(export_flow(data_dir=data))
+    exported = load_params(export_params(data_dir=data))
     assert exported.traces == ("azure-2017",)
     assert {r.name: r for r in exported.records} == first
 
 
 def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
-    prefect_harness: None, tmp_path: Path, tiny_csv: Path
+    tmp_path: Path, tiny_csv: Path
 ) -> None:
     # derive's --shutdown-min-vms decides what a shutdown is; fit only reads its tables
     derived = tmp_path / "derived" / "azure-2017"
@@ -114,7 +112,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
 
     shutdowns = shutdowns_in_window(table)
     written = table.stat().st_mtime_ns
-    fit_azure_flow(Settings(data_dir=tmp_path), "azure-2017", FitOptions(n_boot=5))
+    fit_azure(Settings(data_dir=tmp_path), "azure-2017", FitOptions(n_boot=5))
     assert table.stat().st_mtime_ns == written
     records = {r.name: r for r in read_stage_params(tmp_path / "results" / "azure-2017" / "priors")}
     assert records["deployment_shutdown_marginal"].values["shutdowns"] == shutdowns
@@ -125,9 +123,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
     assert shutdowns_in_window(tmp_path / "d3" / table.name) < shutdowns
 
 
-def test_fit_cli_says_to_derive_first(
-    prefect_harness: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_fit_cli_says_to_derive_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()  # exists: a missing directory has its own error
     code = main(["fit", "--trace", "azure-2017", "--data", str(tmp_path / "empty")])
     assert code == 1
@@ -148,7 +144,7 @@ def test_fit_cli_on_google_says_where_its_fits_come_from(
 
 @pytest.mark.real_data
 def test_real_processed_extract_is_refused_naming_what_is_missing(
-    prefect_harness: None, real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     csv = real_dir / REAL_VMTABLE
     code = main(["fit", "--data", str(tmp_path), "--vmtable", str(csv), "--n-boot", "5"])

@@ -169,7 +169,26 @@ def test_the_registry_names_its_code_by_reference_not_by_string() -> None:
     for stage in STAGES:
         code = stage.code()
         assert dataclasses.is_dataclass(code.options)
-        assert callable(code.run)
+        assert callable(code.load_run())
+
+
+def test_reading_the_options_of_every_stage_imports_no_computation() -> None:
+    # `tracelab run` reads every stage's options to tell whether anything changed, and a
+    # stage's --help reads its own: neither may pay for scikit-learn or a stage's kernels
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from tracelab.flows.run_config import default_stage_options\n"
+        "default_stage_options()\n"
+        "print(' '.join(m for m in ('sklearn', 'prefect', 'matplotlib', 'tracelab.flows.analyze',"
+        " 'tracelab.flows.fit', 'tracelab.flows.derive') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert done.stdout.strip() == ""
 
 
 def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from browser.html import read_refs
 
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.analysis.synthetic.csvparts import marked_gzip
-from tracelab.flows.schedule import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
+from tracelab.flows.nightly import DEPLOYMENT_NAME, nightly_deployment, nightly_flow
 
 # a job that the generator never makes (its ids start far lower): SUBMIT, SCHEDULE, FINISH
 _NEW_JOB = 9_000_000_001

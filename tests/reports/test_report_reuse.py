@@ -238,3 +238,41 @@ def test_the_code_fingerprint_follows_the_reports_imports_only(tmp_path: Path) -
         changed = reports_code_fingerprint(tmp_path)
         assert changed != base, name
         base = changed
+
+
+def test_the_import_lines_name_what_parsing_the_whole_module_names() -> None:
+    # the fingerprint reads each module's import statements only (every run takes it): they
+    # must name the same project modules as the module's whole syntax tree, nested and
+    # parenthesised imports included
+    import ast
+
+    from tracelab.reports.fingerprint import REPO, import_statements
+
+    def project_imports(statements: str) -> set[str]:
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(statements)):
+            if isinstance(node, ast.Import):
+                names.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{a.name}" for a in node.names)
+        return {n for n in names if n.startswith("tracelab.")}
+
+    modules = sorted(REPO.rglob("*.py"))
+    assert len(modules) > 100
+    for path in modules:
+        text = path.read_text(encoding="utf-8")
+        lines = "\n".join(s for s in import_statements(text) if _parses(s))
+        assert project_imports(lines) == project_imports(text), path
+    nested = "def f():\n    from tracelab.a import (\n        b,  # why\n        c,\n    )\n"
+    assert list(import_statements(nested)) == ["from tracelab.a import ( b, c, )"]
+
+
+def _parses(statement: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(statement)
+    except SyntaxError:
+        return False
+    return True

@@ -28,7 +28,7 @@ from tracelab.analysis.export.document import (
     write_params_json,
 )
 from tracelab.flows.cli import main
-from tracelab.flows.export import export_flow
+from tracelab.flows.export import export_params
 
 WHEN = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -269,10 +269,10 @@ def test_broken_stage_file_names_the_file(data_dir: Path) -> None:
         params_document(data_dir)
 
 
-def test_export_flow_and_cli(
+def test_export_params_and_cli(
     prefect_harness: None, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = export_flow(data_dir=data_dir)
+    path = export_params(data_dir=data_dir)
     assert path == data_dir / "exports" / "params.json"
     assert load_params(path).records == (PRIOR, CENTROIDS, EXEC)
     out = data_dir / "elsewhere.csv"
