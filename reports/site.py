@@ -63,6 +63,7 @@ from tracelab.reports.model import (
     Page,
     PageContext,
     PageSpec,
+    Section,
 )
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -80,6 +81,7 @@ class PageLink:
     trace: str
     file: str
     unavailable: str
+    headline: str = ""
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,8 @@ class RunInfo:
     sources: dict[str, str] = field(default_factory=dict)
     #: ``{"kind": real|synthetic|mixed|…, "files": [{trace, table, path, kind, sha256}]}``
     source: dict[str, Any] = field(default_factory=dict)
+    #: traces absent from the data directory and how many pages they would have had
+    pages_left_out: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -182,7 +186,9 @@ def _built_pages(
     failed = any(p.unavailable.startswith(_BUILD_ERROR) for p in pages)
     return _PagesOfRun(
         pages=pages,
-        links=tuple(PageLink(p.slug, p.title, p.trace, p.file, p.unavailable) for p in pages),
+        links=tuple(
+            PageLink(p.slug, p.title, p.trace, p.file, p.unavailable, p.headline) for p in pages
+        ),
         inputs=inputs_used,
         fingerprint="" if failed else fingerprint_of(inputs_used),
         pages_from=run_id,
@@ -214,17 +220,14 @@ def _run_info(
     run_parameters: Sequence[Parameter],
     package_versions: dict[str, str],
     params_file: str,
+    left_out: dict[str, int],
 ) -> RunInfo:
     inputs = {
         t: trace_inputs(data_dir / "lake" / t / "_manifest.parquet")
         for t in TRACES
         if (data_dir / "lake" / t / "_manifest.parquet").is_file()
     }
-    traces = tuple(
-        t
-        for t in TRACES
-        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
-    )
+    traces = traces_present(data_dir)
     return RunInfo(
         run_id=run_id,
         created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
@@ -240,7 +243,34 @@ def _run_info(
         page_inputs=shown.inputs,
         sources=data_sources(data_dir, traces),
         source=data_source(data_dir, traces),
+        pages_left_out=left_out,
     )
+
+
+def traces_present(data_dir: Path) -> tuple[str, ...]:
+    """The traces the data directory holds anything of (raw files, lake, derived, results)."""
+    return tuple(
+        t
+        for t in TRACES
+        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
+    )
+
+
+def pages_for_data(
+    specs: Sequence[PageSpec], data_dir: Path
+) -> tuple[tuple[PageSpec, ...], dict[str, int]]:
+    """The pages of the traces the data directory holds (and the cross-trace pages), and how
+    many pages each absent trace would have had. A directory with no trace at all keeps every
+    page, so its index still names the command that makes each page's inputs."""
+    present = traces_present(data_dir)
+    if not present:
+        return tuple(specs), {}
+    shown = tuple(s for s in specs if s.trace == "all" or s.trace in present)
+    left_out: dict[str, int] = {}
+    for s in specs:
+        if s not in shown:
+            left_out[s.trace] = left_out.get(s.trace, 0) + 1
+    return shown, left_out
 
 
 def _write_run_dir(tmp_dir: Path, run: RunInfo, shown: _PagesOfRun, history: Any) -> None:
@@ -248,8 +278,15 @@ def _write_run_dir(tmp_dir: Path, run: RunInfo, shown: _PagesOfRun, history: Any
     env = _environment()
     (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
     if not shown.reused:
-        for page in shown.pages:
-            html = env.get_template("page.html").render(page=page, run=run, root="../../")
+        pages = shown.pages
+        for i, page in enumerate(pages):
+            html = env.get_template("page.html").render(
+                page=page,
+                run=run,
+                root="../../",
+                prev=pages[i - 1] if i > 0 else None,
+                next=pages[i + 1] if i + 1 < len(pages) else None,
+            )
             (tmp_dir / page.file).write_text(html, encoding="utf-8")
     index = env.get_template("index.html").render(
         run=run,
@@ -306,6 +343,7 @@ def build_site(
     """
     now = now or datetime.now(UTC)
     started = time.perf_counter()
+    specs, left_out = pages_for_data(specs, data_dir)
     site_dir = data_dir / "site"
     runs_dir = site_dir / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
@@ -348,7 +386,15 @@ def build_site(
         params_file = "params.json"
     all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
     run = _run_info(
-        data_dir, run_id, now, shown, all_timings, run_parameters, package_versions, params_file
+        data_dir,
+        run_id,
+        now,
+        shown,
+        all_timings,
+        run_parameters,
+        package_versions,
+        params_file,
+        left_out,
     )
     history = _history(runs_dir, extra=run)
     _write_run_dir(tmp_dir, run, shown, history)
@@ -408,6 +454,7 @@ def _latest_run(runs_dir: Path) -> _BuiltPages | None:
                     trace=str(p["trace"]),
                     file=str(p["file"]),
                     unavailable=str(p.get("unavailable", "")),
+                    headline=str(p.get("headline", "")),
                 )
                 for p in doc.get("pages", [])
             ),
@@ -459,7 +506,27 @@ def _page(
         return replace(base, unavailable=f"{_BUILD_ERROR} ({last})."), tuple(ctx.reads)
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
     notes = read_shortfalls(data_dir / _results_folder(spec))
-    return replace(base, sections=sections, numbers=numbers, notes=notes), tuple(ctx.reads)
+    page = replace(
+        base,
+        sections=sections,
+        numbers=numbers,
+        notes=notes,
+        attribution=tuple(ctx.attribution),
+        headline=_headline(sections),
+    )
+    return page, tuple(ctx.reads)
+
+
+def _headline(sections: Sequence[Section]) -> str:
+    """The first computed number of the page with the words that say what it is."""
+    for section in sections:
+        words = ""
+        for frag in section.this_run:
+            if isinstance(frag, Number):
+                lead = words.rstrip(" :,(").split(". ")[-1].strip()
+                return f"{lead}: {frag.text}" if lead else f"{section.title}: {frag.text}"
+            words += frag
+    return ""
 
 
 def _results_folder(spec: PageSpec) -> Path:
@@ -532,6 +599,7 @@ def _run_info_from_json(doc: dict[str, Any]) -> RunInfo:
         pages_fingerprint=doc.get("pages_fingerprint", ""),
         page_inputs=tuple(doc.get("page_inputs", ())),
         sources=dict(doc.get("sources", {})),
+        pages_left_out={str(k): int(v) for k, v in doc.get("pages_left_out", {}).items()},
     )
 
 
@@ -573,4 +641,21 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["repr"] = repr
+    env.globals["trace_label"] = trace_label
+    env.globals["by_trace"] = pages_by_trace
     return env
+
+
+def trace_label(trace: str) -> str:
+    return "Across traces" if trace == "all" else trace
+
+
+def pages_by_trace(pages: Sequence[PageLink]) -> list[tuple[str, list[PageLink]]]:
+    """The run's pages grouped by trace in the registry's trace order, the cross-trace pages
+    last (the index's sections)."""
+    order = [*TRACES, "all"]
+    groups: dict[str, list[PageLink]] = {}
+    for p in pages:
+        groups.setdefault(p.trace, []).append(p)
+    rank = {t: i for i, t in enumerate(order)}
+    return sorted(groups.items(), key=lambda kv: rank.get(kv[0], len(order)))
