@@ -588,7 +588,7 @@ def _running_figure(running: pl.LazyFrame, nums: RunningNumbers, out: Path) -> l
 
 # --- scheduling and execution times (Figs. 6–8) ---------------------------------------------
 
-#: hours in the moving average: one day smooths the diurnal cycle
+#: hours in the moving average when the data allow: one day smooths the diurnal cycle
 _MA_HOURS = 24
 #: at most about this many execution times reach the CDF figure
 _CDF_SAMPLE = 200_000
@@ -598,7 +598,12 @@ _CDF_SAMPLE = 200_000
 class TaskTimesNumbers:
     """Hourly means of tasks by hour of scheduling, and shares of finished tasks' execution times.
 
-    ``hour_days`` and the hourly series are what the moving-average figures draw.
+    ``hour_days`` and the hourly series are what the moving-average figures draw. The execution
+    series is right-censored at the window's end (an incarnation still running then has no
+    execution time, and late ones can only have short ones), so it is a restricted mean: each
+    incarnation's execution time capped at ``horizon_h``, over the incarnations scheduled at least
+    ``horizon_h`` before the window ends, those still running then counting as ``horizon_h``.
+    Every one of them was observed that long, so the mean cannot fall from censoring alone.
     """
 
     hour_days: FloatArray
@@ -611,6 +616,15 @@ class TaskTimesNumbers:
     finished_tasks: int
     finished_under_5min: float
     finished_under_30min: float
+    #: the cap and the observation time of the execution series (a third of the window)
+    horizon_h: float = 0.0
+    #: hours of the execution series (the window less the horizon)
+    execution_hours: int = 0
+    #: incarnations in the execution series still running at the window's end
+    censored: int = 0
+    #: the moving average's length: a day, or half the hours the series has (0: none drawn)
+    ma_hours: int = _MA_HOURS
+    ma_execution_hours: int = _MA_HOURS
 
 
 def _finished(lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -623,11 +637,20 @@ def _mean_or_nan(values: FloatArray) -> float:
     return float(np.nanmean(values)) if values.size else float("nan")
 
 
+def _ma_hours(hours: int) -> int:
+    """A day, or half the series when it is shorter than two days; 0 below 2 hours (a moving
+    average over one hour is the series itself)."""
+    n = min(_MA_HOURS, hours // 2)
+    return n if n >= 2 else 0
+
+
 def task_times_numbers(times: Frame) -> TaskTimesNumbers:
-    """From ``fct_task_times``: hourly means (tasks scheduled inside the window), the median
-    scheduling time (all tasks) and the shares of finished tasks under 5 and 30 minutes."""
+    """From ``fct_task_times``: hourly means (tasks scheduled inside the window; execution as a
+    restricted mean, see :class:`TaskTimesNumbers`), the median scheduling time (all tasks) and
+    the shares of finished tasks under 5 and 30 minutes."""
     lf = times.lazy()
-    hourly = _hourly_means(lf)
+    end_us, horizon_us = _censoring(lf)
+    hourly = _hourly_means(lf, end_us, horizon_us)
     fin = collect(
         _finished(lf).select(
             pl.len().alias("n"),
@@ -641,6 +664,7 @@ def task_times_numbers(times: Frame) -> TaskTimesNumbers:
         )
     )
     scheduling, execution = floats(hourly, "scheduling"), floats(hourly, "execution")
+    execution_hours = int(np.isfinite(execution).sum())
     return TaskTimesNumbers(
         hour_days=(hourly["hour"].to_numpy().astype(np.float64) * 3600e6 - WINDOW_START_US)
         / _US_PER_DAY,
@@ -648,26 +672,58 @@ def task_times_numbers(times: Frame) -> TaskTimesNumbers:
         hourly_execution_s=execution,
         hours=hourly.height,
         scheduling_hourly_mean_s=_mean_or_nan(scheduling),
-        execution_hourly_mean_s=_mean_or_nan(execution),
+        execution_hourly_mean_s=_mean_or_nan(execution[np.isfinite(execution)]),
         scheduling_median_s=_or_zero(sched["median"][0]),
         finished_tasks=int(fin["n"][0]),
         finished_under_5min=_or_zero(fin["under_5min"][0]),
         finished_under_30min=_or_zero(fin["under_30min"][0]),
+        horizon_h=horizon_us / _US_PER_HOUR,
+        execution_hours=execution_hours,
+        censored=int(_or_zero(hourly["censored"].sum())),
+        ma_hours=_ma_hours(hourly.height),
+        ma_execution_hours=_ma_hours(execution_hours),
     )
 
 
-def _hourly_means(lf: pl.LazyFrame) -> pl.DataFrame:
-    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
-    return collect(
-        timed.with_columns((pl.col("schedule_time") // _US_PER_HOUR).alias("hour"))
-        .group_by("hour")
-        .agg(
-            pl.col("scheduling_time_s").mean().alias("scheduling"),
-            pl.col("execution_time_s").mean().alias("execution"),
-            pl.len().alias("n"),
+def _censoring(lf: pl.LazyFrame) -> tuple[int, int]:
+    """The window's end (the latest schedule or end time inside it) and the execution series'
+    horizon: a third of the window from its start, in whole hours, at least one."""
+    ends = [c for c in ("schedule_time", "end_time") if c in lf.collect_schema().names()]
+    latest = collect(
+        pl.concat([_in_window(lf, c).select(pl.col(c).alias("t")) for c in ends]).select(
+            pl.col("t").max()
         )
-        .sort("hour")
+    )["t"][0]
+    end_us = int(latest or WINDOW_START_US)
+    span_h = max(end_us - WINDOW_START_US, 0) // _US_PER_HOUR
+    return end_us, max(span_h // 3, 1) * _US_PER_HOUR
+
+
+def _hourly_means(lf: pl.LazyFrame, end_us: int, horizon_us: int) -> pl.DataFrame:
+    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
+    hour = (pl.col("schedule_time") // _US_PER_HOUR).alias("hour")
+    cap_s = horizon_us / 1e6
+    running = pl.col("terminal_event_type").is_null()
+    observed = timed.filter(
+        (pl.col("schedule_time") <= end_us - horizon_us)
+        & (running | pl.col("execution_time_s").is_not_null())
+    ).with_columns(
+        pl.when(running)
+        .then(pl.lit(cap_s))
+        .otherwise(pl.min_horizontal("execution_time_s", pl.lit(cap_s)))
+        .alias("capped")
     )
+    scheduling = (
+        timed.with_columns(hour)
+        .group_by("hour")
+        .agg(pl.col("scheduling_time_s").mean().alias("scheduling"), pl.len().alias("n"))
+    )
+    execution = (
+        observed.with_columns(hour)
+        .group_by("hour")
+        .agg(pl.col("capped").mean().alias("execution"), running.sum().alias("censored"))
+    )
+    return collect(scheduling.join(execution, on="hour", how="left").sort("hour"))
 
 
 def task_times_sections(ctx: PageContext) -> Sequence[Section]:
@@ -677,23 +733,22 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
         ("schedule_time", "terminal_event_type", "scheduling_time_s", "execution_time_s"),
     )
     nums = task_times_numbers(lf)
-    median = (
-        Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
-        ".",
-    )
     return (
         _moving_average_section(
             nums,
             "scheduling",
-            "Scheduling time",
-            "6",
-            " hours; the median scheduling time is ",
-            median,
+            (
+                "Mean of the hourly mean scheduling times: ",
+                Number("scheduling_hourly_mean_s", nums.scheduling_hourly_mean_s, "", "s"),
+                " over ",
+                Number("scheduling_hours", float(nums.hours), ",.0f"),
+                " hours; the median scheduling time is ",
+                Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
+                ".",
+            ),
             ctx.out_dir,
         ),
-        _moving_average_section(
-            nums, "execution", "Execution time", "7", " hours.", (), ctx.out_dir
-        ),
+        _moving_average_section(nums, "execution", _execution_text(nums), ctx.out_dir),
         Section(
             title=f"Execution time CDF ({_cite('Fig. 8')})",
             this_run=(
@@ -711,49 +766,67 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
+def _execution_text(nums: TaskTimesNumbers) -> tuple[str | Number, ...]:
+    """The execution series is a restricted mean; the text says over what and why."""
+    horizon = Number("execution_horizon_h", nums.horizon_h, "", "h")
+    return (
+        "Execution times are cut by the window's end (an incarnation still running then has "
+        "none, and late ones can only have short ones), so each hour's mean is a restricted "
+        "mean: execution time capped at ",
+        horizon,
+        " (a third of the window, in whole hours), over the incarnations scheduled at least that long before "
+        "the window ends, those still running then (",
+        Number("execution_censored", float(nums.censored), ",.0f"),
+        ") counting as the cap. Mean of these hourly means: ",
+        Number("execution_hourly_mean_s", nums.execution_hourly_mean_s, "", "s"),
+        " over ",
+        Number("execution_hours", float(nums.execution_hours), ",.0f"),
+        " hours.",
+    )
+
+
 def _moving_average_section(
-    nums: TaskTimesNumbers,
-    col: str,
-    label: str,
-    fig_no: str,
-    hours_text: str,
-    tail: tuple[str | Number, ...],
-    out: Path,
+    nums: TaskTimesNumbers, col: str, text: tuple[str | Number, ...], out: Path
 ) -> Section:
-    overall = nums.scheduling_hourly_mean_s if col == "scheduling" else nums.execution_hourly_mean_s
+    label, fig_no = ("Scheduling time", "6") if col == "scheduling" else ("Execution time", "7")
+    ma = nums.ma_hours if col == "scheduling" else nums.ma_execution_hours
+    window = (
+        f" The moving average spans {ma} hours ({'a day' if ma == _MA_HOURS else 'half the series: the data hold under two days'})."
+        if ma
+        else " No moving average is drawn: the series has under 4 hours."
+    )
     return Section(
         title=f"{label} moving average ({_cite(f'Fig. {fig_no}')})",
-        this_run=(
-            f"Mean of the hourly mean {label.lower()}s: ",
-            Number(f"{col}_hourly_mean_s", overall, "", "s"),
-            " over ",
-            Number(f"{col}_hours", float(nums.hours), ",.0f"),
-            hours_text,
-            *tail,
-        ),
+        this_run=(*text, window),
         paper=(
             "Observation 9: task execution and scheduling times are not influenced by the "
             "accumulation of tasks in the cluster (flat moving averages)."
         ),
-        figures=tuple(_moving_average_figure(nums, col, label, out)),
+        figures=tuple(_moving_average_figure(nums, col, label, ma, out)),
     )
 
 
-def _moving_average_figure(nums: TaskTimesNumbers, col: str, label: str, out: Path) -> list[Figure]:
+def _moving_average_figure(
+    nums: TaskTimesNumbers, col: str, label: str, ma: int, out: Path
+) -> list[Figure]:
     values = nums.hourly_scheduling_s if col == "scheduling" else nums.hourly_execution_s
+    what = "capped at the horizon, " if col == "execution" else ""
+    smooth = f" and its {ma}-hour moving average" if ma else ""
     with new_axes(
         out,
         f"{col}_time_ma",
-        alt=f"{label} of tasks scheduled in each hour with its {_MA_HOURS}-hour moving average.",
-        caption=f"{label} (seconds) by hour of scheduling: hourly mean (thin) and {_MA_HOURS}-hour moving average.",
+        alt=f"{label} of tasks scheduled in each hour{smooth}.",
+        caption=f"{label} (seconds, {what}by hour of scheduling): hourly mean (thin){smooth}.",
     ) as (ax, figs):
-        ax.plot(nums.hour_days, values, linewidth=0.5, alpha=0.5, label="hourly mean")
-        ax.plot(
-            nums.hour_days,
-            _moving_average(values, _MA_HOURS),
-            linewidth=1.5,
-            label=f"{_MA_HOURS} h moving average",
-        )
+        shown = np.isfinite(values)
+        ax.plot(nums.hour_days[shown], values[shown], linewidth=0.5, alpha=0.5, label="hourly mean")
+        if ma:
+            ax.plot(
+                nums.hour_days,
+                _moving_average(values, ma),
+                linewidth=1.5,
+                label=f"{ma} h moving average",
+            )
         ax.set_xlabel("day of trace")
         ax.set_ylabel(f"{label.lower()} (s)")
         ax.legend(fontsize=8)
@@ -781,6 +854,8 @@ def _execution_cdf_figure(times: pl.LazyFrame, n_finished: int, out: Path) -> li
 
 
 def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    """The trailing mean over ``window`` hours, NaN until a whole window lies behind a point
+    (a shorter stretch is not a ``window``-hour average) and where the window holds no value."""
     if values.size == 0:
         return values
     clean = np.where(np.isnan(values), 0.0, values)
@@ -788,8 +863,9 @@ def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
     kernel = np.ones(window)
     num = np.convolve(clean, kernel, mode="full")[: values.size]
     den = np.convolve(weight, kernel, mode="full")[: values.size]
+    whole = np.arange(values.size) >= window - 1
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+        return np.where(whole & (den > 0), num / np.maximum(den, 1e-300), np.nan)
 
 
 # --- usage vs requests (Fig. 9) -------------------------------------------------------------

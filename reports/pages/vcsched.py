@@ -15,6 +15,7 @@ from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
+from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 from tracelab.reports.numfmt import Mean, fmt
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
@@ -226,7 +227,9 @@ def _headline_section(h: YieldHeadline) -> Section:
     return Section(
         title="Headline: the paper's claims beside this run (“Resource Allocation using Virtual Clusters” §4.2)",
         this_run=(
-            f"Headline numbers use the {h.source} instances. ",
+            "Headline numbers use the "
+            + ("generated paper" if h.source == "paper" else "trace-drawn")
+            + " instances. ",
             Number("n_instances", float(h.n_instances), ",.0f"),
             f" instances ({classes}); slacks {', '.join(fmt(s) for s in h.slacks)}; "
             f"jobs {', '.join(str(n) for n in h.job_counts)}. On the small problems where the "
@@ -575,6 +578,33 @@ def _trace_section(
     )
 
 
+def yield_attribution(
+    ctx: PageContext, instances: pl.DataFrame, h: YieldHeadline
+) -> tuple[str, ...]:
+    """Which instances come from the trace's files and which are generated: the paper's grid
+    is drawn from §4.1's distributions whatever the data directory holds, so the trace's files
+    are credited only with the instances drawn from them."""
+    counts = {str(s): int(n) for s, n in instances.group_by("source").len().iter_rows()}
+    seed = h.parameters.get("seed", "?")
+    lines = []
+    n_paper = counts.get("paper", 0)
+    if n_paper:
+        used = "the headline, MCB1–8 and algorithm comparisons" if h.source == "paper" else ""
+        lines.append(
+            f"{n_paper:,} problem instances generated from the paper's §4.1 distributions "
+            f"(seed {seed}){', for ' + used if used else ''}: no trace file enters them, so they "
+            "are the same in every data directory."
+        )
+    n_trace = counts.get("trace", 0)
+    source = data_sources(ctx.data_dir, (ctx.trace,)).get(ctx.trace, "no ingest recorded")
+    if n_trace:
+        role = " (the headline's)" if h.source == "trace" else ""
+        lines.append(f"{n_trace:,} instances drawn from the trace{role}: {source}.")
+    else:
+        lines.append(f"No instance was drawn from the {ctx.trace} trace ({source}).")
+    return tuple(lines)
+
+
 def yield_sections(ctx: PageContext) -> Sequence[Section]:
     """The yield page: headline, MCB1–8, the comparison with MILP/LP, run time, trace instances."""
     folder = ctx.results(STAGE)
@@ -582,6 +612,7 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
         raise InputsMissing(f"missing results/{ctx.trace}/{STAGE}/summary.json")
     tables = {name: _read(folder, name) for name in _TABLES}
     headline = yield_headline(folder)
+    ctx.attribution.extend(yield_attribution(ctx, tables["instances"], headline))
     sections = [
         _headline_section(headline),
         _setup_section(headline),
