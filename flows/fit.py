@@ -117,6 +117,8 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
         params.alpha,
         params.shutdown_cores,
     )
+    # the page's "Parameters of this run" and a reader of summary.json see what the fit ran with
+    record_parameters(path.parent, params)
     deployments = pl.scan_parquet(
         settings.derived_dir / TRACE / "fct_azure_deployments.parquet"
     ).select(pl.len())

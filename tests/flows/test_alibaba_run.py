@@ -248,6 +248,37 @@ def test_chromium_renders_the_priors_page(excerpt_run: Path) -> None:
     assert "Parameters of this run" in shown.dom
 
 
+@pytest.mark.browser
+def test_an_alibaba_only_data_dir_lists_only_its_pages(excerpt_run: Path) -> None:
+    """The index shows alibaba-2018's pages and the cross-trace ones, says which traces are not
+    here, and no page of the run hints at deriving another trace."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser)")
+    run = sorted((excerpt_run / "site" / "runs").iterdir())[-1]
+    shown = render((run / "index.html").as_uri())
+    assert not shown.console, shown.console
+    pages = {
+        Path(link).name for link in read_refs(run / "index.html").links if link.endswith(".html")
+    }
+    assert {p for p in pages if p != "index.html"} == {
+        "alibaba-priors.html",
+        "compare-traces.html",
+        "params.html",
+    }
+    assert sorted(p.name for p in run.glob("*.html")) == [
+        "alibaba-priors.html",
+        "compare-traces.html",
+        "index.html",
+        "params.html",
+    ]
+    assert 'id="trace-alibaba-2018"' in shown.dom
+    assert "Not in this data directory, so not listed: <code>google-2011</code> (15 pages)" in (
+        shown.dom
+    )
+    for page in run.glob("*.html"):
+        assert "--trace google-2011" not in page.read_text(encoding="utf-8"), page.name
+
+
 def test_fit_refuses_the_azure_vmtable_option_on_alibaba(
     prefect_harness: None, tmp_path: Path
 ) -> None:
