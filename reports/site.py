@@ -220,7 +220,6 @@ def _run_info(
     run_parameters: Sequence[Parameter],
     package_versions: dict[str, str],
     params_file: str,
-    left_out: dict[str, int],
 ) -> RunInfo:
     inputs = {
         t: trace_inputs(data_dir / "lake" / t / "_manifest.parquet")
@@ -243,8 +242,15 @@ def _run_info(
         page_inputs=shown.inputs,
         sources=data_sources(data_dir, traces),
         source=data_source(data_dir, traces),
-        pages_left_out=left_out,
     )
+
+
+def _copy_params(data_dir: Path, run_dir: Path) -> str:
+    """The params export copied into the run's folder: its name there, or "" without one."""
+    if not PARAMS_EXPORT.path(data_dir).is_file():
+        return ""
+    shutil.copyfile(PARAMS_EXPORT.path(data_dir), run_dir / "params.json")
+    return "params.json"
 
 
 def traces_present(data_dir: Path) -> tuple[str, ...]:
@@ -340,6 +346,7 @@ def build_site(
 
     With ``reuse_unchanged``, when the fingerprint of the pages' inputs equals the latest run's,
     no page is built: the run records ``pages_from`` and its index links the existing pages.
+    Only the pages of the traces the data directory holds are built (:func:`pages_for_data`).
     """
     now = now or datetime.now(UTC)
     started = time.perf_counter()
@@ -380,21 +387,11 @@ def build_site(
         shown = _reused_pages(specs, prior)
     status = "unchanged" if shown.reused else "ok"
     report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
-    params_file = ""
-    if PARAMS_EXPORT.path(data_dir).is_file():
-        shutil.copyfile(PARAMS_EXPORT.path(data_dir), tmp_dir / "params.json")
-        params_file = "params.json"
     all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
-    run = _run_info(
-        data_dir,
-        run_id,
-        now,
-        shown,
-        all_timings,
-        run_parameters,
-        package_versions,
-        params_file,
-        left_out,
+    run = replace(
+        _run_info(data_dir, run_id, now, shown, all_timings, run_parameters, package_versions, ""),
+        params_file=_copy_params(data_dir, tmp_dir),
+        pages_left_out=left_out,
     )
     history = _history(runs_dir, extra=run)
     _write_run_dir(tmp_dir, run, shown, history)
