@@ -18,10 +18,10 @@ import polars as pl
 from matplotlib.patches import Rectangle
 
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
-from tracelab.reports.figures import FloatArray, ecdf, new_axes
+from tracelab.reports.figures import FloatArray, PlottedData, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
-from tracelab.reports.numfmt import fmt_pct
+from tracelab.reports.numfmt import fmt, fmt_pct
 
 TRACE = "google-2011"
 EVENT_NAMES = (
@@ -223,7 +223,9 @@ def _transition_matrix_figure(nums: TransitionsNumbers, out: Path) -> list[Figur
             "Transition graph as a matrix: cell (row → column) counts a task's event following its "
             "previous event (log colour scale); red outlines = not in the documented life-cycle graph."
         ),
-        margins={"left": 0.2, "bottom": 0.24, "right": 0.98},
+        margins={"left": 0.2, "bottom": 0.2, "right": 0.98},
+        size=(7.5, 5.2),
+        data=_transitions_data(nums),
     ) as (ax, figs):
         shown = np.where(matrix > 0, np.log10(np.maximum(matrix, 1.0)), np.nan)
         image = ax.imshow(shown, cmap="Blues", aspect="auto")
@@ -233,9 +235,9 @@ def _transition_matrix_figure(nums: TransitionsNumbers, out: Path) -> list[Figur
             [_short(e) for e in EVENT_NAMES],
             rotation=45,
             ha="right",
-            fontsize=7,
+            fontsize=8,
         )
-        ax.set_yticks(range(len(labels)), [_short(e) for e in labels], fontsize=7)
+        ax.set_yticks(range(len(labels)), [_short(e) for e in labels], fontsize=8)
         ax.set_xlabel("event")
         ax.set_ylabel("previous event of the task")
         _annotate_cells(ax, matrix, allowed)
@@ -247,7 +249,8 @@ def _annotate_cells(ax: Any, matrix: FloatArray, allowed: np.ndarray) -> None:
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             if matrix[i, j] > 0:
-                ax.text(j, i, f"{int(matrix[i, j]):,}", ha="center", va="center", fontsize=5.5)
+                # 3 significant digits keep a cell's label inside it; exact counts are in the table
+                ax.text(j, i, fmt(matrix[i, j]), ha="center", va="center", fontsize=7.5)
                 if not allowed[i, j]:
                     ax.add_patch(
                         Rectangle(
@@ -272,9 +275,18 @@ def _transition_graph_figure(nums: TransitionsNumbers, out: Path) -> list[Figure
         ),
         margins={"left": 0.02, "right": 0.98, "bottom": 0.02, "top": 0.98},
         size=(7.0, 6.6),
+        data=_transitions_data(nums),
     ) as (ax, figs):
         _draw_transition_graph(ax, nums.pairs)
     return figs
+
+
+def _transitions_data(nums: TransitionsNumbers) -> PlottedData:
+    """The counts both transition figures draw, one row per (previous, next) pair."""
+    return (
+        ("previous event", "event", "count", "count (production)", "documented"),
+        [(_event(p.prev), _event(p.event), p.n, p.n_production, p.documented) for p in nums.pairs],
+    )
 
 
 def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
@@ -284,9 +296,11 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
     pos = np.column_stack([np.cos(angles), np.sin(angles)])
     edges = [p for p in pairs if p.prev is not None and 0 <= p.prev < k and 0 <= p.event < k]
     top = max((p.n for p in edges), default=1)
-    for p in edges:
+    placed: list[FloatArray] = []
+    # the largest counts are labelled first, so they get the arc's middle
+    for p in sorted(edges, key=lambda e: -e.n):
         if p.prev is not None and p.prev != p.event:
-            _draw_edge(ax, pos[p.prev], pos[p.event], p.n, p.documented, top)
+            _draw_edge(ax, pos[p.prev], pos[p.event], p, top, placed)
     for i, name in enumerate(EVENT_NAMES):
         ax.text(
             pos[i, 0],
@@ -294,7 +308,7 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
             _short(name),
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=8.5,
             fontweight="bold",
             bbox={"boxstyle": "round,pad=0.3", "fc": "#eef1f4", "ec": "#24323f"},
         )
@@ -304,36 +318,57 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
     ax.axis("off")
 
 
-def _draw_edge(ax: Any, a: FloatArray, b: FloatArray, n: int, ok: bool, top: int) -> None:
-    """A curved arrow a → b, width by log count, with the count on the arc."""
-    rad = 0.2
-    color = "tab:blue" if ok else "red"
+#: where on its arc an edge's count may sit (0: source, 1: target), most preferred first
+_LABEL_SPOTS = (0.5, 0.38, 0.62, 0.3, 0.7)
+#: half the width and height of a count label in data units (8 pt text on a 7-inch figure)
+_LABEL_HALF = np.array([0.09, 0.04])
+#: the arc's bend (matplotlib's arc3 rad)
+_RAD = 0.2
+
+
+def _label_spot(a: FloatArray, b: FloatArray, placed: list[FloatArray]) -> FloatArray:
+    """The first point of :data:`_LABEL_SPOTS` on the arc a → b whose label box overlaps none
+    already placed (the middle when every spot is taken)."""
+    d = b - a
+    control = (a + b) / 2 + _RAD * np.array([d[1], -d[0]])
+    spots = [(1 - t) ** 2 * a + 2 * (1 - t) * t * control + t**2 * b for t in _LABEL_SPOTS]
+    for spot in spots:
+        if all((np.abs(spot - q) >= 2 * _LABEL_HALF).any() for q in placed):
+            return spot
+    return spots[0]
+
+
+def _draw_edge(
+    ax: Any, a: FloatArray, b: FloatArray, p: TransitionPair, top: int, placed: list[FloatArray]
+) -> None:
+    """A curved arrow a → b, width by log count, with the count on the arc where no other
+    count is."""
+    color = "tab:blue" if p.documented else "red"
     ax.annotate(
         "",
         xy=b,
         xytext=a,
         arrowprops={
             "arrowstyle": "-|>",
-            "connectionstyle": f"arc3,rad={rad}",
-            "lw": 0.4 + 3.0 * np.log1p(n) / np.log1p(top),
+            "connectionstyle": f"arc3,rad={_RAD}",
+            "lw": 0.4 + 3.0 * np.log1p(p.n) / np.log1p(top),
             "color": color,
-            "alpha": 0.75 if ok else 0.95,
+            "alpha": 0.75 if p.documented else 0.95,
             "shrinkA": 16,
             "shrinkB": 16,
         },
     )
-    # the label sits on the arc: halfway between the chord's middle and the control point
-    d = b - a
-    mid = (a + b) / 2 + rad / 2 * np.array([d[1], -d[0]])
+    spot = _label_spot(a, b, placed)
+    placed.append(spot)
     ax.text(
-        mid[0],
-        mid[1],
-        f"{n:,}",
-        fontsize=6,
+        spot[0],
+        spot[1],
+        fmt(p.n),
+        fontsize=8,
         ha="center",
         va="center",
         color=color,
-        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
     )
 
 

@@ -10,6 +10,7 @@ import polars as pl
 import pytest
 
 from tracelab.reports.pages.google import (
+    _label_spot,
     _moving_average,
     event_cdf_numbers,
     queue_numbers,
@@ -224,3 +225,16 @@ def test_utilization_change_share_below_20pct_skips_missing_windows() -> None:
     nums = utilization_change_numbers(changes)
     assert nums.share_below_20pct["cpu_change"] == pytest.approx(2 / 3)  # 0.1, 0.05 of 3
     assert nums.share_below_20pct["memory_change"] == pytest.approx(2 / 4)  # 0.19, 0 of 4
+
+
+def test_a_transition_count_label_moves_along_its_arc_off_another() -> None:
+    a, b = np.array([-1.0, 0.0]), np.array([1.0, 0.0])
+    # arc3 with rad 0.2: control point (0, -0.4), so the arc's middle is (0, -0.2)
+    first = _label_spot(a, b, [])
+    assert list(first) == pytest.approx([0.0, -0.2])
+    # a second label on the same arc goes to the next spot, t = 0.38, whose box is clear
+    second = _label_spot(a, b, [first])
+    t = 0.38
+    expected = (1 - t) ** 2 * a + 2 * (1 - t) * t * np.array([0.0, -0.4]) + t**2 * b
+    assert list(second) == pytest.approx(list(expected))
+    assert abs(second[0] - first[0]) >= 0.18

@@ -4,12 +4,14 @@ recomputed here from the file it came from; missing inputs give a visible note; 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from browser.chromium import CHROMIUM, render
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
@@ -235,3 +237,38 @@ def test_a_run_id_whose_folder_exists_repairs_the_stale_index(tmp_path: Path) ->
     with pytest.raises(TracelabError, match=r"exists already \(the site index now shows"):
         build_site(tmp_path, specs=specs, run_id="nightly-2", now=later)
     assert index.read_bytes() == fresh
+
+
+@pytest.mark.browser
+def test_every_figure_has_its_data_as_csv_and_the_index_is_by_trace(
+    built: tuple[Path, Path],
+) -> None:
+    """Opened in chromium: each figure is followed by its CSV link, every CSV parses with a row
+    per plotted point; the index has one section per trace; each page links its neighbours."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser)")
+    _, run = built
+    figures = 0
+    for html in sorted(run.glob("*.html")):
+        shown = render(html.as_uri())
+        assert not shown.console, (html.name, shown.console)
+        for fig in re.findall(r"<figure>(.*?)</figure>", shown.dom, flags=re.S):
+            img = re.search(r'<img src="([^"]+)\.png"', fig)
+            csv = re.search(r'<a class="data" href="([^"]+)"', fig)
+            assert img is not None and csv is not None, (html.name, fig)
+            assert csv.group(1) == f"{img.group(1)}.csv"
+            table = pl.read_csv(run / csv.group(1))
+            assert table.height > 0, csv.group(1)
+            figures += 1
+    # 2 transitions, 2 event CDFs, 2 queue, 3 task times, 2 usage, 1 utilization change and
+    # compare-traces' execution CDF
+    assert figures == 13
+    # the task-times CDF: x and y named with their units, one row per plotted point
+    cdf = pl.read_csv(run / "google-task-times" / "execution_time_cdf.csv")
+    assert cdf.columns == ["panel", "series", "execution time (s)", "fraction of finished tasks"]
+    index = render((run / "index.html").as_uri()).dom
+    sections = re.findall(r'<section class="trace-pages" id="trace-([^"]+)"', index)
+    assert sections == ["google-2011", "all"]
+    queue = (run / "google-queue.html").read_text(encoding="utf-8")
+    assert 'rel="prev" href="google-event-cdf.html"' in queue
+    assert 'rel="next" href="google-task-times.html"' in queue
