@@ -255,7 +255,8 @@ def test_every_figure_has_its_data_as_csv_and_the_index_is_by_trace(
         for fig in re.findall(r"<figure>(.*?)</figure>", shown.dom, flags=re.S):
             img = re.search(r'<img src="([^"]+)\.png"', fig)
             csv = re.search(r'<a class="data" href="([^"]+)"', fig)
-            assert img is not None and csv is not None, (html.name, fig)
+            assert img is not None, (html.name, fig)
+            assert csv is not None, (html.name, fig)
             assert csv.group(1) == f"{img.group(1)}.csv"
             table = pl.read_csv(run / csv.group(1))
             assert table.height > 0, csv.group(1)
