@@ -81,6 +81,28 @@ def ecdf(values: FloatArray, max_points: int = 2000) -> tuple[FloatArray, FloatA
     return x, y
 
 
+#: legend and axis names of columns whose words alone would not say what they are
+_LABELS = {
+    "cpu_change": "CPU used",
+    "memory_change": "memory used",
+    "queue_length_paper": "queue length (paper's definition)",
+    "queue_length": "queue length",
+    "running_tasks": "running tasks",
+}
+
+
+def human_label(column: str) -> str:
+    """A column's name as a legend shows it: ``cdf_new_submissions`` -> ``new submissions``,
+    ``used_cpu`` -> ``used CPU``."""
+    if column in _LABELS:
+        return _LABELS[column]
+    name = column
+    for prefix in ("cdf_", "weighted_", "cum_"):
+        name = name.removeprefix(prefix)
+    words = ["CPU" if w == "cpu" else w for w in name.split("_")]
+    return " ".join(words)
+
+
 #: a figure's data: column names (with units) and rows
 PlottedData = tuple[tuple[str, ...], Sequence[Sequence[object]]]
 

@@ -18,7 +18,7 @@ import polars as pl
 from matplotlib.patches import Rectangle
 
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
-from tracelab.reports.figures import FloatArray, PlottedData, ecdf, new_axes
+from tracelab.reports.figures import FloatArray, PlottedData, ecdf, human_label, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
 from tracelab.reports.numfmt import fmt, fmt_pct
@@ -457,7 +457,7 @@ def _event_cdf_figure(
         caption=f"{title} over time (days since the window start).",
     ) as (ax, figs):
         for c in columns:
-            ax.plot(days, floats(series, c), label=c, linewidth=1.2)
+            ax.plot(days, floats(series, c), label=human_label(c), linewidth=1.2)
         ax.set_xlabel("day of trace")
         ax.set_ylabel("CDF" if fig_no == "2" else "cumulative count / total new submissions")
         ax.legend(fontsize=7)
@@ -592,11 +592,11 @@ def _queue_figure(queue: pl.LazyFrame, out: Path) -> list[Figure]:
         caption="Queue length over time: the paper's definition (pending EVICTs not subtracted) and the corrected one.",
     ) as (ax, figs):
         d = _days(qs["time"].to_numpy())
-        ax.plot(d, floats(qs, "queue_length_paper"), label="queue_length_paper", linewidth=1.1)
+        ax.plot(d, floats(qs, "queue_length_paper"), label="the paper's definition", linewidth=1.1)
         ax.plot(
             d,
             floats(qs, "queue_length"),
-            label="queue_length (also − pending EVICT)",
+            label="pending EVICTs subtracted",
             linewidth=1.1,
         )
         ax.set_xlabel("day of trace")
@@ -1102,11 +1102,15 @@ def _utilization_change_figure(df: pl.DataFrame, out: Path) -> list[Figure]:
         alt="CDF of the absolute relative change of cluster CPU and memory use between consecutive 5-minute windows.",
         caption="CDF of |relative change| between consecutive 5-minute windows; dashed line at 20%.",
     ) as (ax, figs):
+        top = 0.0
         for c in _CHANGE:
             x, y = ecdf(_abs_change(df, c))
-            ax.plot(x, y, label=c)
+            ax.plot(x, y, label=human_label(c))
+            top = max(top, float(x.max(initial=0.0)))
         ax.axvline(0.2, linestyle="--", color="grey", linewidth=0.8)
         ax.set_xscale("symlog", linthresh=0.01)
+        # an absolute change is never negative: the axis starts at 0 (symlog is linear below 0.01)
+        ax.set_xlim(0.0, max(top, 0.25) * 1.2)
         ax.set_xlabel("|relative change|")
         ax.set_ylabel("fraction of windows")
         ax.legend(fontsize=8)

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import gammainc
 
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
+from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
@@ -346,10 +346,10 @@ def _prior_figure(ctx: PageContext, p: _Prior, v: FloatArray) -> list[Figure]:
             label="deployments (≤ 99th pct)",
         )
         grid = np.linspace(0.0, hi, 400)
-        ax.plot(grid, gammainc(shape, rate * grid), color="red", label="paper two-stage")
+        ax.plot(grid, gamma_cdf(shape, rate, grid), color="red", label="paper two-stage")
         if p.recommended is not None:
             a, b = p.recommended
-            ax.plot(grid, gammainc(a, b * grid), color="black", ls="--", label="recommended")
+            ax.plot(grid, gamma_cdf(a, b, grid), color="black", ls="--", label="recommended")
         ax.set_xlim(0.0, hi)
         ax.set_xlabel(p.what)
         ax.set_ylabel("CDF")
