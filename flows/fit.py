@@ -36,7 +36,7 @@ from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.priors import alibaba, google2019
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
-from tracelab.analysis.priors.options import FitOptions
+from tracelab.analysis.priors.options import AZURE_ONLY_OPTIONS, FitOptions
 from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
@@ -183,7 +183,7 @@ def _write_trace_priors(
     """A trace's priors folder (params.json, summary.json with the options), each fit logged."""
     logger = get_run_logger()
     write_stage_outputs(out, {}, summary)
-    record_parameters(out, params)
+    record_parameters(out, params, leave_out=AZURE_ONLY_OPTIONS)
     write_stage_params(out, list(records))
     for record in records:
         logger.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)

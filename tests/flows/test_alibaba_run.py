@@ -235,6 +235,11 @@ def test_the_priors_page_states_the_exported_fit(excerpt_run: Path) -> None:
     ci = rec.ci["shape"]
     assert fmt_ci(rec.parameters["shape"].value, ci.low, ci.high) in text
     assert "Not fitted: fit alibaba_task_avg_mean: needs 2 distinct positive values" in text
+    # only the options this fit reads: seed and n_boot, and what it derived (no Azure option)
+    summary = json.loads((excerpt_run / "results" / TRACE / "priors" / "summary.json").read_text())
+    assert set(summary["parameters"]) == {"seed", "n_boot", "location", "terminal_state"}
+    for azure_only in ("vmtable", "shutdown_cores", "zero_event_probability", "shutdown_min_vms"):
+        assert azure_only not in text
 
 
 @pytest.mark.browser

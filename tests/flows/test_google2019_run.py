@@ -122,6 +122,9 @@ def test_the_page_states_the_exported_fits_the_source_and_the_window(generated_r
     # the options come from the stage's record: the run's bootstrap replicates and seed
     assert re.search(r"n_boot\s+200\s+bootstrap replicates", text)
     assert "Not supported: the Azure deployment model's priors" in text
+    # the options table lists what this fit reads, none of the Azure fit's
+    for azure_only in ("vmtable", "shutdown_cores", "zero_event_probability", "shutdown_min_vms"):
+        assert azure_only not in text
 
 
 @pytest.mark.browser
