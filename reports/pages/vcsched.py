@@ -271,7 +271,8 @@ def _slack_figure(
         name,
         alt=f"{ylabel} versus memory slack, {source} instances: one row of panels per group of "
         "algorithms, one column per problem size.",
-        caption=caption,
+        # a shared range would flatten the close MCB5–8 into one line: each panel has its own
+        caption=f"{caption} Each panel has its own y range.",
         ncols=len(classes),
         nrows=len(groups),
         size=(3.6 * len(classes) + 1.6, 2.4 * len(groups) + 0.5),
@@ -297,32 +298,51 @@ def _slack_figure(
                 if r == 0:
                     ax.set_title(f"{size_class} problems", fontsize=9)
                 if r == len(groups) - 1:
-                    ax.set_xlabel("memory slack", fontsize=8)
-                ax.set_ylabel(ylabel, fontsize=8)
-                ax.tick_params(labelsize=7)
-            # the row's legend names every algorithm drawn in any of its panels
-            shown: dict[str, Any] = {}
-            for ax in panels[r]:
-                shown.update(
-                    zip(
-                        ax.get_legend_handles_labels()[1],
-                        ax.get_legend_handles_labels()[0],
-                        strict=True,
-                    )
-                )
-            panels[r][-1].legend(
-                list(shown.values()),
-                list(shown),
-                fontsize=7,
-                loc="center left",
-                bbox_to_anchor=(1.02, 0.5),
-            )
-        for c in range(len(classes)):  # one y range per size class, so rows compare
-            lows, highs = zip(*(panels[r][c].get_ylim() for r in range(len(groups))), strict=True)
-            pad = 0.04 * (max(highs) - min(lows))
-            for r in range(len(groups)):
-                panels[r][c].set_ylim(min(lows) - pad, max(highs) + pad)
+                    ax.set_xlabel("memory slack", fontsize=8.5)
+                ax.set_ylabel(ylabel, fontsize=8.5)
+                ax.tick_params(labelsize=8)
+            _row_legend(panels[r], _same_lines(part, group, column))
     return figs
+
+
+def _same_lines(part: pl.DataFrame, group: Sequence[str], column: str) -> dict[str, str]:
+    """Algorithms of ``group`` whose values equal an earlier one's at every size and slack (to
+    1e-9): drawn on top of each other they look like one line, so the legend says so."""
+    series = {
+        a: part.filter(pl.col("algorithm") == a).sort("size_class", "slack")[column].to_list()
+        for a in group
+    }
+    same: dict[str, str] = {}
+    for i, a in enumerate(group):
+        for b in group[:i]:
+            x, y = series[a], series[b]
+            if (
+                x
+                and len(x) == len(y)
+                and all(
+                    u is not None and v is not None and abs(u - v) <= 1e-9
+                    for u, v in zip(x, y, strict=True)
+                )
+            ):
+                same[a] = same.get(b, b)
+                break
+    return same
+
+
+def _row_legend(row: Sequence[Any], same: dict[str, str]) -> None:
+    """The row's legend, right of its last panel: every algorithm drawn in any of its panels,
+    "(= MCB5)" beside one whose line lies exactly on another's."""
+    shown: dict[str, Any] = {}
+    for ax in row:
+        handles, labels = ax.get_legend_handles_labels()
+        shown.update(zip(labels, handles, strict=True))
+    row[-1].legend(
+        list(shown.values()),
+        [f"{a} (= {same[a]})" if a in same else a for a in shown],
+        fontsize=8,
+        loc="center left",
+        bbox_to_anchor=(1.02, 0.5),
+    )
 
 
 def _mcb_section(
