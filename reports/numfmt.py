@@ -49,9 +49,24 @@ def fmt_pct(fraction: float | None, digits: int = 3) -> str:
     )
 
 
+def _sci(value: float | None, digits: int = 3) -> str:
+    """``value`` as mantissa e exponent whatever its size (0 and non-finite as :func:`fmt`)."""
+    if value is None or not math.isfinite(value) or value == 0:
+        return fmt(value, digits)
+    mantissa, exponent = f"{float(value):.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def fmt_ci(value: float | None, low: float | None, high: float | None, unit: str = "") -> str:
-    """``a [b, c]`` (with the unit after the interval)."""
-    body = f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+    """``a [b, c]`` (with the unit after the interval). When one of the three is written in
+    scientific notation all are, so an interval never mixes ``5.47e-4`` with ``0.00157``."""
+    numbers = (value, low, high)
+    if any("e" in fmt(x) for x in numbers):
+        body = f"{_sci(value)} [{_sci(low)}, {_sci(high)}]"
+    else:
+        body = f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
     return f"{body} {unit}" if unit else body
 
 

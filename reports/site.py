@@ -43,6 +43,7 @@ from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
 from tracelab.analysis.lake.availability import derived_shortfall
 from tracelab.analysis.lake.provenance import data_source
 from tracelab.analysis.lake.schemas import TRACES as LAKE_TRACES
+from tracelab.reports import numfmt
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     InputFile,
@@ -638,6 +639,7 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["repr"] = repr
+    env.filters["num"] = numfmt.fmt
     env.globals["trace_label"] = trace_label
     env.globals["by_trace"] = pages_by_trace
     return env

@@ -333,7 +333,7 @@ def _table2(n: AdmissionNumbers) -> HtmlTable:
                 failure_text(r, n.importance_sampling),
                 "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
                 _pct(r.gain_vs_zeroth),
-                f"{r.mean_deployments:,.1f}",
+                fmt(r.mean_deployments),
                 _pct(r.accepted_share),
             )
             for r in rows

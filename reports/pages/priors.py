@@ -167,6 +167,12 @@ def priors_comparison(
     return rows
 
 
+def _rounded(text: str) -> str:
+    """A record's notes with their decimals to 3 significant digits (the export keeps them
+    exact: alpha = 0.321772 reads alpha = 0.322)."""
+    return re.sub(r"(?<![\w.])\d+\.\d{4,}(?![\w.])", lambda m: fmt(float(m.group(0))), text)
+
+
 def _unit(unit: str) -> str:
     """A unit with its exponent to 3 significant digits, as every number (hour^0.1511 ->
     hour^0.151)."""
@@ -380,7 +386,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
             Number(f"{name}_mean", shape / rate),
             " against the deployments' mean ",
             Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan")),
-            ". " + p.rec.notes + ".",
+            ". " + _rounded(p.rec.notes) + ".",
         ),
         paper="“On the cluster admission problem” fits Gamma priors by maximum likelihood to the per-deployment estimates "
         "(arrivals inside the window only) and shows each prior's CDF over the normalised "

@@ -12,6 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render
+from browser.formats import format_violations
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
@@ -273,3 +274,9 @@ def test_every_figure_has_its_data_as_csv_and_the_index_is_by_trace(
     queue = (run / "google-queue.html").read_text(encoding="utf-8")
     assert 'rel="prev" href="google-event-cdf.html"' in queue
     assert 'rel="next" href="google-task-times.html"' in queue
+
+
+def test_every_page_keeps_the_one_number_format(built: tuple[Path, Path]) -> None:
+    _, run = built
+    for html in sorted(run.glob("*.html")):
+        assert not format_violations(html.read_text(encoding="utf-8")), html.name
