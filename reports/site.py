@@ -515,8 +515,42 @@ def _page(
     return page, tuple(ctx.reads)
 
 
+#: the number each page leads with on the index, by its key, and what the index calls it
+HEADLINES = {
+    "undocumented_share": "undocumented transitions",
+    "total_new_submissions": "new submissions",
+    "queue_end": "queue at the window's end",
+    "scheduling_median_s": "median scheduling time",
+    "production_share_of_used_cpu": "production share of CPU used",
+    "share_below_20pct_cpu_change": "windows with CPU change under 20%",
+    "median_last": "median inst − avg difference, largest k",
+    "inst_slope": "std ~ mean slope (inst)",
+    "share_rejected_12": "tasks KS-rejected at Δ = 12",
+    "largest_share": "largest cluster",
+    "rejection_rate_10": "A-D rejection rate, N = 10",
+    "google_task_execution_time_shape": "execution-time Gamma shape",
+    "calibration_rows_ok": "statistics within tolerance",
+    "calibration_rows_real": "statistics on real files (no verdict)",
+    "gpa_q_rho_0001": "GPA 0.001 overflow frequency",
+    "milp_over_mcb8_pct": "MILP above MCB8",
+    "recommended_n": "deployments in the recommended fit",
+    "best_utilization": "best utilization meeting the SLA",
+    "improvement_pp_la_binary_oracle": "LA-Binary (oracle) empty hosts over Best Fit",
+    "alibaba_task_execution_time_shape": "execution-time Gamma shape",
+    "machines_end": "machines up at the end",
+    "g2019_instance_execution_time_shape": "execution-time Gamma shape",
+    "compare_traces": "traces compared",
+    "params_records": "records exported",
+}
+
+
 def _headline(sections: Sequence[Section]) -> str:
-    """The first computed number of the page with the words that say what it is."""
+    """The page's headline number (:data:`HEADLINES`) with what it is; else the first computed
+    number with the words before it."""
+    numbers = [f for s in sections for f in s.this_run if isinstance(f, Number)]
+    for n in numbers:
+        if n.key in HEADLINES:
+            return f"{HEADLINES[n.key]}: {n.text}"
     for section in sections:
         words = ""
         for frag in section.this_run:

@@ -280,3 +280,16 @@ def test_every_page_keeps_the_one_number_format(built: tuple[Path, Path]) -> Non
     _, run = built
     for html in sorted(run.glob("*.html")):
         assert not format_violations(html.read_text(encoding="utf-8")), html.name
+
+
+def test_each_index_link_carries_its_pages_headline_number(built: tuple[Path, Path]) -> None:
+    """sitedata's transitions: 13 EVICT-after-SUBMIT of the 923 transitions after a task's
+    first event are undocumented (1.41%); the queue page leads with its corrected queue at the
+    window's end."""
+    data, run = built
+    index = (data / "site" / "index.html").read_text(encoding="utf-8")
+    line = re.search(r'href="[^"]*google-transitions.html">.*?</li>', index)
+    assert line is not None
+    assert '<span class="headline">undocumented transitions: 1.41%</span>' in line.group(0)
+    queue = read_refs(run / "google-queue.html").texts["queue_end"]
+    assert f"queue at the window&#39;s end: {queue}" in index
