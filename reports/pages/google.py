@@ -890,7 +890,8 @@ def _execution_cdf_figure(times: pl.LazyFrame, n_finished: int, out: Path) -> li
 
 def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
     """The trailing mean over ``window`` hours, NaN until a whole window lies behind a point
-    (a shorter stretch is not a ``window``-hour average) and where the window holds no value."""
+    (a shorter stretch is not a ``window``-hour average), where the window holds no value and
+    after the series' last value."""
     if values.size == 0:
         return values
     clean = np.where(np.isnan(values), 0.0, values)
@@ -899,8 +900,11 @@ def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
     num = np.convolve(clean, kernel, mode="full")[: values.size]
     den = np.convolve(weight, kernel, mode="full")[: values.size]
     whole = np.arange(values.size) >= window - 1
+    # nor past the series' last value (the execution series ends a horizon before the window)
+    finite = np.flatnonzero(~np.isnan(values))
+    inside = np.arange(values.size) <= (finite.max() if finite.size else -1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(whole & (den > 0), num / np.maximum(den, 1e-300), np.nan)
+        return np.where(whole & inside & (den > 0), num / np.maximum(den, 1e-300), np.nan)
 
 
 # --- usage vs requests (Fig. 9) -------------------------------------------------------------

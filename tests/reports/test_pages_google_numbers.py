@@ -172,9 +172,11 @@ def test_task_times_hourly_means_median_and_finished_shares() -> None:
 
 
 def test_a_moving_average_needs_a_whole_window_behind_each_point() -> None:
-    out = _moving_average(np.array([1.0, 2.0, np.nan, 4.0]), 2)
+    out = _moving_average(np.array([1.0, 2.0, np.nan, 4.0, np.nan, np.nan]), 2)
     assert np.isnan(out[0])  # one hour is not a 2-hour average
-    assert list(out[1:]) == [1.5, 2.0, 4.0]
+    assert list(out[1:4]) == [1.5, 2.0, 4.0]
+    # the series ends at its last value (the execution series stops a horizon early)
+    assert np.isnan(out[4:]).all()
 
 
 def test_usage_shares_and_used_over_requested_per_class() -> None:
