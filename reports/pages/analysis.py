@@ -778,6 +778,17 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
         alt="Violin plots of the relative error of the fitted normal's 95th, 99th and 99.9th percentiles per N.",
         caption="(F⁻¹(k) − P_k)/P_k of the fitted normal per N at k = 95, 99, 99.9 (violins; 0 = exact).",
         ncols=3,
+        data=(
+            (
+                "tasks per set N",
+                "relative error, 95th percentile",
+                "relative error, 99th percentile",
+                "relative error, 99.9th percentile",
+            ),
+            sets.filter(pl.col("n_tasks_per_set").is_in(sizes))
+            .select("n_tasks_per_set", "rel_error_p95", "rel_error_p99", "rel_error_p999")
+            .rows(),
+        ),
     ) as (axes, figs):
         for i, (c, label) in enumerate(
             (("rel_error_p95", "95th"), ("rel_error_p99", "99th"), ("rel_error_p999", "99.9th"))
@@ -789,9 +800,9 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
                 v = v[np.isfinite(v)]
                 data.append(v if v.size else np.zeros(1))
             ax.violinplot(data, showmedians=True)
-            ax.set_xticks(range(1, len(sizes) + 1), [str(n) for n in sizes], fontsize=6)
+            ax.set_xticks(range(1, len(sizes) + 1), [str(n) for n in sizes], fontsize=8)
             ax.axhline(0.0, color="grey", linewidth=0.8)
-            ax.set_title(f"{label} percentile", fontsize=8)
+            ax.set_title(f"{label} percentile", fontsize=9)
             ax.set_xlabel("N")
             ax.set_ylabel("relative error")
     return figs

@@ -460,7 +460,7 @@ def _event_cdf_figure(
             ax.plot(days, floats(series, c), label=human_label(c), linewidth=1.2)
         ax.set_xlabel("day of trace")
         ax.set_ylabel("CDF" if fig_no == "2" else "cumulative count / total new submissions")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return figs
 
 
@@ -1039,7 +1039,7 @@ def _usage_figure(df: pl.DataFrame, resource: str, out: Path) -> list[Figure]:
             )
         ax.set_xlabel("day of trace")
         ax.set_ylabel(f"{resource} (normalised)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return figs
 
 

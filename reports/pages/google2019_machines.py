@@ -118,10 +118,12 @@ def google2019_machines_sections(ctx: PageContext) -> Sequence[Section]:
                 " memory in units of the largest machine's; ",
                 Number("without_capacity_end", float(nums.without_capacity_end), ",.0f"),
                 " machines up then have no capacity in the data (an ADD with a blank capacity) "
-                "and are left out of the totals.",
+                "and are left out of the totals."
+                + ("" if nums.days > 0 else " No machine event lies inside the window."),
             ),
             paper=_PAPER,
-            figures=tuple(_series_figure(lf, ctx.out_dir)),
+            # with no event inside the window there is no series to draw, only its start
+            figures=tuple(_series_figure(lf, ctx.out_dir)) if nums.days > 0 else (),
         ),
         Section(
             title="Capacity mix (machines per CPU × memory capacity)",

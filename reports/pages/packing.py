@@ -407,7 +407,7 @@ def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
             ax.set_ylim(floor / 2, 1.0)
             ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
             ax.set_xlabel("m (normalised machines)", fontsize=8)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=8)
         row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
 

@@ -528,8 +528,8 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame, h: YieldHeadline) 
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("jobs", fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.legend(fontsize=7)
+            ax.tick_params(labelsize=8)
+            ax.legend(fontsize=8)
         axes[0][0].set_ylabel("mean run time (ms)", fontsize=8)
     return Section(
         title="Run time (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18)",

@@ -293,3 +293,40 @@ def test_each_index_link_carries_its_pages_headline_number(built: tuple[Path, Pa
     assert '<span class="headline">undocumented transitions: 1.41%</span>' in line.group(0)
     queue = read_refs(run / "google-queue.html").texts["queue_end"]
     assert f"queue at the window&#39;s end: {queue}" in index
+
+
+def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
+    tmp_path: Path,
+) -> None:
+    """Two machines added before the window (time 0) and nothing after: the page states the
+    start and end, draws the capacity mix, and no series figure with no points."""
+    derived = tmp_path / "derived" / "google-2019"
+    derived.mkdir(parents=True)
+    pl.DataFrame(
+        {
+            "time": [0],
+            "adds": [2],
+            "removes": [0],
+            "updates": [0],
+            "machines": [2],
+            "cpus_total": [1.5],
+            "memory_total": [1.0],
+            "machines_without_capacity": [0],
+        }
+    ).write_parquet(derived / "agg_g2019_machine_capacity.parquet")
+    pl.DataFrame(
+        {
+            "snapshot": ["window_start", "window_start", "window_end", "window_end"],
+            "cpus": [1.0, 0.5, 1.0, 0.5],
+            "memory": [0.5, 0.5, 0.5, 0.5],
+            "machines": [1, 1, 1, 1],
+        }
+    ).write_parquet(derived / "agg_g2019_machine_capacity_mix.parquet")
+    build = build_site(tmp_path, specs=[PAGE_SPECS["google-2019-machines"]], strict=True)
+    page = read_refs(build.run_dir / "google-2019-machines.html")
+    assert (page.numbers["machines_start"], page.numbers["machines_end"]) == (2, 2)
+    assert page.numbers["machine_adds"] == 0  # the two ADDs are at time 0, before the window
+    assert [src for src, _ in page.images] == ["google-2019-machines/capacity_mix.png"]
+    assert "No machine event lies inside the window." in (
+        build.run_dir / "google-2019-machines.html"
+    ).read_text(encoding="utf-8")
