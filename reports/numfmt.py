@@ -8,6 +8,7 @@ bound with its count: ``< 4.28e-5 (0 of 70,000, 95%)`` — never a bare 0 beside
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -38,6 +39,17 @@ def fmt(value: float | int | None, digits: int = 3) -> str:
     if "." in mantissa:
         mantissa = mantissa.rstrip("0").rstrip(".")
     return f"{mantissa}e{int(exponent)}"
+
+
+def fmt_in_text(text: str) -> str:
+    """``text`` with every decimal of more than 3 significant digits written by :func:`fmt`
+    (notes and headlines a stage wrote with the full value: ``1.015388`` reads ``1.02``)."""
+
+    def one(m: re.Match[str]) -> str:
+        digits = m.group(0).replace(".", "").lstrip("0")
+        return fmt(float(m.group(0))) if len(digits) > 3 else m.group(0)
+
+    return re.sub(r"(?<![\w.^])\d+\.\d+(?![\w.])", one, text)
 
 
 def fmt_pct(fraction: float | None, digits: int = 3) -> str:

@@ -674,6 +674,7 @@ def _environment() -> jinja2.Environment:
     )
     env.filters["repr"] = repr
     env.filters["num"] = numfmt.fmt
+    env.filters["numbers_in"] = numfmt.fmt_in_text
     env.globals["trace_label"] = trace_label
     env.globals["by_trace"] = pages_by_trace
     return env

@@ -23,7 +23,7 @@ from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import fmt
+from tracelab.reports.numfmt import fmt, fmt_in_text
 
 #: (label, recommended record, paper's record, parameter, path into TRUTH.json, bias is relative)
 _ROWS: tuple[tuple[str, str, str, str, tuple[str, ...], bool], ...] = (
@@ -165,12 +165,6 @@ def priors_comparison(
             )
         )
     return rows
-
-
-def _rounded(text: str) -> str:
-    """A record's notes with their decimals to 3 significant digits (the export keeps them
-    exact: alpha = 0.321772 reads alpha = 0.322)."""
-    return re.sub(r"(?<![\w.])\d+\.\d{4,}(?![\w.])", lambda m: fmt(float(m.group(0))), text)
 
 
 def _unit(unit: str) -> str:
@@ -386,7 +380,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
             Number(f"{name}_mean", shape / rate),
             " against the deployments' mean ",
             Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan")),
-            ". " + _rounded(p.rec.notes) + ".",
+            ". " + fmt_in_text(p.rec.notes) + ".",
         ),
         paper="“On the cluster admission problem” fits Gamma priors by maximum likelihood to the per-deployment estimates "
         "(arrivals inside the window only) and shows each prior's CDF over the normalised "

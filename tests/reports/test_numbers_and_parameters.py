@@ -15,6 +15,7 @@ from tracelab.reports.numfmt import (
     clustered_mean_interval,
     fmt,
     fmt_ci,
+    fmt_in_text,
     fmt_pct,
     mean_interval,
 )
@@ -124,3 +125,10 @@ def test_the_format_check_finds_what_breaks_the_rule() -> None:
         "0.9062",
         "186.7",
     ]
+
+
+def test_numbers_in_a_stages_note_are_written_to_3_digits() -> None:
+    note = "best_mcb MCB8; milp_over_mcb8_pct 1.015388; alpha = 0.321772; n 96; p 0.95"
+    assert (
+        fmt_in_text(note) == "best_mcb MCB8; milp_over_mcb8_pct 1.02; alpha = 0.322; n 96; p 0.95"
+    )
