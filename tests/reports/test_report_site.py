@@ -143,6 +143,9 @@ def test_index_shows_manifest_counts_timings_and_params_link(built: tuple[Path, 
     assert "bbb222" in html
     assert "<td>derive</td><td>google-2011</td><td>ok</td><td>1.25</td>" in html
     assert f'href="runs/{run.name}/params.json"' in html
+    # the run shown is marked in the history, not in the colour of a row out of tolerance
+    assert f'<tr class="current"><td><a href="runs/{run.name}/index.html">' in html
+    assert 'class="highlight"' not in html
     assert (run / "params.json").read_bytes() == (data / "exports" / "params.json").read_bytes()
     doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert doc["run_id"] == "20261122T100000Z"
