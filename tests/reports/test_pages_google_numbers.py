@@ -4,7 +4,10 @@ value is worked out by hand in the test."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
+import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from tracelab.reports.pages.google import (
     _label_spot,
     _moving_average,
+    _utilization_change_figure,
     event_cdf_numbers,
     queue_numbers,
     running_column,
@@ -240,3 +244,19 @@ def test_a_transition_count_label_moves_along_its_arc_off_another() -> None:
     expected = (1 - t) ** 2 * a + 2 * (1 - t) * t * np.array([0.0, -0.4]) + t**2 * b
     assert list(second) == pytest.approx(list(expected))
     assert abs(second[0] - first[0]) >= 0.18
+
+
+def test_the_absolute_change_axis_starts_at_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """|relative change| is never negative: the symlog axis shows no negative region, and the
+    legend names the resources in words."""
+    kept: list[Any] = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    changes = pl.DataFrame({"cpu_change": [-0.5, 0.01, 0.3], "memory_change": [0.0, -0.1, 0.2]})
+    _utilization_change_figure(changes, tmp_path)
+    (fig,) = kept
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] == 0.0
+    assert ax.get_xlim()[1] == pytest.approx(0.5 * 1.2)  # the largest |change|, and a margin
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CPU used", "memory used"]
