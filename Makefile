@@ -9,7 +9,7 @@ LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
 .PHONY: FORCE setup browser run test test-heavy test-cluster lint typecheck lock bench-ingest bench-ingest_jsonl bench-derive bench-analyze \
-	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation clean
+	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation-tree mutation mutation-sample clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
 # tracelab itself, editable, without re-resolving its dependencies.
@@ -79,21 +79,29 @@ bench-ingest bench-ingest_jsonl bench-derive bench-analyze bench-packing bench-a
 bench-check: $(LINKED)
 	$(BIN)/python bench/check.py
 
-## mutation testing of the consuming stages' stage-level modules (issue 24; slow, not in CI).
+## mutation testing of the consuming stages' stage-level modules (slow, not in CI).
 ## mutmut names modules by file path, so it runs in build/mutation/: a copy of the tree with the
 ## code under tracelab/ (the installed names); [tool.mutmut] in pyproject.toml says what it mutates.
 ## MUTANTS='tracelab.analysis.packing.stage.x_item_moments*' restricts the run to matching mutants;
 ## MUTANTS="$$(cat docs/mutation-sample.txt)" is the recorded sample (docs/development.md).
 ## build/mutation/mutants/ (mutmut's verdicts) is kept: a second run checks only new mutants.
 MUTATION_DIR := build/mutation
-mutation: $(LINKED)
+mutation-tree: $(LINKED)
 	rm -rf $(MUTATION_DIR)/tracelab $(MUTATION_DIR)/tests && mkdir -p $(MUTATION_DIR)/tracelab
 	cp -r analysis flows reports queries $(MUTATION_DIR)/tracelab/
 	cp analysis/_tracelab/__init__.py $(MUTATION_DIR)/tracelab/__init__.py
 	cp -r tests pyproject.toml $(MUTATION_DIR)/
-	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(MUTANTS); \
+
+mutation: mutation-tree
+	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/mutmut run --max-children 2 $(strip $(MUTANTS)); \
 	  $(CURDIR)/$(BIN)/mutmut results --all true > results.txt; \
 	  grep -c ': killed' results.txt; grep -v ': killed' results.txt
+
+## generates every mutant (without running any) and rewrites docs/mutation-sample.txt with the
+## stratified sample drawn from them (tests/mutation_sample.py)
+mutation-sample: mutation-tree
+	cd $(MUTATION_DIR) && $(CURDIR)/$(BIN)/python tests/mutation_sample.py --generate mutants \
+	  > $(CURDIR)/docs/mutation-sample.txt
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .mypy_cache .ruff_cache

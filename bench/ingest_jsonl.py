@@ -41,7 +41,7 @@ MEASURES = (
     "analysis/lake/ingest_jsonl.py",
     "analysis/lake/ingest_jsonl_fast.py",
     "analysis/lake/ingest_stream.py",
-    "analysis/lake/schemas_google2019.py",
+    "analysis/traces/google2019.py",
 )
 
 REPO = Path(__file__).resolve().parent.parent

@@ -16,30 +16,32 @@ from rich.progress import DownloadColumn, Progress, TextColumn, TransferSpeedCol
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.download import (
-    AZURE_2017_BASE,
     CHECKSUM_LIST,
-    GOOGLE_2011_BASE,
     FetchPolicy,
     RemoteFile,
-    azure_files,
     download_files,
     fetch_text,
     google_files,
+    listed_files,
     parse_checksum_list,
 )
 from tracelab.analysis.lake.schemas import trace_tables
+from tracelab.analysis.traces import TRACE_IDS, TRACES
 from tracelab.flows.settings import Settings
 
-_BASES = {"google-2011": GOOGLE_2011_BASE, "azure-2017": AZURE_2017_BASE}
+#: the traces tracelab can fetch, and where from
+_DOWNLOADS = {t.id: t.download for t in TRACES if t.download is not None}
+#: traces whose files are chosen by table and part from the publisher's checksum list
+_BY_PART = tuple(t for t, d in _DOWNLOADS.items() if d.checksum_list)
 _MAX_WORKERS = 16
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--trace", default="google-2011", choices=sorted(_BASES))
+    parser.add_argument("--trace", default=TRACE_IDS[0], choices=list(_DOWNLOADS))
     parser.add_argument(
         "--tables",
         default=None,
-        help="comma-separated tables of google-2011 (default: all listed in SHA256SUM)",
+        help="comma-separated tables (default: all the publisher lists)",
     )
     parser.add_argument(
         "--parts", default=None, metavar="A-B", help="part numbers A to B inclusive (e.g. 0-9)"
@@ -68,17 +70,18 @@ def parse_parts(text: str | None) -> tuple[int, int] | None:
 
 def chosen_files(args: argparse.Namespace, base_url: str, policy: FetchPolicy) -> list[RemoteFile]:
     """The files the options name; a one-line error when they name none or an unknown table."""
-    if args.trace == "azure-2017":
-        if args.tables or args.parts:
-            raise TracelabError("--tables and --parts apply to google-2011 only")
-        return azure_files(base_url)
+    download = _DOWNLOADS[args.trace]
     tables = None if args.tables is None else [t.strip() for t in args.tables.split(",")]
     unknown = sorted(set(tables or ()) - set(trace_tables(args.trace)))
     if unknown:
         known = ", ".join(sorted(trace_tables(args.trace)))
         raise TracelabError(f"--tables: unknown {unknown} for {args.trace}; known: {known}")
+    if not download.checksum_list:
+        if args.parts:
+            raise TracelabError(f"--parts applies to {', '.join(_BY_PART)} only")
+        return listed_files(download, base_url, tables)
     checksums = parse_checksum_list(fetch_text(base_url + CHECKSUM_LIST, policy))
-    files = google_files(checksums, base_url, tables, parse_parts(args.parts))
+    files = google_files(checksums, base_url, tables, parse_parts(args.parts), args.trace)
     if not files:
         raise TracelabError(f"no file of {base_url}{CHECKSUM_LIST} matches --tables/--parts")
     return files
@@ -87,7 +90,7 @@ def chosen_files(args: argparse.Namespace, base_url: str, policy: FetchPolicy) -
 def run_command(args: argparse.Namespace, settings: Settings) -> int:
     if not 1 <= args.workers <= _MAX_WORKERS:
         raise TracelabError(f"--workers {args.workers} must be from 1 to {_MAX_WORKERS}")
-    base_url = args.base_url or _BASES[args.trace]
+    base_url = args.base_url or _DOWNLOADS[args.trace].base_url
     if not base_url.endswith("/"):
         base_url += "/"
     policy = FetchPolicy()

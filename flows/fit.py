@@ -4,7 +4,9 @@ Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab deri
 azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables
 from that one vmtable CSV(.gz) (``queries/``, :mod:`analysis.azure_vmtable`) into
 ``DATA/derived/azure-2017/``; fits the priors (:mod:`analysis.priors`) into
-``DATA/results/azure-2017/priors/``.
+``DATA/results/azure-2017/priors/``. ``--trace azure-2019`` fits the same priors on V2's
+``fct_azure_deployments`` into ``DATA/results/azure-2019/priors/`` (its cores come from buckets:
+docs/derive.md); ``--vmtable`` is V1's only.
 
 ``--trace alibaba-2018`` fits the priors that trace supports
 (:mod:`analysis.priors.alibaba`: Gamma execution times of the Terminated tasks and per-task mean
@@ -41,6 +43,7 @@ from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
+    vmtable_needs,
 )
 from tracelab.flows.observe import flow_run_name, publish_summary
 from tracelab.flows.settings import Settings, duckdb_connection
@@ -62,18 +65,19 @@ def derive_azure(settings: Settings, vmtable_csv: Path, shutdown_min_vms: int) -
         con.close()
 
 
-@task(cache_policy=NONE, task_run_name="fit azure-2017 priors")
+@task(cache_policy=NONE, task_run_name="fit {trace} priors")
 def fit_priors(
     settings: Settings,
+    trace: str,
     seed: int,
     n_boot: int,
     zero_event_probability: float | None,
     alpha: float | None,
     shutdown_cores: str,
 ) -> Path:
-    """Priors from ``fct_azure_deployments.parquet`` -> ``DATA/results/azure-2017/priors/``."""
+    """Priors from ``fct_azure_deployments.parquet`` -> ``DATA/results/<trace>/priors/``."""
     logger = get_run_logger()
-    deployments = pl.read_parquet(settings.derived_dir / TRACE / "fct_azure_deployments.parquet")
+    deployments = pl.read_parquet(settings.derived_dir / trace / "fct_azure_deployments.parquet")
     priors = azure_priors(
         deployments,
         window_hours=AZURE_CENSORED_VMDELETED_S / 3600.0,
@@ -82,8 +86,9 @@ def fit_priors(
         zero_event_probability=zero_event_probability,
         alpha=alpha,
         shutdown_cores=shutdown_cores,
+        trace=trace,
     )
-    out = settings.results_dir / TRACE / "priors"
+    out = settings.results_dir / trace / "priors"
     write_stage_outputs(out, priors_tables(priors), priors_summary(priors))
     path = write_stage_params(out, priors.records())
     logger.info(
@@ -111,6 +116,7 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     )
     path = fit_priors(
         settings,
+        trace,
         params.seed,
         params.n_boot,
         params.zero_event_probability,
@@ -120,7 +126,7 @@ def fit_azure_flow(settings: Settings, trace: str, params: FitOptions) -> Path:
     # the page's "Parameters of this run" and a reader of summary.json see what the fit ran with
     record_parameters(path.parent, params)
     deployments = pl.scan_parquet(
-        settings.derived_dir / TRACE / "fct_azure_deployments.parquet"
+        settings.derived_dir / trace / "fct_azure_deployments.parquet"
     ).select(pl.len())
     headline = (("deployments", f"{deployments.collect().item():,}"),)
     publish_summary("fit", trace, headline, "azure-priors")
@@ -208,15 +214,25 @@ def fit_google2019_flow(
 
 
 def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:
-    """What keeps fit from running on ``trace`` (the registry's ``needs``): only google-2019
-    can lack every table its priors come from (a lake of machine_events alone)."""
-    return google2019.google2019_needs(data_dir) if trace == google2019.TRACE else None
+    """What keeps fit from running on ``trace`` (the registry's ``needs``): google-2019 can lack
+    every table its priors come from (a lake of machine_events alone), azure-2019 its vmtable
+    (the published deployments table alone)."""
+    if trace == google2019.TRACE:
+        return google2019.google2019_needs(data_dir)
+    if trace not in (alibaba.TRACE, TRACE):
+        return vmtable_needs(data_dir, trace)
+    return None
 
 
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
     """The registry's entry point: the fit flow with typed parameters."""
     if trace in (alibaba.TRACE, google2019.TRACE):
         return _run_trace_priors(settings, trace, params)
+    if params.vmtable and trace != TRACE:
+        raise TracelabError(
+            f"--vmtable is an {TRACE} option (a V1 vmtable); `tracelab fit --trace {trace}` "
+            f"reads DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
+        )
     if params.vmtable and not Path(params.vmtable).is_file():
         raise TracelabError(f"--vmtable {params.vmtable}: no such file; give a V1 vmtable CSV(.gz)")
     started = time.perf_counter()

@@ -16,6 +16,7 @@ from prefect import flow, task
 from tracelab.analysis.common.stage_api import number_arg
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.analysis.synthetic.request import GENERATED_TRACES, MAX_MB, SCALES, check_request
+from tracelab.analysis.traces import TRACES
 from tracelab.flows.lock import LOCK_NAME, data_dir_lock
 from tracelab.flows.observe import flow_run_name
 from tracelab.flows.settings import Settings
@@ -48,10 +49,14 @@ def write_synthetic_trace(
     )
 
 
+#: the traces published in part files, whose generator takes --part-mb
+PARTED = ", ".join(t.id for t in TRACES if "part_mb" in t.generator.takes)
+
+
 @flow(name="tracelab-generate", flow_run_name=flow_run_name("generate"), log_prints=False)
 def generate_flow(
-    trace: str = "google-2011",
-    out: str = "data/raw/google-2011",
+    trace: str = GENERATED_TRACES[0],
+    out: str = f"data/raw/{GENERATED_TRACES[0]}",
     seed: int = 0,
     scale: str = "small",
     target_mb: float | None = None,
@@ -66,7 +71,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trace",
         choices=GENERATED_TRACES,
-        default="google-2011",
+        default=GENERATED_TRACES[0],
         help="trace to generate (default: %(default)s)",
     )
     parser.add_argument(
@@ -94,7 +99,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--part-mb",
         type=number_arg(float, 0, MAX_MB),
         default=None,
-        help="google-2011: close each part file once its task_usage part holds about N raw MB "
+        help=f"{PARTED}: close each part file once its task_usage part holds about N raw MB "
         "(the published parts hold ~350); default: one part per job batch",
     )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")

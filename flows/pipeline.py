@@ -34,11 +34,11 @@ from tracelab.analysis.common.fingerprints import (
 from tracelab.analysis.common.memory import release_unused_memory
 from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
 from tracelab.analysis.common.stage_api import StageResult, number_arg
-from tracelab.analysis.lake.availability import PUBLISHED_LAYOUT
 from tracelab.analysis.lake.catalog import write_catalog
 from tracelab.analysis.lake.generating import partial_sample
 from tracelab.analysis.lake.ingest import discover_raw_files, raw_files_present
 from tracelab.analysis.lake.ingest_manifest import read_manifest
+from tracelab.analysis.traces import trace_spec
 from tracelab.flows.generate import DEFAULT_SCALE, generate_flow
 from tracelab.flows.ingest import add_replace_argument, ingest_trace, prepare_source
 from tracelab.flows.observe import flow_run_name, publish_summary
@@ -385,7 +385,7 @@ def require_ingestible(trace: str, raw: Path) -> None:
         return
     left_out = [p for p in found.problems if not p.is_error] or list(found.problems)
     named = "; ".join(f"{p.path}: {p.reason}" for p in left_out[:3])
-    layout = PUBLISHED_LAYOUT.get(trace, "<table>/part-NNNNN-of-NNNNN.csv.gz")
+    layout = trace_spec(trace).raw_layout
     raise TracelabError(
         f"--raw {raw}: no {trace} file named as published ({layout}); "
         + (named or "check the folder")

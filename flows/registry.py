@@ -33,15 +33,14 @@ from tracelab.analysis.common.datapaths import (
 )
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.statistics import ANALYSES
+from tracelab.analysis.traces import TRACE_IDS, alibaba2018, google2019, traces_feeding
 
 if TYPE_CHECKING:
     from tracelab.analysis.common.shortfall import Shortfall
     from tracelab.flows.settings import Settings
     from tracelab.reports.model import PageSpec
 
-TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
-TRACES += ("alibaba-2018",)
-TRACES += ("google-2019",)
+TRACES: tuple[str, ...] = TRACE_IDS
 #: stages outside the registry that run before it, in this order (their own commands)
 BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 
@@ -222,16 +221,13 @@ def _placement() -> StageCode:
     )
 
 
-_G, _A = "google-2011", "azure-2017"
-_G19 = "google-2019"
-
 STAGES: tuple[Stage, ...] = (
     Stage(
         name="derive",
         command="derive",
         scales_out=True,
         help="DuckDB SQL derived tables (queries/) and their invariant checks",
-        traces=(_G, _A, "alibaba-2018", _G19),
+        traces=traces_feeding("derive"),
         code=_derive,
         inputs=(LAKE_MANIFEST,),
         outputs=(DERIVED_FOLDER,),
@@ -252,7 +248,7 @@ STAGES: tuple[Stage, ...] = (
         name="analyze",
         command="analyze",
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
-        traces=(_G,),
+        traces=traces_feeding("analyze"),
         code=_analyze,
         inputs=(
             derived_table("fct_task_usage_stats"),
@@ -274,9 +270,9 @@ STAGES: tuple[Stage, ...] = (
     Stage(
         name="fit",
         command="fit",
-        help="Gamma priors of the Azure deployment model, with censoring; on alibaba-2018 and "
-        "google-2019 the Gamma priors each trace supports (execution time, CPU usage)",
-        traces=(_A, "alibaba-2018", _G19),
+        help="Gamma priors of the Azure deployment model, with censoring; on the other traces "
+        "the Gamma priors each supports (execution time, CPU usage)",
+        traces=traces_feeding("fit"),
         code=_fit,
         inputs=(derived_table("fct_azure_deployments"),),
         outputs=(stage_results("priors", producer="fit"),),
@@ -285,14 +281,14 @@ STAGES: tuple[Stage, ...] = (
         methods="§2.6, §2.7",
         trace_inputs=(
             (
-                "alibaba-2018",
+                alibaba2018.ID,
                 (
                     derived_table("fct_alibaba_task_times"),
                     derived_table("fct_alibaba_task_usage_stats"),
                 ),
             ),
             (
-                _G19,
+                google2019.ID,
                 (
                     derived_table("fct_g2019_instance_times"),
                     derived_table("fct_g2019_instance_usage_stats"),
@@ -304,7 +300,7 @@ STAGES: tuple[Stage, ...] = (
         name="calibration",
         command="calibrate",
         help="this run's statistics beside the published figures they should match, with tolerances",
-        traces=(_G,),
+        traces=traces_feeding("calibration"),
         code=_calibration,
         inputs=(
             stage_results("clustering", "summary.json", producer="analyze"),
@@ -332,7 +328,7 @@ STAGES: tuple[Stage, ...] = (
         command="pack",
         scales_out=True,
         help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
-        traces=(_G,),
+        traces=traces_feeding("packing"),
         code=_packing,
         # the long tasks it draws are checked by its `needs` (analysis/lake/availability.py)
         inputs=(derived_table("fct_task_usage_stats"), PARAMS_EXPORT),
@@ -346,7 +342,7 @@ STAGES: tuple[Stage, ...] = (
         command="yield",
         scales_out=True,
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
-        traces=(_G,),
+        traces=traces_feeding("yield"),
         code=_yield,
         # the paper's instances need no data; the trace's need task_events and machine_events
         # (without them the stage runs the paper's only and says so)
@@ -361,7 +357,7 @@ STAGES: tuple[Stage, ...] = (
         command="admit",
         scales_out=True,
         help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
-        traces=(_A,),
+        traces=traces_feeding("admission"),
         code=_admission,
         inputs=(PARAMS_EXPORT,),
         outputs=(stage_results("admission"),),
@@ -374,7 +370,7 @@ STAGES: tuple[Stage, ...] = (
         command="place",
         scales_out=True,
         help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
-        traces=(_A,),
+        traces=traces_feeding("placement"),
         code=_placement,
         inputs=(PARAMS_EXPORT, lake_table("vmtable")),
         outputs=(stage_results("placement"),),

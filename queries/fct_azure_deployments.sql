@@ -10,10 +10,10 @@ vms as (
         deploymentid,
         vmcreated,
         vmdeleted,
-        vmcorecount as cores,
+        cores,
         greatest(vmdeleted - vmcreated, $grid_s) as lifetime_s,
         vmdeleted >= $censored_s as censored,
-    from vmtable
+    from stg_vms
 ),
 
 per_deployment_vms as (

@@ -6,8 +6,8 @@ vms as (
     select
         deploymentid,
         vmcreated,
-        vmcorecount,
-    from vmtable
+        cores,
+    from stg_vms
 ),
 
 events as (
@@ -15,7 +15,7 @@ events as (
         deploymentid,
         vmcreated as created_s,
         count(*) as n_vms,
-        sum(vmcorecount)::bigint as cores,
+        sum(cores)::bigint as cores,
     from vms
     group by deploymentid, vmcreated
 ),

@@ -8,8 +8,8 @@ vms as (
         vmid,
         vmcreated,
         vmdeleted,
-        vmcorecount,
-    from vmtable
+        cores,
+    from stg_vms
 ),
 
 final as (
@@ -18,7 +18,7 @@ final as (
         vmid,
         vmcreated,
         vmdeleted,
-        vmcorecount as cores,
+        cores,
         -- the official notebook floors a lifetime at one 300 s slot: a VM seen at all lived
         greatest(vmdeleted - vmcreated, $grid_s) / 3600.0 as lifetime_hours,
         vmdeleted >= $censored_s as censored,

@@ -37,7 +37,7 @@ def test_quickstart_runs_on_a_data_dir(
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     printed = [o["text"] for o in outputs if o["output_type"] == "stream" and o["name"] == "stdout"]
     # the tiny run generates every trace
-    traces = ("google-2011", "azure-2017", "alibaba-2018", "google-2019")
+    traces = ("google-2011", "azure-2017", "alibaba-2018", "google-2019", "azure-2019")
     assert printed[0] == f"{tracelab.__version__} {traces}\n"
     assert printed[1].startswith("sample mean ")
     images = [o for o in outputs if "image/png" in o.get("data", {})]

@@ -1,8 +1,9 @@
-"""Functions short enough to read: none in analysis/, flows/ or reports/ over 80 lines."""
+"""Code kept readable: short functions, one atomic-write helper, no issue numbers."""
 
 from __future__ import annotations
 
 import ast
+import re
 
 from repo_paths import REPO
 
@@ -33,3 +34,16 @@ def test_one_atomic_write_helper() -> None:
             if path.name not in allowed and ("tmp.replace(" in text or "partial.replace(" in text):
                 offenders.append(str(path.relative_to(REPO)))
     assert not offenders, f"use tracelab.analysis.common.atomic instead: {offenders}"
+
+
+def test_no_issue_numbers_in_code() -> None:
+    # a comment says why; which issue asked for it is history, and history lives in git
+    pattern = re.compile(r"\bissues? #?\d+", re.IGNORECASE)
+    found = []
+    for folder in ("analysis", "flows", "reports", "queries", "bench", "tests"):
+        for path in sorted((REPO / folder).rglob("*")):
+            if path.suffix in {".py", ".sql", ".html"} and path.is_file():
+                for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                    if pattern.search(line):
+                        found.append(f"{path.relative_to(REPO)}:{number}")
+    assert not found, "issue numbers in code: " + "; ".join(found)

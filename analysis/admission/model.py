@@ -23,12 +23,13 @@ import numpy.typing as npt
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument
+from tracelab.analysis.traces import azure2017
 
 FloatArray = npt.NDArray[np.float64]
 #: a float or an array of floats: the closed form is written once for both
 Num = TypeVar("Num", float, FloatArray)
 
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 STAGE = "priors"
 
 #: params record names per ``--prior`` choice: lifetime, normalised scale-out, size, alpha, shutdown

@@ -40,8 +40,9 @@ from tracelab.analysis.common.stage_api import (
 )
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.export.document import load_params
+from tracelab.analysis.traces import azure2017
 
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 STAGE = "admission"
 #: policies of Table 2 (Cluster Admission §5) and the §6 marginal heuristic
 TUNED_POLICIES = ("zeroth", "first", "second", "first-marginal", "second-marginal")

@@ -23,104 +23,19 @@ from tracelab.analysis.compare.intervals import (
     quantile_interval,
     time_average,
 )
+from tracelab.analysis.traces import TRACES
+from tracelab.analysis.traces.model import OUTCOMES, TraceTables
 
 #: (trace, table, columns) -> those columns of the derived table, or None when it is absent
 Reader = Callable[[str, str, tuple[str, ...]], pl.DataFrame | None]
 
-#: the common names of how a unit ends, in the order the page shows them
-OUTCOMES = ("finish", "fail", "kill", "evict", "lost")
 _DAY_S = 86_400.0
 #: the trace's end-of-window marker (2^63 - 1) and its start-of-window point 0 are not times
 _AFTER_WINDOW = 2**63 - 1
 
 
-@dataclass(frozen=True)
-class TraceTables:
-    """Where one trace keeps what the comparison reads, and what its codes and units mean."""
-
-    trace: str
-    #: what one row of the task-times table is
-    unit: str
-    #: seconds per unit of the trace's time columns
-    time_unit_s: float
-    task_times: str
-    outcome_column: str
-    #: the trace's terminal codes (event types or states) -> a name in OUTCOMES
-    outcomes: Mapping[object, str]
-    #: (table, column) of the queue-length series; None when the trace does not record it
-    queue: tuple[str, str] | None
-    running: tuple[str, str]
-    #: (table, used column, requested column, what a row is)
-    usage: tuple[str, str, str, str]
-    #: columns whose rows are summed into one before the ratio (google-2011: per window)
-    usage_group: tuple[str, ...]
-    machines: str
-    #: the machine table's column counting departures (REMOVE events, or status changes)
-    departures: str
-    departures_mean: str
-    #: why a metric is absent for this trace
-    notes: Mapping[str, str]
-
-
-TRACE_TABLES: tuple[TraceTables, ...] = (
-    TraceTables(
-        trace="google-2011",
-        unit="task incarnation",
-        time_unit_s=1e-6,
-        task_times="fct_task_times",
-        outcome_column="terminal_event_type",
-        outcomes={2: "evict", 3: "fail", 4: "finish", 5: "kill", 6: "lost"},
-        queue=("agg_queue_length", "queue_length"),
-        running=("agg_running_tasks", "running_tasks"),
-        usage=("agg_usage_by_priority", "used_cpu", "requested_cpu", "5-minute window"),
-        usage_group=("window_index",),
-        machines="agg_machine_capacity",
-        departures="removes",
-        departures_mean="REMOVE events",
-        notes={},
-    ),
-    TraceTables(
-        trace="google-2019",
-        unit="instance incarnation",
-        time_unit_s=1e-6,
-        task_times="fct_g2019_instance_times",
-        outcome_column="terminal_event_type",
-        outcomes={4: "evict", 5: "fail", 6: "finish", 7: "kill", 8: "lost"},
-        queue=("agg_g2019_queue_length", "queue_length"),
-        running=("agg_g2019_running_instances", "running_instances"),
-        usage=("fct_g2019_instance_usage_stats", "avg_mean", "cpu_request", "instance"),
-        usage_group=(),
-        machines="agg_g2019_machine_capacity",
-        departures="removes",
-        departures_mean="REMOVE events",
-        notes={},
-    ),
-    TraceTables(
-        trace="alibaba-2018",
-        unit="batch task",
-        time_unit_s=1.0,
-        task_times="fct_alibaba_task_times",
-        outcome_column="terminal_state",
-        # Interrupted: a backup instance stopped (v2017 docs); Cancelled: stopped by the user
-        outcomes={
-            "Terminated": "finish",
-            "Failed": "fail",
-            "Cancelled": "kill",
-            "Interrupted": "evict",
-        },
-        queue=None,
-        running=("agg_alibaba_running_tasks", "running_tasks"),
-        usage=("fct_alibaba_container_usage_stats", "cpu_used_mean", "cpu_request", "container"),
-        usage_group=(),
-        machines="agg_alibaba_machine_capacity",
-        departures="status_changes",
-        departures_mean="status changes",
-        notes={
-            "queue": "batch_task records no submission time, so no queue length",
-            "scheduling": "batch_task records no submission time, so no scheduling delay",
-        },
-    ),
-)
+#: where each trace keeps what the comparison reads (its declaration's ``comparison``)
+TRACE_TABLES: tuple[TraceTables, ...] = tuple(t.comparison for t in TRACES if t.comparison)
 
 
 @dataclass(frozen=True)
@@ -268,6 +183,11 @@ NOT_COMPARABLE: dict[str, str] = {
         "or scheduling delay, and no machine events; its VM lifetimes are on the azure-priors "
         "page"
     ),
+    "azure-2019": (
+        "like azure-2017's, its VM table has one row per VM (created, deleted, size buckets, a "
+        "CPU utilisation summary) and no life-cycle events: no submission, schedule or terminal "
+        "outcome, no queue and no machine events"
+    ),
 }
 
 
@@ -283,4 +203,6 @@ def left_out(compared: Sequence[str], known: Sequence[str]) -> dict[str, str]:
             out[trace] = NOT_COMPARABLE[trace]
         elif trace in specs:
             out[trace] = f"this data directory has no {specs[trace].task_times} table of it"
+        else:
+            out[trace] = "its trace spec names no tables to compare"
     return out

@@ -32,9 +32,10 @@ from tracelab.analysis.common.atomic import atomic_write_text
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fitted_params import STAGE_PARAMS_FILE, FittedParameter
 from tracelab.analysis.lake.provenance import data_source
+from tracelab.analysis.traces import TRACE_IDS
 
-#: 1.3.0: records of alibaba-2018 (a new trace value; every 1.x document stays valid);
-#: 1.4.0: records of google-2019 (likewise); Gamma records carry ``ci.mean`` (bootstrap of shape / rate)
+#: a new trace adds a trace value (every 1.x document stays valid); 1.4.0: Gamma records carry
+#: ``ci.mean`` (bootstrap of shape / rate)
 SCHEMA_VERSION = "1.4.0"
 SUPPORTED_MAJOR = 1
 SCHEMA_PATH = Path(__file__).resolve().parent / "params_schema.json"
@@ -134,8 +135,9 @@ def _meets(value: float, need: str) -> bool:
 
 
 def params_schema() -> dict[str, Any]:
-    """The JSON Schema of the document."""
+    """The JSON Schema of the document, its trace values those of the declared traces."""
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema["$defs"]["trace"]["enum"] = list(TRACE_IDS)
     return schema
 
 
@@ -300,7 +302,8 @@ def validate_params_document(doc: Any, *, where: str = "params document") -> Non
 def write_params_json(doc: dict[str, Any], path: Path) -> Path:
     """Validate, then write the document and a copy of its schema beside it, atomically."""
     validate_params_document(doc, where=str(path))
-    atomic_write_text(beside_path(path, "json")[0], SCHEMA_PATH.read_text(encoding="utf-8"))
+    schema = json.dumps(params_schema(), indent=2, ensure_ascii=False) + "\n"
+    atomic_write_text(beside_path(path, "json")[0], schema)
     return atomic_write_text(
         path, json.dumps(doc, indent=2, sort_keys=True, allow_nan=False) + "\n"
     )

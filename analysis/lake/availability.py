@@ -28,17 +28,13 @@ from tracelab.analysis.lake.derive import (
 from tracelab.analysis.lake.ingest import MANIFEST_NAME
 from tracelab.analysis.lake.provenance import manifest_view, read_ingest_note
 from tracelab.analysis.lake.schemas import trace_tables
+from tracelab.analysis.traces import google2011, trace_spec
 
-GOOGLE = "google-2011"
+GOOGLE = google2011.ID
 #: T_i at or above this many usage windows makes a task long (derive's default)
 LONG_TASK_WINDOWS = DeriveParams().long_task_windows
 LONG_TASK = f"≥ {LONG_TASK_WINDOWS} usage windows"
 _KEPT = ("ok", "skipped-unchanged")
-#: how a trace's files are named when it is not as google-2011's parts
-PUBLISHED_LAYOUT = {
-    "google-2019": "<table>/<table>-NNNNNNNNNNNN.json.gz",
-    "alibaba-2018": "<table>/<table>.csv[.gz]",
-}
 
 
 @dataclass(frozen=True)
@@ -82,7 +78,7 @@ def table_found(lake_trace_dir: Path, table: str) -> str:
     if t.failed:
         parts.append(f"{_files(len(t.failed))} failed to ingest: {_listed(t.failed)}")
     if not (t.ignored or t.failed or t.files):
-        layout = PUBLISHED_LAYOUT.get(lake_trace_dir.name, "<table>/part-NNNNN-of-NNNNN.csv[.gz]")
+        layout = trace_spec(lake_trace_dir.name).raw_layout
         parts.append(f"no {layout.replace('<table>', table)} file was given")
     return ", ".join(parts)
 

@@ -24,27 +24,16 @@ from tracelab.analysis.lake.schemas import (
     TIME_AFTER_WINDOW_US,
     TIME_BEFORE_WINDOW_US,
     TRACES,
-    WINDOW_START_US,
     Table,
 )
+from tracelab.analysis.traces import trace_spec
 
 CATALOG_FILE = "tracelab.duckdb"
-#: trace -> (time units per second, the window start in those units)
-_TIME_COLUMNS: dict[str, tuple[int, int]] = {
-    "google-2011": (1_000_000, WINDOW_START_US),
-    "azure-2017": (1, 0),
-    "alibaba-2018": (1, 0),
-    "google-2019": (1_000_000, 0),
-}
-#: lake views of these traces carry a prefix: google-2019 shares table names with google-2011
-_VIEW_PREFIX = {"google-2019": "g2019_"}
-#: traces whose times use 0 / 2^63-1 for "before / after the window"
-_MARKED_TIMES = frozenset({"google-2011", "google-2019"})
 
 
 def view_name(table: Table) -> str:
-    """The catalog's name for a lake table (``g2019_machine_events`` for google-2019's)."""
-    return _VIEW_PREFIX.get(table.trace, "") + table.name
+    """The catalog's name for a lake table, with its trace's view prefix where it has one."""
+    return trace_spec(table.trace).view_prefix + table.name
 
 
 def catalog_path(data_dir: Path) -> Path:
@@ -67,11 +56,12 @@ def _time_columns(table: Table) -> list[str]:
 
 
 def _lake_view(table: Table, files: str) -> str:
-    per_second, start = _TIME_COLUMNS[table.trace]
+    axis = trace_spec(table.trace).time
+    per_second, start = axis.per_second, axis.window_start
     extra = []
     for col in _time_columns(table):
         c = _ident(col)
-        if table.trace in _MARKED_TIMES:
+        if axis.marked:
             # 0 = before the window, 2^63-1 = after it (docs/methods.md §0.1): no instant to show
             value = (
                 f"CASE WHEN {c} IN ({TIME_BEFORE_WINDOW_US}, {TIME_AFTER_WINDOW_US}) THEN NULL "
@@ -110,8 +100,16 @@ class CatalogTable:
 
     @property
     def view(self) -> str:
-        """The catalog's view name (lake tables of google-2019 carry a ``g2019_`` prefix)."""
-        return view_name(self.schema) if self.schema is not None else self.name
+        """The catalog's view name (:func:`view_name` for a lake table; a derived table of a
+        trace with a view prefix carries it unless its name carries the trace's infix)."""
+        if self.schema is not None:
+            return view_name(self.schema)
+        spec = trace_spec(self.trace)
+        if self.kind == "derived" and not (
+            spec.derived_infix and f"_{spec.derived_infix}_" in f"_{self.name}"
+        ):
+            return spec.view_prefix + self.name
+        return self.name
 
 
 def catalog_tables(data_dir: Path) -> list[CatalogTable]:

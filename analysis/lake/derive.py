@@ -1,10 +1,16 @@
 """Derived tables (docs/methods.md §1): plain functions the derive flow and the tests share.
 
-The tables of a trace are the ``queries/fct_*.sql`` and ``queries/agg_*.sql`` files: names with
-``_azure_`` belong to azure-2017, the others to google-2011. A file reads the lake tables by their
-names (``task_events``, ``task_usage``, ... or ``vmtable``) and other derived tables by theirs; the
-dependencies are the derived-table names a file mentions, so adding a table is adding a file.
-A check ``queries/checks/assert_*.sql`` belongs to the trace whose derived tables it reads and
+A trace's relations are its lake tables, by their names (``task_events``, ``vmtable``, ...), and
+its staging views: ``queries/stg_<key>__<shape>.sql`` (``<key>`` the trace id without
+punctuation, ``stg_azure2019__vms``) recodes the trace's raw tables into the common shape
+``stg_<shape>`` and is exposed under that name. The derived tables are the ``queries/fct_*.sql``
+and ``queries/agg_*.sql`` files; one runs for every trace that provides every relation it reads
+(``from`` / ``join``, common table expressions aside), derived tables included, so a mart written
+over staging shapes runs for each trace whose staging provides them. A file that reads a raw
+table several traces publish under one name (``machine_events``) cannot be told apart by what it
+reads: it runs only for the trace whose ``derived_infix`` its name carries (no infix: the trace
+whose infix is empty). The dependencies are the derived-table names a file mentions, so adding
+a table is adding a file. A check ``queries/checks/assert_*.sql`` follows the same rule and
 returns the rows that break its property (zero rows = holds).
 
 Values enter as DuckDB named parameters; :class:`DeriveParams` holds every default in one place and
@@ -36,6 +42,7 @@ from tracelab.analysis.lake.schemas import (
     WINDOW_START_US,
     trace_tables,
 )
+from tracelab.analysis.traces import TRACES as SPECS
 
 #: the trace window lasts 29 days (docs/methods.md §0.1)
 WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
@@ -43,6 +50,9 @@ WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
 _COMMENT = re.compile(r"--[^\n]*")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
 _DERIVED_FILE = re.compile(r"^(fct|agg)_[a-z0-9_]+$")
+_STAGING_FILE = re.compile(r"^stg_([a-z0-9]+)__([a-z0-9_]+)$")
+_ALIAS = re.compile(r"\bas\s+[a-z_][a-z0-9_]*", re.IGNORECASE)
+_CTE = re.compile(r"\b([a-z_][a-z0-9_]*)\s+as\s*\(", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -102,7 +112,7 @@ class DeriveOptions:
     )
     shutdown_min_vms: int = option(
         _DEFAULTS.shutdown_min_vms,
-        "azure-2017: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
+        "Azure: VMs ending together that mark a deployment shutdown (Cluster Admission paper)",
         minimum=2,
     )
     partitions: int = option(
@@ -145,20 +155,91 @@ class CheckResult:
 
 
 def trace_of_table(name: str) -> str:
-    """The trace a derived table belongs to, from its name (``_azure_`` = azure-2017,
-    ``_alibaba_`` = alibaba-2018, ``_g2019_`` = google-2019)."""
-    if "_alibaba_" in f"_{name}":
-        return "alibaba-2018"
-    if "_g2019_" in f"_{name}":
-        return "google-2019"
-    return "azure-2017" if "_azure_" in f"_{name}" else "google-2011"
+    """The trace whose ``derived_infix`` a derived table's name carries (no infix: the first
+    trace whose infix is empty); a shared mart runs for more traces (:func:`traces_of_table`)."""
+    for spec in SPECS:
+        if spec.derived_infix and f"_{spec.derived_infix}_" in f"_{name}":
+            return spec.id
+    return next(spec.id for spec in SPECS if not spec.derived_infix)
+
+
+def staging_key(trace: str) -> str:
+    """The word a trace's staging files carry: its id without punctuation (``azure2019``)."""
+    return re.sub(r"[^a-z0-9]", "", trace)
+
+
+def staging_views(trace: str, queries_dir: Path = QUERIES_DIR) -> dict[str, str]:
+    """The common shapes the trace's staging files provide: ``stg_<shape>`` -> file stem."""
+    key = staging_key(trace)
+    views: dict[str, str] = {}
+    for path in sorted(queries_dir.glob("stg_*.sql")):
+        match = _STAGING_FILE.match(path.stem)
+        if match and match.group(1) == key:
+            views[f"stg_{match.group(2)}"] = path.stem
+    return views
+
+
+def relations_read(sql: str, candidates: Iterable[str]) -> tuple[str, ...]:
+    """The candidates the SQL mentions as relations, sorted: whole words, except the names of
+    its own CTEs and of its column aliases (``count(*) as deployments``)."""
+    code = _code(sql)
+    ctes = set(_CTE.findall(code))
+    return tuple(n for n in referenced_names(_ALIAS.sub("as _", code), candidates) if n not in ctes)
+
+
+def _trace_relations(trace: str, queries_dir: Path) -> set[str]:
+    return set(trace_tables(trace)) | set(staging_views(trace, queries_dir))
+
+
+def _shared_raw() -> set[str]:
+    """Raw table names that more than one trace publishes (``vmtable``, ``machine_events``)."""
+    names = [raw for t in TRACES for raw in trace_tables(t)]
+    return {raw for raw in names if names.count(raw) > 1}
+
+
+def _runs_for(
+    trace: str, name: str, reads: Sequence[str], available: set[str], shared_raw: set[str]
+) -> bool:
+    """Whether a file reading ``reads`` runs for ``trace``, given the relations it has."""
+    if not reads or not set(reads) <= available:
+        return not reads and trace_of_table(name) == trace
+    # a raw table several traces publish under one name does not tell whose it is
+    return not set(reads) & shared_raw or trace_of_table(name) == trace
+
+
+def _derive_plan(trace: str, queries_dir: Path) -> tuple[set[str], dict[str, tuple[str, ...]]]:
+    """(the trace's relations with its derived tables, what each derived file reads)."""
+    trace_tables(trace)  # unknown trace ids fail here, naming the known ones
+    shared_raw = _shared_raw()
+    names = sorted(p.stem for p in queries_dir.glob("*.sql") if _DERIVED_FILE.match(p.stem))
+    shapes = {v for t in TRACES for v in staging_views(t, queries_dir)}
+    universe = {raw for t in TRACES for raw in trace_tables(t)} | shapes | set(names)
+    reads = {
+        n: relations_read((queries_dir / f"{n}.sql").read_text(encoding="utf-8"), universe)
+        for n in names
+    }
+    available = _trace_relations(trace, queries_dir)
+    pending = list(names)
+    grew = True
+    while grew:
+        grew = False
+        for n in list(pending):
+            if _runs_for(trace, n, reads[n], available, shared_raw):
+                available.add(n)
+                pending.remove(n)
+                grew = True
+    return available, reads
 
 
 def derived_table_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
-    """Sorted names of the trace's derived tables (``fct_*`` / ``agg_*`` files in ``queries/``)."""
-    trace_tables(trace)  # unknown trace ids fail here, naming the known ones
-    names = (p.stem for p in queries_dir.glob("*.sql") if _DERIVED_FILE.match(p.stem))
-    return sorted(n for n in names if trace_of_table(n) == trace)
+    """Sorted names of the derived tables that run for the trace (``fct_*`` / ``agg_*`` files)."""
+    available, reads = _derive_plan(trace, queries_dir)
+    return sorted(n for n in reads if n in available)
+
+
+def traces_of_table(name: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
+    """The traces a derived table runs for, in the declarations' order."""
+    return [t for t in TRACES if name in derived_table_names(t, queries_dir)]
 
 
 def _code(sql: str) -> str:
@@ -214,19 +295,19 @@ def tables_needed(targets: Iterable[str], deps: Mapping[str, Sequence[str]]) -> 
 
 
 def check_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
-    """The ``checks/assert_*`` queries of a trace: those reading only its tables (derived or lake).
-
-    A check must name at least one table of the trace and none of another trace.
-    """
-    own = set(derived_table_names(trace, queries_dir)) | set(trace_tables(trace))
-    every = {
-        name for t in TRACES for name in (*derived_table_names(t, queries_dir), *trace_tables(t))
-    }
+    """The ``checks/assert_*`` queries that run for a trace: by the rule of the derived tables,
+    over the trace's lake tables, staging views and derived tables."""
+    available, reads = _derive_plan(trace, queries_dir)
+    universe = set(available) | set(reads)
+    for t in TRACES:
+        universe |= _trace_relations(t, queries_dir)
+    shared_raw = _shared_raw()
     found: list[str] = []
     for path in sorted((queries_dir / "checks").glob("assert_*.sql")):
-        reads = set(referenced_names(path.read_text(encoding="utf-8"), every))
-        if reads and reads <= own:
-            found.append(f"checks/{path.stem}")
+        check = f"checks/{path.stem}"
+        read = relations_read(path.read_text(encoding="utf-8"), universe)
+        if read and _runs_for(trace, check, read, available, shared_raw):
+            found.append(check)
     return found
 
 
@@ -256,8 +337,12 @@ def require_lake(trace: str, lake_trace_dir: Path) -> dict[str, list[Path]]:
     return files
 
 
-def create_input_views(con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path) -> None:
-    """Expose each lake table of the trace under its own name; an absent table is empty.
+def create_input_views(
+    con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path, *, staging: bool = True
+) -> None:
+    """Expose each lake table of the trace under its own name; an absent table is empty; then,
+    unless ``staging`` is False (a caller that checks the lake's columns first), the trace's
+    staging views.
 
     Raises a :class:`TracelabError` naming the folder and the ingest command when the trace has
     no lake at all.
@@ -271,6 +356,18 @@ def create_input_views(con: duckdb.DuckDBPyConnection, trace: str, lake_trace_di
         else:
             # an absent table (e.g. machine_attributes not ingested) still binds, with no rows
             con.from_arrow(table.arrow_schema().empty_table()).create(name)
+    if staging:
+        create_staging_views(con, trace)
+
+
+def create_staging_views(con: duckdb.DuckDBPyConnection, trace: str) -> None:
+    """Expose the trace's staging views (``queries/stg_<key>__<shape>.sql``) as ``stg_<shape>``,
+    over the lake tables already exposed under their names; a view reading another comes after it."""
+    views = staging_views(trace)
+    sqls = {shape: load_sql(stem) for shape, stem in views.items()}
+    reads = {shape: relations_read(sql, set(views) - {shape}) for shape, sql in sqls.items()}
+    for shape in dependency_order(reads):
+        con.sql(sqls[shape]).create_view(shape, replace=True)
 
 
 def expose_derived(con: duckdb.DuckDBPyConnection, names: Iterable[str], derived_dir: Path) -> None:

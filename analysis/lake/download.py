@@ -1,13 +1,9 @@
 """Fetching the published trace files: resumable, parallel, verified, atomic.
 
-Locations are the ones the publishers document:
-
-* google-2011: every file of bucket ``clusterdata-2011-2`` is served over HTTP at
-  ``https://commondatastorage.googleapis.com/clusterdata-2011-2/<path>``, and the bucket's
-  ``SHA256SUM`` lists the sha256 of each file (format + schema document, "Downloading");
-* azure-2017: ``vmtable.csv.gz`` of the Azure Public Dataset v1, at
-  ``https://azurepublicdatasettraces.blob.core.windows.net/azurepublicdataset/trace_data/vmtable/``
-  (AzurePublicDatasetV1Links.txt). Azure publishes no checksum list, so only its length is checked.
+Locations are the ones the publishers document, declared with each trace
+(:class:`analysis.traces.model.Download`): a base URL and either a checksum list there that names
+every file with its sha256 (files chosen by table and part number), or a fixed list of files,
+of which only the length can be checked.
 
 A file is written as ``.<name>.part`` next to its final name and renamed into place only once its
 checksum matches, so ingest never sees a partial or corrupt file. A partial file left by a
@@ -31,9 +27,9 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.ingest_stream import gzip_fault
 from tracelab.analysis.lake.schemas import trace_tables
+from tracelab.analysis.traces import google2011
+from tracelab.analysis.traces.model import Download
 
-GOOGLE_2011_BASE = "https://commondatastorage.googleapis.com/clusterdata-2011-2/"
-AZURE_2017_BASE = "https://azurepublicdatasettraces.blob.core.windows.net/azurepublicdataset/"
 CHECKSUM_LIST = "SHA256SUM"
 _PART = re.compile(r"part-(\d{5})-of-(\d{5})\.csv\.gz")
 _CHUNK = 1 << 20
@@ -91,10 +87,11 @@ def google_files(
     base_url: str,
     tables: Sequence[str] | None = None,
     parts: tuple[int, int] | None = None,
+    trace: str = google2011.ID,
 ) -> list[RemoteFile]:
     """The listed part files of ``tables`` (all when None) whose part number is in ``parts``."""
     chosen: list[RemoteFile] = []
-    known = trace_tables("google-2011")
+    known = trace_tables(trace)
     for path, digest in sorted(checksums.items()):
         unsafe = _unsafe_path(path)
         if unsafe:
@@ -114,9 +111,16 @@ def google_files(
     return chosen
 
 
-def azure_files(base_url: str) -> list[RemoteFile]:
-    """The vmtable, the one table of the 2017 trace that tracelab reads."""
-    return [RemoteFile(base_url + "trace_data/vmtable/vmtable.csv.gz", "vmtable.csv.gz", None)]
+def listed_files(
+    download: Download, base_url: str, tables: Sequence[str] | None = None
+) -> list[RemoteFile]:
+    """The fixed files of a trace published without a checksum list, of ``tables`` (all when
+    None): a file's table is its folder under the raw root, or its name up to the first dot."""
+    return [
+        RemoteFile(base_url + remote, local, None)
+        for remote, local in download.files
+        if tables is None or local.split("/")[0].split(".")[0] in tables
+    ]
 
 
 def fetch_text(url: str, policy: FetchPolicy) -> str:

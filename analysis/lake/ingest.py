@@ -1,4 +1,4 @@
-"""Lossless raw CSV(.gz) → typed Parquet conversion of one trace file (issue #2, item 5).
+"""Lossless raw CSV(.gz) → typed Parquet conversion of one trace file.
 
 Every physical line of a raw file ends up in exactly one place: a typed row of
 ``lake/<trace>/<table>/<name>.parquet`` or a row of ``lake/<trace>/_rejects/<table>__<name>.parquet``
@@ -72,6 +72,7 @@ from tracelab.analysis.lake.ingest_stream import (
     read_ahead,
 )
 from tracelab.analysis.lake.schemas import SOURCE_FILE, SOURCE_ROW, Column, Table, trace_tables
+from tracelab.analysis.traces import trace_spec
 
 __all__ = ["RawFileError"]  # re-exported: callers catch it from here
 
@@ -85,30 +86,23 @@ MANIFEST_NAME = "_manifest.parquet"
 GENERATOR_LEFTOVERS = ("_pending-*", "_*.csv.gz.tmp")
 #: raw file suffixes ingest reads; anything else in a table folder is listed as ignored
 RAW_SUFFIXES = (".csv", ".csv.gz", ".json.gz", ".json")
-#: suffixes of JSON-lines shards (google-2019); the others are CSV
+#: suffixes of JSON-lines shards (Google's v3 export); the others are CSV
 JSON_SUFFIXES = (".json.gz", ".json")
 #: share of rejected lines from which a file is not a trace file at all (UTF-16, gzip of gzip);
 #: real parts reject a header line or a few bad lines, never nine in ten
 GARBAGE_SHARE = 0.9
 #: decompressed bytes typed at once by the fast path: large enough that Polars' per-call cost
 #: is amortised, small enough that glibc reuses the freed chunk copies from its heap instead of
-#: growing it (page faults: 274,000 for a 4 GB ingest at 12 MB, 509,000 at 24 MB, 469,000 at
-#: 32 MB; CPU 33.0, 35.0 and 34.2 s, the mean of three runs each, issue #29)
+#: growing it (larger chunks page-fault about twice as often)
 FAST_CHUNK_BYTES = 12 << 20
-#: zstd at level 1, for the rejects (and the google-2019 lake files)
+#: zstd at level 1, for the rejects (and the lake files of JSON-lines tables)
 ZSTD: dict[str, Any] = {"compression": "zstd", "compression_level": 1}
 #: the lake files' codec: LZ4. With row groups of LAKE_ROW_GROUP_ROWS most pages hold dictionary
-#: indices, which compress little more: with 4 MB dictionaries a published-size part was 76 MB
-#: with LZ4 and 72 MB with zstd at level 1, and LZ4 cost ~0.12 CPU-s less (Polars' default, zstd
-#: at level 3 with no float dictionaries: 108 MB without the two source columns)
+#: indices, which zstd compresses only ~5% smaller at a higher CPU cost
 LAKE_CODEC: dict[str, Any] = {"compression": "lz4"}
 #: rows per row group of a lake file, at least: typed chunks are gathered to this many before they
-#: are written. Each row group costs the writer a fresh dictionary and codec per column: on a
-#: published-size part, a row group per 24 MB chunk (15) cost 1.22 CPU-s of writing (zstd level
-#: 1, 105 MB), ~2^20 rows 0.83 (LZ4, 105 MB). Larger dictionary pages than Arrow's 1 MB would make
-#: the synthetic parts smaller (76 MB at 4 MB) for ~0.13 CPU-s more: their float columns have
-#: more distinct values than the real trace's (2,759 distinct cpu_rate values in the first 10,000
-#: real rows, 7,977 in the generator's), whose dictionaries fit in 1 MB. Memory: at most two
+#: are written, because each row group costs the writer a fresh dictionary and codec per column.
+#: Arrow's 1 MB dictionary pages hold the real trace's repeating values. Memory: at most two
 #: groups per conversion (one gathering, one being written), ~190 MB each for task_usage
 LAKE_ROW_GROUP_ROWS = 1 << 20
 
@@ -198,8 +192,8 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
     so is anything ingest would otherwise skip without a word: an unreadable file or folder, a
     FIFO or other special file, a dangling symlink, a part file at the wrong level (at the root or
     in a subfolder of a table folder). Other files in a table folder that do not match its glob
-    are listed as ignored. For azure-2017 a single ``vmtable.csv[.gz]`` at the root (the published
-    layout) is accepted as well.
+    are listed as ignored. A table declared ``at_root`` may also be one ``<table>.csv[.gz]`` at the
+    root (Azure's published layout).
     """
     if not raw_root.is_dir():
         raise FileNotFoundError(
@@ -214,7 +208,7 @@ def discover_raw_files(trace: str, raw_root: Path) -> RawDiscovery:
     seen: set[Path] = set()
     for name, tbl in sorted(tables.items()):
         candidates = sorted(raw_root.glob(tbl.raw_glob))
-        if trace == "azure-2017":
+        if tbl.at_root:
             candidates += [raw_root / f"{name}{suffix}" for suffix in (".csv", ".csv.gz")]
         for path in candidates:
             if path.is_file() and path.name.endswith(RAW_SUFFIXES) and path not in seen:
@@ -398,7 +392,7 @@ def lake_name(table: str, rel: str) -> str:
     """The name of a raw file's outputs: its path in its table folder, percent-encoded.
 
     Two raw files never share it: ``part-0.csv`` and ``part-0.csv.gz`` keep their suffixes, and
-    a file outside the table folder (azure-2017's ``vmtable.csv.gz`` at the raw root) is encoded
+    a file outside the table folder (a table published as one file at the raw root) is encoded
     from its whole path after ``%2F``, which no encoded name in the folder starts with (``%``
     itself is encoded).
     """
@@ -655,7 +649,7 @@ def _lake_table(
 
     The typed columns keep the chunks Polars' reader made (one per block it parsed): joining
     them with a one-chunk column in one frame would copy every column into one chunk first
-    (0.14 CPU-s and 15,000 page faults per published-size part, issue #29). ``source_file`` is
+    (0.14 CPU-s and 15,000 page faults per published-size part). ``source_file`` is
     one dictionary entry and an index per row: the writer never hashes or compares the same path
     once per row.
     """
@@ -1020,9 +1014,8 @@ def _wrong_format_error(table: Table, counts: _Counts, share: float) -> str:
     if counts.rows_read == 0:
         return ""
     hint = (
-        " — is this the original headerless vmtable?"
-        if table.trace == "azure-2017"
-        else f" — is this an original headerless {table.name} part file?"
+        trace_spec(table.trace).wrong_shape_hint
+        or f" — is this an original headerless {table.name} part file?"
     )
     kept = f"(every line kept in {REJECTS_DIR}/{table.name}__*.parquet)"
     if counts.wrong_field_count >= share * counts.rows_read:

@@ -199,7 +199,7 @@ class RawStream:
         """The line-aligned chunks, decompressed into one buffer reused for every block.
 
         A fresh buffer per block would be page-faulted anew each time (the kernel zeroes every
-        page first): ~150 MB of faults per published-size part, 1-2 CPU-s per GB (issue #29).
+        page first): ~150 MB of faults per published-size part, 1-2 CPU-s per GB.
         Each chunk is then one copy (``bytes``, what Polars' reader takes without copying).
         """
         buffer = bytearray(max(self._chunk_bytes, len(UTF8_BOM)))
@@ -315,9 +315,8 @@ def polars_settings_for_conversions(cores: int, environ: Mapping[str, str]) -> d
       anew: ~40% of the faults of a 4 GB ingest, ~2.5 CPU-s. Kept, the next chunk reuses them;
       RSS stays at the largest working set of the conversions, whatever the input size.
     - ``POLARS_MAX_THREADS``: the cores shared by the conversions. Each conversion calling
-      Polars' reader with a pool as large as the machine made more threads than cores (~70,000
-      involuntary context switches in a 4 GB ingest): one thread each on two cores was 33.7
-      against 35.4 CPU-s, as fast (the mean of three runs each, issue #29).
+      Polars' reader with a pool as large as the machine makes more threads than cores, which
+      only adds context switches.
     """
     wanted = {
         "_RJEM_MALLOC_CONF": "dirty_decay_ms:-1",

@@ -31,11 +31,12 @@ from tracelab.analysis.common.duck import bounded_connection
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
+from tracelab.analysis.traces import google2011
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-TRACE = "google-2011"
+TRACE = google2011.ID
 USAGE_STATS = "fct_task_usage_stats"
 #: DuckDB memory_limit of the sorted read of the lake that picks the instances' tasks
 SORT_MEMORY_LIMIT = "1GB"
@@ -151,7 +152,7 @@ def trace_tasks(data_dir: Path, *, instances: int, tasks: int, seed: int) -> Tas
         population=n_long,
         with_replacement=replace,
         description=(
-            f"{n_long:,} long tasks of the google-2011 "
+            f"{n_long:,} long tasks of the {TRACE} "
             + ("synthetic sample (generated, TRUTH.json present)" if raw else "trace files")
         ),
     )

@@ -35,11 +35,12 @@ import numpy.typing as npt
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.export.document import ParamsDocument
+from tracelab.analysis.traces import azure2017
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 PRIORS_STAGE = "priors"
 HOUR_S = 3600.0
 

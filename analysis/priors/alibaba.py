@@ -25,8 +25,9 @@ import polars as pl
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
 from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, fit_gamma_samples
+from tracelab.analysis.traces import alibaba2018
 
-TRACE = "alibaba-2018"
+TRACE = alibaba2018.ID
 #: the results folder and record stage of every trace's priors (azure-2017's too)
 STAGE = "priors"
 #: the status of a task that ended normally (the parallel of google-2011's FINISH)

@@ -75,12 +75,13 @@ from tracelab.analysis.priors.paper import (
     simulated_sizes_from,
 )
 from tracelab.analysis.priors.paper import alpha_by_min_mad_paper as alpha_by_min_mad
+from tracelab.analysis.traces import azure2017
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 
 STAGE = "priors"
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 
 #: columns of fct_azure_deployments the fits read
 DEPLOYMENT_COLUMNS: tuple[str, ...] = (
@@ -738,6 +739,8 @@ class AzurePriors:
     #: the CvM calibration of (p_rate, p_size); None when p was fixed by the user
     calibration: Calibration | None
     censoring: bool
+    #: the trace whose deployments were fitted (azure-2019's share the model)
+    trace: str = TRACE
 
     @property
     def zero_event_probability(self) -> float:
@@ -758,6 +761,7 @@ def azure_priors(
     censoring: bool = True,
     alpha: float | None = None,
     shutdown_cores: str = "censored",
+    trace: str = TRACE,
 ) -> AzurePriors:
     """Per-deployment MLEs, then every population fit with seeded bootstrap CIs.
 
@@ -810,6 +814,7 @@ def azure_priors(
         seed=seed,
         calibration=calibration,
         censoring=censoring,
+        trace=trace,
     )
 
 
@@ -859,7 +864,7 @@ def _gamma_record(
         method="maximum likelihood, scipy.stats.gamma.fit with loc fixed at 0",
         n=fit.n,
         stage=STAGE,
-        trace=TRACE,
+        trace=p.trace,
         log_likelihood=fit.log_likelihood,
         ks_distance=fit.ks_distance,
         ci={**_interval(p.ci, f"{key}.shape"), **_interval(p.ci, f"{key}.rate")},
@@ -906,7 +911,7 @@ def _alpha_record(p: AzurePriors) -> FittedParameter:
         f"lifetimes in {ALPHA_TIME_UNIT}s",
         n=int(p.mles.lifetime_has_death.sum()),
         stage=STAGE,
-        trace=TRACE,
+        trace=p.trace,
         ci={} if p.alpha_fixed else _interval(p.ci, "alpha"),
         values={"time_unit": ALPHA_TIME_UNIT, "at_search_bound": at_bound},
         notes="exponent of the mean core lifetime in the normalised scale-out rate; the paper's "
@@ -923,7 +928,7 @@ def _shutdown_record(p: AzurePriors) -> FittedParameter:
         method="maximum likelihood, right-censored exponential (events / total exposure)",
         n=p.shutdown.n,
         stage=STAGE,
-        trace=TRACE,
+        trace=p.trace,
         log_likelihood=p.shutdown.log_likelihood,
         ci=_interval(p.ci, "shutdown.rate"),
         values={"shutdowns": p.shutdown.events},
@@ -946,7 +951,7 @@ def _calibration_record(p: AzurePriors) -> list[FittedParameter]:
             "vs deployments drawn from the two-stage model (Cluster Admission App. B.1), grid search",
             n=len(p.mles.deploymentid),
             stage=STAGE,
-            trace=TRACE,
+            trace=p.trace,
             values={"cvm_distance": c.distance, "grid": [list(g) for g in c.grid]},
             notes="each simulated deployment keeps a real one's arrival cores and scale-out hours "
             f"({CALIBRATION_REPLICATES} per real one, seeded); the bootstrap keeps these p",
@@ -982,7 +987,7 @@ def priors_records(p: AzurePriors) -> list[FittedParameter]:
             method="maximum likelihood: deployments arriving in the window / window length",
             n=p.n_arrivals,
             stage=STAGE,
-            trace=TRACE,
+            trace=p.trace,
             ci={"rate": _poisson_interval(p.n_arrivals, p.window_hours)},
             values={"window_hours": p.window_hours},
         ),
@@ -1008,7 +1013,7 @@ def _joint_gamma_record(
         method=_JOINT_METHOD,
         n=j.n,
         stage=STAGE,
-        trace=TRACE,
+        trace=p.trace,
         log_likelihood=j.log_likelihood,
         ci={"shape": j.interval(f"{param}_shape"), "rate": j.interval(f"{param}_rate")},
         values={"value_unit": units[0], "mean": shape / rate, "recommended": True},
@@ -1025,7 +1030,7 @@ def _marginal_size_record(p: AzurePriors) -> FittedParameter:
         method="maximum marginal likelihood, Gamma-Poisson (scipy Nelder-Mead)",
         n=size.n,
         stage=STAGE,
-        trace=TRACE,
+        trace=p.trace,
         log_likelihood=size.log_likelihood,
         ci={
             **_interval(p.ci, "marginal_scaleout_size.shape"),
@@ -1071,7 +1076,7 @@ def _marginal_records(p: AzurePriors) -> list[FittedParameter]:
             method="fixed" if j.alpha_fixed else _JOINT_METHOD,
             n=j.n,
             stage=STAGE,
-            trace=TRACE,
+            trace=p.trace,
             ci={} if j.alpha_fixed else {"alpha": j.interval("alpha")},
             values={"time_unit": ALPHA_TIME_UNIT, "recommended": True},
         ),
@@ -1082,7 +1087,7 @@ def _marginal_records(p: AzurePriors) -> list[FittedParameter]:
             method=_JOINT_METHOD,
             n=j.n,
             stage=STAGE,
-            trace=TRACE,
+            trace=p.trace,
             ci={"rate": j.interval("shutdown_rate")},
             values={"shutdowns": int(p.mles.shut_down.sum()), "recommended": True},
             notes="maximal age in mean core lifetimes; only shutdowns with >= 3 VMs are seen",
@@ -1103,7 +1108,7 @@ def priors_summary(p: AzurePriors) -> dict[str, Any]:
     """Small JSON summary of the stage (counts and the choices made)."""
     m = p.mles
     return {
-        "trace": TRACE,
+        "trace": p.trace,
         "stage": STAGE,
         "deployments_in_window": len(m.deploymentid),
         "window_hours": p.window_hours,

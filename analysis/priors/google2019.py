@@ -38,8 +38,9 @@ from tracelab.analysis.statistics.gamma_fits import (
     fit_gamma_samples,
 )
 from tracelab.analysis.statistics.variability import long_task_stats
+from tracelab.analysis.traces import google2019
 
-TRACE = "google-2019"
+TRACE = google2019.ID
 #: v3's FINISH event type (clusterdata_trace_format_v3.proto; google-2011's FINISH is 4)
 FINISH = 6
 #: the unit of v3's CPU usage (the proto: "Normalized GCUs (NCUs)")

@@ -27,21 +27,23 @@ class FitOptions:
     n_boot: int = option(200, "bootstrap replicates", minimum=1, maximum=1_000_000)
     zero_event_probability: float | None = option(
         None,
-        "azure-2017: fix p: a zero-event MLE becomes the value at which no event has this probability "
+        "Azure deployment model: fix p: a zero-event MLE becomes the value at which no event has this probability "
         "(default: p_rate and p_size calibrated by Cramér–von Mises, Cluster Admission paper App. B.1)",
         minimum=1e-6,
         maximum=1 - 1e-6,
     )
-    alpha: float | None = option(None, "azure-2017: fix alpha instead of estimating it", minimum=0)
+    alpha: float | None = option(
+        None, "Azure deployment model: fix alpha instead of estimating it", minimum=0
+    )
     shutdown_cores: str = option(
         "censored",
-        "azure-2017: cores ended by a deployment shutdown: censored (they did not die of their own "
+        "Azure deployment model: cores ended by a deployment shutdown: censored (they did not die of their own "
         "lifetime; the shutdown has its own model) or paper (deaths, as the Cluster Admission paper App. B counts them)",
         choices=("censored", "paper"),
     )
     vmtable: str = option(
         "",
-        "azure-2017: derive the azure tables from this V1 vmtable CSV(.gz) and fit them instead",
+        "Azure deployment model: derive the azure tables from this V1 vmtable CSV(.gz) and fit them instead",
     )
     shutdown_min_vms: int = option(
         _SQL.shutdown_min_vms,

@@ -16,10 +16,13 @@ from typing import Any
 import duckdb
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.lake import derive
-from tracelab.analysis.lake.schemas import AZURE_2017
+from tracelab.analysis.lake.availability import lake_dir, table_found, table_rows
+from tracelab.analysis.lake.schemas import AZURE_2017, trace_tables
+from tracelab.analysis.traces import azure2017
 
-TRACE = "azure-2017"
+TRACE = azure2017.ID
 #: invariants of the vmtable input itself (derive's check_names only picks checks on derived tables)
 VMTABLE_CHECKS: tuple[str, ...] = (
     "checks/assert_azure_deployment_ids_present",
@@ -95,7 +98,8 @@ def register_vmtable_csv(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 
 def register_vmtable_lake(con: duckdb.DuckDBPyConnection, lake_dir: Path) -> None:
     """Expose the azure-2017 lake (``lake_dir/azure-2017/vmtable/*.parquet``) as ``vmtable``."""
-    derive.create_input_views(con, TRACE, lake_dir / TRACE)
+    # the staging views come with the tables (derive_azure_tables), after this column check
+    derive.create_input_views(con, TRACE, lake_dir / TRACE, staging=False)
     missing = missing_vmtable_columns(con.table("vmtable").columns)
     if missing:
         raise TracelabError(
@@ -115,12 +119,14 @@ def derive_azure_tables(
 ) -> dict[str, int]:
     """Every ``fct_azure_*`` / ``agg_azure_*`` table as ``derived_dir/<table>.parquet``.
 
-    Needs the view ``vmtable``; runs the vmtable checks first and the derived-table checks after
+    Needs the view ``vmtable`` (the marts read it through the staging view ``stg_vms``, created
+    here); runs the vmtable checks first and the derived-table checks after
     (a failed check is an error with its first offending rows). Returns row counts.
     """
     missing = missing_vmtable_columns(con.table("vmtable").columns)
     if missing:
         raise TracelabError(f"vmtable lacks column(s) {', '.join(missing)}")
+    derive.create_staging_views(con, TRACE)
     _raise_failed([derive.check_violations(con, c, params) for c in VMTABLE_CHECKS])
     deps = derive.table_dependencies(TRACE)
     counts: dict[str, int] = {}
@@ -128,3 +134,18 @@ def derive_azure_tables(
         counts[name] = derive.materialise_table(con, name, params, derived_dir).rows
     _raise_failed([derive.check_violations(con, c, params) for c in derive.check_names(TRACE)])
     return counts
+
+
+def vmtable_needs(data_dir: Path, trace: str) -> Shortfall | None:
+    """The priors come from the VMs of the trace's vmtable: a lake without its rows (V2's
+    published deployments table alone) supports none, and the stage is not run."""
+    lake = lake_dir(data_dir, trace)
+    if table_rows(lake, "vmtable").rows:
+        return None
+    return Shortfall(
+        "fit",
+        "vmtable rows (each VM's deployment, creation and deletion times and cores): the "
+        "deployments table alone gives sizes, not the arrivals, lifetimes and scale-outs the "
+        "priors are fitted to",
+        "; ".join(table_found(lake, t) for t in trace_tables(trace)),
+    )

@@ -29,9 +29,10 @@ from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, opt
 from tracelab.analysis.common.stage_outputs import read_summary, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_sum
 from tracelab.analysis.lake.provenance import lake_source
+from tracelab.analysis.traces import azure2017, google2011
 
-GOOGLE = "google-2011"
-AZURE = "azure-2017"
+GOOGLE = google2011.ID
+AZURE = azure2017.ID
 #: seconds: Zhu et al. Fig. 8 counts executions shorter than 5 minutes
 FIVE_MINUTES_S = 300.0
 #: cores: Janus & Rzadca §3.5, "the great majority" of histograms are 0 beyond 0.30 core

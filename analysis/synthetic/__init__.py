@@ -1,11 +1,12 @@
 """Seeded synthetic traces in the exact published formats, with their true parameters.
 
-``generate_trace`` is the one entry point; each trace has its own module
-(:mod:`analysis.synthetic.google2011`, :mod:`analysis.synthetic.azure2017`).
+``generate_trace`` is the one entry point; each trace's declaration (:mod:`analysis.traces`)
+names its generator module here.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from pathlib import Path
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.generating import GENERATING_MARKER
 from tracelab.analysis.synthetic.request import check_request
+from tracelab.analysis.traces import trace_spec
 
 
 @contextmanager
@@ -46,36 +48,18 @@ def generate_trace(
     part_mb: float | None = None,
     progress: bool = False,
 ) -> Path:
-    """Writes the trace under `out` and returns the path of out/TRUTH.json.
+    """Writes the trace under `out` with the generator its declaration names; returns the path
+    of out/TRUTH.json.
 
-    ``part_mb`` (google-2011 only): raw MB of task_usage per part file instead of one part per
-    job batch.
+    ``part_mb`` (traces published in part files): raw MB of the largest table per part file.
     """
     check_request(trace, scale, target_mb, part_mb)
+    generator = trace_spec(trace).generator
+    module, function = generator.entry.split(":")
+    optional = {"target_mb": target_mb, "part_mb": part_mb, "progress": progress}
+    kwargs = {k: v for k, v in optional.items() if k in generator.takes}
     out = Path(out)
     with generation(out):
-        if trace == "google-2011":
-            from tracelab.analysis.synthetic.google2011 import generate_google_2011
-
-            return generate_google_2011(
-                out,
-                seed=seed,
-                scale=scale,
-                target_mb=target_mb,
-                part_mb=part_mb,
-                progress=progress,
-            )
-        if trace == "alibaba-2018":
-            from tracelab.analysis.synthetic.alibaba2018 import generate_alibaba_2018
-
-            return generate_alibaba_2018(out, seed=seed, scale=scale, target_mb=target_mb)
-        if trace == "google-2019":
-            from tracelab.analysis.synthetic.google2019 import generate_google_2019
-
-            return generate_google_2019(out, seed=seed, scale=scale, target_mb=target_mb)
-        # imported lazily: the Azure generator is a separate module with its own owner
-        from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
-
-        return generate_azure_2017(
-            out, seed=seed, scale=scale, target_mb=target_mb, progress=progress
-        )
+        # imported only now: each generator is a large module of its own
+        generate = getattr(importlib.import_module(module), function)
+        return Path(generate(out, seed=seed, scale=scale, **kwargs))

@@ -2,7 +2,7 @@
 
 Written as ``out/<table>/<table>.csv.gz`` (the published ``<table>.tar.gz`` unpacks to
 ``<table>.csv``; ingest reads both): headerless, the columns of
-:data:`analysis.lake.schemas_alibaba2018.ALIBABA_2018` in order, times in whole seconds from the
+:data:`analysis.traces.alibaba2018.TABLES` in order, times in whole seconds from the
 start of the 8-day period, CPU in 1/100 core, memory normalised to [0, 100], whole numbers
 without decimals (``100``, not ``100.0``), an empty field for NULL. The gzip header carries the
 generator's mark, so ingest records the lake as synthetic.
@@ -58,8 +58,9 @@ import polars as pl
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.lake.schemas import ALIBABA_2018
-from tracelab.analysis.lake.schemas_alibaba2018 import PERIOD_S, TRACE
 from tracelab.analysis.synthetic.csvparts import GzipPartStream, csv_bytes
+from tracelab.analysis.traces.alibaba2018 import ID as TRACE
+from tracelab.analysis.traces.alibaba2018 import PERIOD_S
 
 VERSION = "1.0"
 #: s between two usage rows of a machine or container (the model's, not the trace's)
@@ -94,7 +95,7 @@ def generate_alibaba_2018(
 ) -> Path:
     """Write the six tables under ``out`` and ``out/TRUTH.json``; returns the TRUTH path."""
     if target_mb is not None:
-        raise TracelabError("--target-mb is not supported for alibaba-2018; choose a --scale")
+        raise TracelabError(f"--target-mb is not supported for {TRACE}; choose a --scale")
     if scale not in SCALES:
         raise TracelabError(f"unknown scale {scale!r}; choose one of: {', '.join(SCALES)}")
     n_machines, n_containers, n_jobs = SCALES[scale]

@@ -60,6 +60,7 @@ from scipy.special import gammaincinv, ndtr, ndtri
 
 from tracelab.analysis.lake.schemas import AZURE_2017, AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.synthetic.csvparts import marked_gzip
+from tracelab.analysis.traces.azure2017 import ID as TRACE
 
 WINDOW_S = 2_592_000
 GRID_S = 300
@@ -323,7 +324,7 @@ def _progress_bar(enabled: bool, total: int | None) -> tuple[Any, Any] | None:
     from rich.progress import Progress
 
     bar = Progress()
-    task = bar.add_task("azure-2017 vmtable", total=total)
+    task = bar.add_task(f"{TRACE} vmtable", total=total)
     bar.start()
     return bar, task
 
@@ -493,7 +494,7 @@ def _truth_document(
     # arrival times are iid uniform given their count: the rate is count / window
     arrival_rate_per_hour = (len(truths) - survivors) / (WINDOW_S / _HOUR_S)
     return {
-        "trace": "azure-2017",
+        "trace": TRACE,
         "generator": "analysis.synthetic.azure2017",
         "seed": seed,
         "scale": scale,

@@ -127,9 +127,10 @@ from tracelab.analysis.synthetic.csvparts import (
     write_gzip_part,
 )
 from tracelab.analysis.synthetic.request import check_request
+from tracelab.analysis.traces import google2011
 
 GENERATOR_VERSION = "2.0.0"
-TRACE = "google-2011"
+TRACE = google2011.ID
 
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST, UPDATE_PENDING, UPDATE_RUNNING = range(9)
 MACHINE_ADD, MACHINE_REMOVE, MACHINE_UPDATE = range(3)
@@ -1442,5 +1443,5 @@ def _progress(enabled: bool, total: int) -> Iterator[Any]:
     from rich.progress import Progress
 
     with Progress(transient=False) as bar:
-        task = bar.add_task("generating google-2011", total=total)
+        task = bar.add_task(f"generating {TRACE}", total=total)
         yield lambda n: bar.advance(task, n)

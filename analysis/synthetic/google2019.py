@@ -47,6 +47,7 @@ import numpy as np
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.synthetic.csvparts import write_gzip_bytes
+from tracelab.analysis.traces.google2019 import ID as TRACE
 
 SECOND_US = 1_000_000
 #: one day: enough for the derived tables, small enough for the tests
@@ -366,7 +367,7 @@ def generate_google_2019(
 ) -> Path:
     """Write the five tables under ``out`` and ``out/TRUTH.json``; returns the truth's path."""
     if target_mb is not None:
-        raise TracelabError("--target-mb is not supported for google-2019; use --scale")
+        raise TracelabError(f"--target-mb is not supported for {TRACE}; use --scale")
     if scale not in SCALES:
         raise ValueError(f"unknown scale {scale!r}; expected one of: {', '.join(SCALES)}")
     model = model or Model()
@@ -382,7 +383,7 @@ def generate_google_2019(
         "instance_usage": _write_table(out, "instance_usage", w.usage),
     }
     doc = {
-        "trace": "google-2019",
+        "trace": TRACE,
         "generator": "analysis.synthetic.google2019",
         "seed": seed,
         "scale": scale,

@@ -7,11 +7,10 @@ the same way without importing the entry point that dispatches to it.
 from __future__ import annotations
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.traces import TRACES
 
 #: trace ids the generator knows
-GENERATED_TRACES: tuple[str, ...] = ("google-2011", "azure-2017")
-GENERATED_TRACES += ("alibaba-2018",)
-GENERATED_TRACES += ("google-2019",)
+GENERATED_TRACES: tuple[str, ...] = tuple(t.id for t in TRACES)
 
 
 #: the largest --target-mb / --part-mb: 10 TB of CSV, far past the published traces (~200 GB gzip)
@@ -34,7 +33,10 @@ def check_request(
         # `not > 0` also refuses nan; inf would generate until the disk is full
         if mb is not None and not 0 < mb <= MAX_MB:
             raise TracelabError(f"{flag} must be positive and at most {MAX_MB:,}, got {mb}")
-    if part_mb is not None and trace != "google-2011":
-        raise TracelabError(
-            f"--part-mb applies to google-2011's part files; {trace} is published as one file"
-        )
+    if part_mb is not None:
+        generator = next(t.generator for t in TRACES if t.id == trace)
+        if "part_mb" not in generator.takes:
+            parted = ", ".join(t.id for t in TRACES if "part_mb" in t.generator.takes)
+            raise TracelabError(
+                f"--part-mb applies to {parted}'s part files; {trace} is published as one file"
+            )

@@ -11,9 +11,10 @@ import polars as pl
 from scipy.special import ndtr, ndtri
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.traces import google2011
 from tracelab.analysis.vcsched.algorithms import FloatArray, Instance
 
-TRACE = "google-2011"
+TRACE = google2011.ID
 #: the paper's mean CPU need (§4.1): fewer than twice as many jobs as hosts usually reach yield 1
 PAPER_MEAN_CPU = 0.5
 #: a CPU need of exactly 0 has no yield; trace requests are floored here (fraction of a host)

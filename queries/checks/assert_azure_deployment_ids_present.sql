@@ -2,13 +2,13 @@
 with
 
 vms as (
-    select vmid, deploymentid, vmcorecount from vmtable
+    select vmid, deploymentid, cores from stg_vms
 ),
 
 final as (
     select *
     from vms
-    where deploymentid is null or deploymentid = '' or vmcorecount is null or vmcorecount < 1
+    where deploymentid is null or deploymentid = '' or cores is null or cores < 1
 )
 
 select * from final

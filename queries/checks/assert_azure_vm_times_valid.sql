@@ -3,7 +3,7 @@
 with
 
 vms as (
-    select deploymentid, vmid, vmcreated, vmdeleted from vmtable
+    select deploymentid, vmid, vmcreated, vmdeleted from stg_vms
 ),
 
 final as (

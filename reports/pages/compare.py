@@ -10,7 +10,6 @@ import polars as pl
 
 from tracelab.analysis.compare.intervals import Estimate
 from tracelab.analysis.compare.metrics import (
-    OUTCOMES,
     TRACE_TABLES,
     Reader,
     TraceComparison,
@@ -18,6 +17,7 @@ from tracelab.analysis.compare.metrics import (
     left_out,
 )
 from tracelab.analysis.lake.schemas import TRACES
+from tracelab.analysis.traces.model import OUTCOMES
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
 from tracelab.reports.metadata import data_sources

@@ -1,4 +1,4 @@
-"""`tracelab run --trace alibaba-2018` end to end (issue 27): in a fresh data directory with no raw
+"""`tracelab run --trace alibaba-2018` end to end: in a fresh data directory with no raw
 data (the generator's sample) and on the real excerpt in ``tests/data/alibaba-2018``; the priors
 it fits (step 4) checked against an independent fit of the raw excerpt and the generator's truth,
 in the params export (JSON and CSV) and on their page."""
@@ -114,7 +114,7 @@ def test_derived_tables_on_the_real_excerpt(excerpt_run: Path) -> None:
     assert _derived(excerpt_run, "fct_alibaba_task_usage_stats").height == 0
 
 
-# ---- priors (issue 27, step 4): `tracelab run` fits them and the export carries them ----
+# ---- priors: `tracelab run` fits them and the export carries them ----
 
 EXECUTION = "alibaba_task_execution_time"
 CPU = "alibaba_task_avg_mean"

@@ -56,9 +56,9 @@ def test_a_stage_help_lists_only_what_applies_to_it() -> None:
         name: " ".join(sub_parsers(build_parser(configure=(name,)))[name].format_help().split())
         for name in ("pack", "export", "derive", "fit")
     }
-    # pack runs on google-2011 only; fit on three traces
+    # pack runs on google-2011 only; fit on four traces
     assert "--trace {google-2011}" in helps["pack"]
-    assert "--trace {azure-2017,alibaba-2018,google-2019}" in helps["fit"]
+    assert "--trace {azure-2017,alibaba-2018,google-2019,azure-2019}" in helps["fit"]
     # only stages whose work runs on Dask offer the scale-out flags
     assert "--dask-address" in helps["derive"]
     assert "--dask-address" in helps["pack"]

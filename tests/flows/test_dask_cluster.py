@@ -1,4 +1,4 @@
-"""`tracelab run --dask-address` on a real Dask cluster of separate processes (issue #26, item 3).
+"""`tracelab run --dask-address` on a real Dask cluster of separate processes.
 
 Not a ``LocalCluster`` inside the command: ``dask scheduler`` and two ``dask worker`` processes are
 started here on 127.0.0.1 (random free ports, the same venv's ``dask`` command), the pipeline runs

@@ -36,7 +36,7 @@ def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
     prefect_harness: None, tmp_path: Path
 ) -> None:
     lake = tmp_path / "lake" / "google-2011"
-    # a SCHEDULE inside the window with no SUBMIT before it (a mid-trace window, issue 12): it
+    # a SCHEDULE inside the window with no SUBMIT before it (a mid-trace window): it
     # is not subtracted, as its SUBMIT was never added, so the queue stays at zero
     te = pl.DataFrame(
         {

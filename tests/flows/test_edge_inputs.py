@@ -1,4 +1,4 @@
-"""Validation at the edge and leftovers of kills (issue 12, items 4 and 5)."""
+"""Validation at the edge and leftovers of kills."""
 
 from __future__ import annotations
 

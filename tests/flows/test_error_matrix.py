@@ -85,7 +85,7 @@ def test_bare_tracelab_prints_help_and_version_answers(capsys: pytest.CaptureFix
     assert capsys.readouterr().out.startswith("tracelab ")
 
 
-# --- operations match the docs (issue 23.5) ---------------------------------------------------
+# --- operations match the docs ---------------------------------------------------
 
 #: commands that must not create a mistyped data directory (all but those that start one)
 _NEEDS_DATA = [name for name, _, _ in commands() if name not in CREATES_DATA]

@@ -1,4 +1,4 @@
-"""`tracelab run --trace google-2019` end to end with its priors (issue 27, step 4): in a fresh data
+"""`tracelab run --trace google-2019` end to end with its priors: in a fresh data
 directory with no raw data (the generator's tiny sample) the priors are fitted, exported under
 the versioned schema naming the trace, and shown on their page (chromium); on the real trimmed
 machine_events shard in ``tests/data/google-2019`` fit is not run and the run, the command and the

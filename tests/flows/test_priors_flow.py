@@ -152,7 +152,7 @@ def test_fit_cli_on_google_says_where_its_fits_come_from(
     assert main(["fit", "--trace", "google-2011", "--data", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
-    assert "runs on azure-2017, alibaba-2018, google-2019, not google-2011" in err[0]
+    assert "runs on azure-2017, alibaba-2018, google-2019, azure-2019, not google-2011" in err[0]
     assert "tracelab analyze" in err[0]
 
 

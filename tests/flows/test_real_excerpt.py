@@ -1,4 +1,4 @@
-"""Real Google 2011 files end to end (issue #22), on the trimmed excerpt in ``tests/data``.
+"""Real Google 2011 files end to end, on the trimmed excerpt in ``tests/data``.
 
 `tracelab run` on the excerpt in a fresh data directory exits 0 with its summary, says "real" on
 the index and in the export, and no page shows NaN: the stages that need long tasks (the excerpt

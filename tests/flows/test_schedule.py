@@ -1,4 +1,4 @@
-"""The nightly deployment exists with its cron; nights are incremental (issue #7)."""
+"""The nightly deployment exists with its cron; nights are incremental."""
 
 from __future__ import annotations
 

@@ -2,10 +2,13 @@
 
 Each folder ``tests/queries/<table>/<case>/`` holds input CSVs named after lake tables (or after
 derived tables, which are then taken as given), a hand-computed ``expected.csv`` and optionally
-``params.json`` (overrides of :class:`analysis.derive.DeriveParams`). The runner loads the inputs
-into DuckDB with the registry types, derives ``<table>`` and everything it reads with the same
-function the flow uses, compares the expected columns (floats to 1e-9), then runs every invariant
-check that reads only the tables built. Adding a case is adding a folder.
+``params.json`` (overrides of :class:`analysis.derive.DeriveParams`). ``<table>`` is a derived
+table or a staging file (``stg_<key>__<shape>``). The runner loads the inputs into DuckDB with the
+registry types, creates the trace's staging views, derives ``<table>`` and everything it reads
+with the same functions the flow uses, compares the expected columns (floats to 1e-9), then runs
+every invariant check that reads only the tables built. A shared mart's case runs for every
+trace the mart runs for whose lake tables its input CSVs fit (names and columns). Adding a case
+is adding a folder.
 
 Input CSVs name only the columns a case needs; the other registry columns are NULL; a list
 column (google-2019's repeated fields) is a JSON array in its field. Without a
@@ -111,24 +114,55 @@ def _expected_frame(case: Path, actual: pl.DataFrame) -> tuple[pl.DataFrame, pl.
     )
 
 
-@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
-def test_query_case(case: Path, tmp_path: Path) -> None:
+def _fits(case: Path, trace: str) -> bool:
+    """Whether every input CSV of the case is a lake table of the trace (with its columns), one
+    of its derived tables or one of its staging shapes."""
+    tables = trace_tables(trace)
+    known = set(derive.derived_table_names(trace)) | set(derive.staging_views(trace))
+    for csv in case.glob("*.csv"):
+        name = csv.stem
+        if name == "expected" or name in known:
+            continue
+        if name not in tables:
+            return False
+        columns = set(pl.read_csv(csv, infer_schema=False, n_rows=0).columns)
+        if not columns <= {*tables[name].column_names, SOURCE_FILE, SOURCE_ROW}:
+            return False
+    return True
+
+
+def _case_traces(case: Path) -> list[str]:
+    """The traces a case runs on: a staging file's own, or those of its mart its inputs fit."""
     table = case.parent.name
-    trace = derive.trace_of_table(table)
-    assert table in derive.derived_table_names(trace), f"{case}: no queries/{table}.sql"
+    staged = [t for t in TRACES if table in derive.staging_views(t).values()]
+    traces = staged or derive.traces_of_table(table)
+    assert traces, f"{case}: no queries/{table}.sql runs for any trace"
+    fitting = [t for t in traces if _fits(case, t)]
+    assert fitting, f"{case}: its inputs are no trace's tables among {traces}"
+    return fitting
+
+
+def _run_case(case: Path, trace: str, tmp_path: Path) -> None:
+    table = case.parent.name
     overrides = (
         json.loads((case / "params.json").read_text()) if (case / "params.json").is_file() else {}
     )
     params = derive.DeriveParams(**overrides).as_sql_params()
     con = duckdb.connect()
     given = _load_inputs(con, case, trace)
+    derive.create_staging_views(con, trace)
     built = []
-    for name in derive.tables_needed([table], derive.table_dependencies(trace)):
-        if name not in given:
-            derive.materialise_table(con, name, params, tmp_path)
-            built.append(name)
+    if table not in derive.staging_views(trace).values():
+        for name in derive.tables_needed([table], derive.table_dependencies(trace)):
+            if name not in given:
+                derive.materialise_table(con, name, params, tmp_path / trace)
+                built.append(name)
+        relation = con.table(table)
+    else:
+        shape = next(k for k, v in derive.staging_views(trace).items() if v == table)
+        relation = con.table(shape)
 
-    actual = pl.from_arrow(con.table(table).to_arrow_table())
+    actual = pl.from_arrow(relation.to_arrow_table())
     assert isinstance(actual, pl.DataFrame)
     got, want = _expected_frame(case, actual)
     assert_frame_equal(got, want, check_exact=False, abs_tol=1e-9, rel_tol=1e-12)
@@ -141,7 +175,14 @@ def test_query_case(case: Path, tmp_path: Path) -> None:
             assert result.holds, derive.failed_checks_message([result])
 
 
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_query_case(case: Path, tmp_path: Path) -> None:
+    for trace in _case_traces(case):
+        _run_case(case, trace, tmp_path)
+
+
 @pytest.mark.parametrize("trace", sorted(TRACES))
 def test_every_derived_table_has_a_case(trace: str) -> None:
     tables = {p.parent.name for p in CASES}
     assert set(derive.derived_table_names(trace)) <= tables
+    assert set(derive.staging_views(trace).values()) <= tables

@@ -1,4 +1,4 @@
-"""Runs whose page inputs did not change reuse the latest pages (issue #7): the pages are not
+"""Runs whose page inputs did not change reuse the latest pages: the pages are not
 rebuilt, the run is still in the history, and every link of the site resolves; a changed input
 (by checksum, not by timestamp) rebuilds them."""
 

@@ -140,7 +140,7 @@ def test_serve_without_a_site_says_what_to_run(
     assert str(tmp_path / "site") in err
 
 
-# ------------------------------------------------ timeouts, connection cap, Host (issue 12)
+# ------------------------------------------------ timeouts, connection cap, Host
 
 
 def _start(site: Path, **kwargs: float) -> tuple[ThreadingHTTPServer, threading.Thread]:

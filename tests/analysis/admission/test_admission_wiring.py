@@ -1,4 +1,4 @@
-"""The admission stage's wiring on hand-made inputs (issue 24): tuning, pooling, configurations.
+"""The admission stage's wiring on hand-made inputs: tuning, pooling, configurations.
 
 The simulator and the moments have their own tests; these check the code between them and the
 summary, on numbers worked out by hand in the comments.
@@ -37,10 +37,11 @@ from tracelab.analysis.admission.stage import (
     pilot_chunk,
     run_cluster,
 )
-from tracelab.analysis.admission.stats import policy_result, threshold_bounds
+from tracelab.analysis.admission.stats import policy_result, threshold_bounds, utilization_ci
 from tracelab.analysis.admission.tuning import bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.export.document import load_params
 
 
@@ -129,6 +130,8 @@ def test_a_feasible_top_needs_no_bisection() -> None:
     )
     assert len(steps) == 1
     assert (bracket.low, bracket.high, bracket.threshold_low, bracket.settled) == (2, 2, 2, True)
+    # no infeasible end was evaluated: its utilization is None (the top's is 2 / 2 = 1)
+    assert (bracket.utilization_low, bracket.utilization_high) == (1.0, None)
 
 
 def test_failure_rate_and_utilization_pool_weighted_runs() -> None:
@@ -222,12 +225,17 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
         bootstrap=200,
     )
     out = tmp_path / "out"
-    summary = admission_results(params, tmp_path, out)
+    seen: list[tuple[int, int, str]] = []
+    summary = admission_results(params, tmp_path, out, progress=lambda *a: seen.append(a))
+    # progress counts the runs done, and ends at the total (less the tuning steps not needed)
+    assert [d for d, _, _ in seen] == sorted(d for d, _, _ in seen)
+    assert seen[-1][0] == seen[-1][1]
     tuning = pl.read_parquet(out / "tuning.parquet")
     runs = pl.read_parquet(out / "runs.parquet")
     for result in summary.results:
         mine = tuning.filter(pl.col("policy") == result.policy)
         assert result.tuning_steps == mine.height
+        assert isinstance(result.tuning_settled, bool)
         feasible = mine.filter(pl.col("feasible"))
         infeasible = mine.filter(~pl.col("feasible"))
         # the tuned T is the largest feasible step, the bracket's top the smallest infeasible one
@@ -250,7 +258,8 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
                 or width <= params.tuning_resolution * (hi - lo) + 1e-12
             )
         verified = runs.filter(pl.col("policy") == result.policy)
-        # verification runs at the tuned (feasible) end, not at the bracket's top
+        # verification runs at the tuned (feasible) end, not at the bracket's top, numbered
+        assert sorted(verified["run"]) == list(range(params.runs))
         assert verified["threshold"].to_list() == pytest.approx([result.threshold] * params.runs)
         assert result.mean_deployments == pytest.approx(verified["mean_deployments"].mean())
         assert result.accepted_share == pytest.approx(
@@ -269,6 +278,14 @@ def test_stage_reports_the_bracket_and_the_regime(tmp_path: Path) -> None:
     assert mine["observations"].to_list() == [0] * params.runs
     assert upper.utilization == pytest.approx(mine["utilization"].mean())
     doc = summary.to_dict()
+    # the header as asked: 40 cores, 150 h, 3 runs, SLA 2%, and the exported arrival rate of the
+    # helper's document (2 per hour) since the option was 0
+    assert (doc["trace"], doc["stage"]) == ("azure-2017", "admission")
+    assert (doc["cores"], doc["horizon_hours"], doc["runs"], doc["sla"]) == (40, 150.0, 3, 0.02)
+    assert doc["arrival_rate_per_hour"] == 2.0
+    assert doc["parameters"]["arrival_rate_per_hour"] == 2.0
+    assert doc["parameters"]["arrival_rate"] == 0.0
+    assert read_summary(out)["runs"] == 3
     assert doc["records"] == list(summary.records)
     assert len(doc["records"]) > 0
     assert {"mean_deployments", "accepted_share", "threshold_high"} <= set(doc["results"][0])
@@ -287,7 +304,10 @@ def test_memory_estimate_by_hand() -> None:
     )
     # configs 1 + 2 · 1 + 1 = 4; rows 2 · 4 · 2,000 = 16,000; bootstrap 2 · 100 · 16 = 3,200;
     # arrivals 10 · 100 · 200 = 200,000; live deployments 50 · 2,000 = 100,000
-    assert params.memory_estimate()[0] == 319_200
+    assert params.memory_estimate() == (
+        319_200,
+        "--runs, --bootstrap, --arrival-rate or --horizon-hours",
+    )
     pilot = dataclasses.replace(params, importance_sampling=True, is_pilot_runs=1000)
     assert pilot.memory_estimate()[0] == 319_200 + 8_000
 
@@ -515,3 +535,23 @@ def test_intervals_resample_as_often_as_asked_from_the_seed_asked() -> None:
     assert interval(300, 1) == interval(300, 1)
     assert interval(300, 1) != interval(300, 2)
     assert interval(300, 1) != interval(600, 1)
+
+
+def test_utilization_interval_of_too_few_or_equal_runs_is_the_point() -> None:
+    # two runs (0.4 and 0.6), or three equal ones: no bootstrap, the interval is the mean
+    assert utilization_ci(np.array([0.4, 0.6]), 100, 0) == pytest.approx((0.5, 0.5))
+    assert utilization_ci(np.array([0.5, 0.5, 0.5]), 100, 0) == (0.5, 0.5)
+    # weighted 3 : 1, (3 · 0.4 + 0.6) / 4 = 0.45
+    two = utilization_ci(np.array([0.4, 0.6]), 100, 0, np.array([3.0, 1.0]))
+    assert two == pytest.approx((0.45, 0.45))
+    # three distinct runs are bootstrapped: an interval around their mean 0.5
+    low, high = utilization_ci(np.array([0.4, 0.5, 0.6]), 200, 0)
+    assert low < 0.5 < high
+
+
+def test_utilization_interval_falls_back_to_the_percentile_bootstrap() -> None:
+    # importance weights 1, 1, 0 (a bucket the pilot never reached has P = 0): the weighted mean
+    # of (0, 0, 1) is 0 on every resample with weight, 0/0 on the others, so BCa has no
+    # interval; the percentile bootstrap of Σ u·w / Σ w counts 0/0 as 0: (0, 0)
+    values, weights = np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])
+    assert utilization_ci(values, 100, 0, weights) == (0.0, 0.0)

@@ -1,4 +1,4 @@
-"""Every DuckDB connection a stage opens on the lake is bounded and spills where it is told (issue 26).
+"""Every DuckDB connection a stage opens on the lake is bounded and spills where it is told.
 
 Before: packing's sorted read of the lake had a memory limit but no temp directory, so at a size
 above 1 GB it spilled into ``.tmp`` of whatever folder the command was started from.

@@ -1,4 +1,4 @@
-"""Memory a finished stage freed goes back to the system before the next stage (issue 26)."""
+"""Memory a finished stage freed goes back to the system before the next stage."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every option value is finite and bounded (issue 28, items 6 and 7).
+"""Every option value is finite and bounded.
 
 Before: `admit --sla nan`, `place --target-load nan`, `yield --slacks nan`, `pack --capacity inf`
 exited 0 with null results (nan and inf pass every comparison of the range check); `admit

@@ -1,4 +1,4 @@
-"""Incremental stage state checks its outputs, not only its inputs (issue 12, item 4)."""
+"""Incremental stage state checks its outputs, not only its inputs."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from tracelab.analysis.export.document import (
     document_sha256,
     load_params,
     params_document,
+    params_schema,
     records_sha256,
     write_params_csv,
     write_params_json,
@@ -89,6 +90,7 @@ def test_document_is_valid_against_the_schema_file(data_dir: Path) -> None:
     schema = json.loads(SCHEMA_PATH.read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(doc)
+    jsonschema.Draft202012Validator(params_schema()).validate(doc)
     assert doc["schema_version"] == "1.4.0"
     assert doc["created_at"] == "2026-01-02T03:04:05Z"
     assert doc["traces"] == ["azure-2017", "google-2011"]
@@ -200,8 +202,18 @@ def test_the_export_names_its_schema_and_validates_against_it(data_dir: Path) ->
     schema = _shipped_schema_named_by(doc)
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.Draft202012Validator(schema).validate(doc)
-    # the schema travels with the document, so a reader of DATA/exports alone can check it
-    assert json.loads((path.parent / "params.schema.json").read_text()) == schema
+    # the schema travels with the document, so a reader of DATA/exports alone can check it;
+    # the copy lists the trace values the shipped file leaves to the declarations
+    copy = json.loads((path.parent / "params.schema.json").read_text())
+    assert copy["$defs"]["trace"]["enum"] == [
+        "google-2011",
+        "azure-2017",
+        "alibaba-2018",
+        "google-2019",
+        "azure-2019",
+    ]
+    del copy["$defs"]["trace"]["enum"]
+    assert copy == schema
     # counts are JSON integers, not 2.0
     (centroids,) = [r for r in doc["records"] if r["name"] == "kmeans_centroids"]
     assert centroids["parameters"]["k"]["value"] == 2
@@ -311,3 +323,12 @@ def test_an_edited_source_checksum_is_refused(data_dir: Path) -> None:
     path.write_text(json.dumps(doc))
     with pytest.raises(TracelabError, match="document_sha256 does not match"):
         load_params(path)
+
+
+def test_the_schema_admits_exactly_the_declared_traces(data_dir: Path) -> None:
+    validator = jsonschema.Draft202012Validator(params_schema())
+    doc = _doc(data_dir)
+    assert validator.is_valid(doc)
+    doc["traces"] = ["google-2011", "google-2012"]
+    errors = list(validator.iter_errors(doc))
+    assert [e.instance for e in errors] == ["google-2012"]

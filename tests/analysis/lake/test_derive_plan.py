@@ -33,7 +33,7 @@ GOOGLE_TABLES = [
 
 
 def test_google_tables_are_the_contract() -> None:
-    # INTERFACE.md / issue #3: these names are user-facing
+    # INTERFACE.md: these names are user-facing
     assert derive.derived_table_names("google-2011") == GOOGLE_TABLES
     assert not set(GOOGLE_TABLES) & set(derive.derived_table_names("azure-2017"))
 
@@ -125,8 +125,13 @@ def test_checks_belong_to_their_trace() -> None:
     assert mine <= every
 
 
+def _queries_folder(folder: Path, files: dict[str, str]) -> None:
+    (folder / "checks").mkdir()
+    for name, sql in files.items():
+        (folder / name).write_text(sql)
+
+
 def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
-    (tmp_path / "checks").mkdir()
     files = {
         "fct_a.sql": "select * from task_events",
         "agg_b.sql": "-- not fct_azure_c\nselect * from fct_a",
@@ -138,8 +143,7 @@ def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
         "checks/assert_mixed.sql": "select * from fct_a, fct_azure_c",
         "checks/assert_nothing.sql": "select 1",
     }
-    for name, sql in files.items():
-        (tmp_path / name).write_text(sql)
+    _queries_folder(tmp_path, files)
     assert derive.derived_table_names("google-2011", tmp_path) == ["agg_b", "fct_a"]
     assert derive.derived_table_names("azure-2017", tmp_path) == ["fct_azure_c"]
     assert derive.table_dependencies("google-2011", tmp_path) == {"agg_b": ("fct_a",), "fct_a": ()}
@@ -150,6 +154,40 @@ def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
     assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_azure_lake"]
     with pytest.raises(ValueError, match="unknown trace"):
         derive.derived_table_names("borg-2019", tmp_path)
+
+
+def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
+    """A mart over a staging shape runs for each trace whose staging provides it; one over a
+    shape only one trace provides runs there; a file reading a raw table two traces publish
+    (vmtable, machine_events) runs for the trace its name's infix marks; a CTE or a column alias
+    named like a relation is no read."""
+    files = {
+        "stg_azure2017__vms.sql": "select vmid from vmtable",
+        "stg_azure2019__vms.sql": "select vmid from stg_vm_buckets",
+        "stg_azure2019__vm_buckets.sql": "select vmid from vmtable",
+        "fct_azure_shared.sql": "with vms as (select * from stg_vms) select * from vms",
+        "agg_azure_on_shared.sql": "select count(*) as deployments from fct_azure_shared",
+        "agg_buckets.sql": "with deployments as (select * from stg_vm_buckets) "
+        "select * from deployments",
+        "fct_azure_raw.sql": "select * from vmtable",
+        "agg_machines.sql": "select * from machine_events",
+        "agg_g2019_machines.sql": "select * from machine_events",
+        "checks/assert_vms.sql": "select * from stg_vms where vmid is null",
+    }
+    _queries_folder(tmp_path, files)
+    shared = ["agg_azure_on_shared", "fct_azure_shared"]
+    assert derive.derived_table_names("azure-2017", tmp_path) == sorted([*shared, "fct_azure_raw"])
+    assert derive.derived_table_names("azure-2019", tmp_path) == sorted(["agg_buckets", *shared])
+    assert derive.derived_table_names("google-2011", tmp_path) == ["agg_machines"]
+    assert derive.derived_table_names("google-2019", tmp_path) == ["agg_g2019_machines"]
+    assert derive.derived_table_names("alibaba-2018", tmp_path) == []
+    assert derive.staging_views("azure-2019", tmp_path) == {
+        "stg_vm_buckets": "stg_azure2019__vm_buckets",
+        "stg_vms": "stg_azure2019__vms",
+    }
+    assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_vms"]
+    assert derive.check_names("azure-2019", tmp_path) == ["checks/assert_vms"]
+    assert derive.check_names("google-2011", tmp_path) == []
 
 
 def _table(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:

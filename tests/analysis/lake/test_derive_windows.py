@@ -1,4 +1,4 @@
-"""Any window of the real trace (issue 12, item 1): each task_events part alone, and parts 2 + 3.
+"""Any window of the real trace: each task_events part alone, and parts 2 + 3.
 
 Users download some parts, rarely starting at part 0. Tasks submitted before such a window are
 SCHEDULEd inside it; their SCHEDULE must not drive the queue below zero. Every derived table and

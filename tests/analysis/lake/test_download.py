@@ -1,4 +1,4 @@
-"""`tracelab download` core against a loopback HTTP server that injects faults (issue 12, item 6).
+"""`tracelab download` core against a loopback HTTP server that injects faults.
 
 The server serves generated files and a ``SHA256SUM`` list in the publisher's format, honours
 range requests, and per file can answer 503 first, drop the connection half-way, declare a
@@ -32,6 +32,7 @@ from tracelab.analysis.lake.download import (
     google_files,
     parse_checksum_list,
 )
+from tracelab.analysis.lake.ingest_manifest import read_manifest
 from tracelab.flows import download as flows_download
 from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings
@@ -115,6 +116,19 @@ class Published:
     faults: Faults
 
 
+def _serving(files: dict[str, bytes], faults: Faults) -> Iterator[Published]:
+    """Serve ``files`` on a loopback port until the generator is closed."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
 @pytest.fixture
 def published() -> Iterator[Published]:
     """Three task_events parts and a job_events part (random bytes), with their SHA256SUM."""
@@ -128,15 +142,7 @@ def published() -> Iterator[Published]:
     lines = [f"{hashlib.sha256(b).hexdigest()}  ./{p}\n" for p, b in sorted(files.items())]
     files[CHECKSUM_LIST] = "".join(lines).encode()
     faults = Faults()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(files, faults))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        yield Published(f"http://127.0.0.1:{server.server_address[1]}/", files, faults)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    yield from _serving(files, faults)
 
 
 def _listed(published: Published, **kwargs: object) -> list[RemoteFile]:
@@ -399,3 +405,55 @@ def test_bad_options_are_one_line_errors(
         flows_download.run_command(_args(published, tmp_path, *extra), Settings(data_dir=tmp_path))
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.fixture
+def published_v2() -> Iterator[Published]:
+    """azure-2019's files at their published paths (AzurePublicDatasetLinksV2.txt), no checksums:
+    a three-VM vmtable, its deployments and one reading per numbered readings file."""
+    vms = b"v1,s1,D1,0,3600,90.5,10.25,80.0,Interactive,>24,>64\r\n"
+    vms += b"v2,s1,D1,300,900,50.0,5.0,40.0,Interactive,4,8\r\nv3,s2,D2,600,900,20,2,15,Unknown,2,2\r\n"
+    files = {
+        "trace_data/vmtable/vmtable.csv.gz": gzip.compress(vms),
+        "trace_data/deployments/deployments.csv.gz": gzip.compress(b"D1,2\r\nD2,1\r\n"),
+    }
+    for i in range(1, 196):
+        name = f"trace_data/vm_cpu_readings/vm_cpu_readings-file-{i}-of-195.csv.gz"
+        files[name] = gzip.compress(f"{300 * i},v1,1.0,3.0,2.0\r\n".encode())
+    faults = Faults(busy={"trace_data/vmtable/vmtable.csv.gz": 1})
+    yield from _serving(files, faults)
+
+
+def test_azure_2019_tables_download_from_the_published_links_and_ingest(
+    published_v2: Published, tmp_path: Path, prefect_harness: None
+) -> None:
+    raw = tmp_path / "raw" / "azure-2019"
+    argv = ["download", "--data", str(tmp_path), "--trace", "azure-2019"]
+    argv += ["--tables", "vmtable,deployments", "--base-url", published_v2.base_url]
+    assert main([*argv, "--no-progress"]) == 0
+    got = sorted(p.relative_to(raw).as_posix() for p in raw.rglob("*.gz"))
+    assert got == ["deployments/deployments.csv.gz", "vmtable/vmtable.csv.gz"]
+    # the busy answer was retried; no readings file was asked for
+    assert not any("vm_cpu_readings" in path for path, _ in published_v2.faults.log)
+    assert main(["ingest", "--data", str(tmp_path), "--trace", "azure-2019"]) == 0
+    manifest = read_manifest(tmp_path / "lake" / "azure-2019")
+    assert dict(manifest.select("table", "rows_written").rows()) == {"vmtable": 3, "deployments": 2}
+
+
+def test_azure_2019_without_tables_fetches_every_listed_file(
+    published_v2: Published, tmp_path: Path
+) -> None:
+    args = _args(published_v2, tmp_path, "--trace", "azure-2019", "--workers", "8")
+    assert flows_download.run_command(args, Settings(data_dir=tmp_path)) == 0
+    readings = list(
+        (tmp_path / "raw" / "vm_cpu_readings").glob("vm_cpu_readings-file-*-of-195.csv.gz")
+    )
+    assert len(readings) == 195
+    assert (tmp_path / "raw" / "vmtable" / "vmtable.csv.gz").read_bytes() == published_v2.files[
+        "trace_data/vmtable/vmtable.csv.gz"
+    ]
+    with pytest.raises(TracelabError, match="--parts applies to google-2011 only"):
+        flows_download.run_command(
+            _args(published_v2, tmp_path, "--trace", "azure-2019", "--parts", "1-2"),
+            Settings(data_dir=tmp_path),
+        )

@@ -1,4 +1,4 @@
-"""Ingest of Alibaba cluster-trace-v2018 (issue 27): the real samples and the trimmed excerpt.
+"""Ingest of Alibaba cluster-trace-v2018: the real samples and the trimmed excerpt.
 
 Expected counts were taken from the files with Python's csv module (PROVENANCE.md of
 ``../shared/data/real/alibaba-cluster-trace-v2018`` and of ``tests/data/alibaba-2018``), not

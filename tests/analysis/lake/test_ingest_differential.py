@@ -1,4 +1,4 @@
-"""One definition of a valid value (issue 12, item 3): both read paths agree on the same bytes.
+"""One definition of a valid value: both read paths agree on the same bytes.
 
 Fixed cases name the divergences found by hand (a leading space, a stray CR, a UTF-8 BOM,
 ``1e400``); a property-based test (hypothesis) generates task_events files with injected

@@ -1,4 +1,4 @@
-"""google-2019 ingest: BigQuery JSON-lines export shards → typed lake, lossless (issue 27).
+"""google-2019 ingest: BigQuery JSON-lines export shards → typed lake, lossless.
 
 Expected counts come from PROVENANCE.md files, counted there with ``zcat | grep -c``, never
 from tracelab's output.
@@ -42,7 +42,7 @@ def test_real_shard_gives_the_published_counts(
     (raw / "machine_events").mkdir(parents=True)
     shutil.copy(real_dir / "google-clusterdata-2019" / Path(SHARD).name, raw / SHARD)
     rows = _ingest(raw, tmp_path / "lake")
-    # ../shared/data/real/google-clusterdata-2019/PROVENANCE.md and issue 27
+    # ../shared/data/real/google-clusterdata-2019/PROVENANCE.md
     assert rows.height == 46_219
     assert _type_counts(rows) == {1: 27_777, 2: 17_941, 3: 501}
     assert rows.filter(pl.col("capacity_cpus").is_null()).height == 459

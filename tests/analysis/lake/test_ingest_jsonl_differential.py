@@ -1,4 +1,4 @@
-"""One definition of a valid google-2019 line: the vectorised path equals the reference (issue 27).
+"""One definition of a valid google-2019 line: the vectorised path equals the reference.
 
 The reference is :func:`parse_line` on every line (``fast=False``); ingest types the lines of
 the export's canonical shape vectorised and sends the rest to the reference. For the same bytes

@@ -1,5 +1,5 @@
 """The lake file's layout: typed chunks gathered into row groups of at least
-LAKE_ROW_GROUP_ROWS rows (issue #29), every row once, in order, with its line number."""
+LAKE_ROW_GROUP_ROWS rows, every row once, in order, with its line number."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Provenance (issue #22): which raw files are the published trace and which tracelab generated,
+"""Provenance: which raw files are the published trace and which tracelab generated,
 the refusal to mix them in one lake, and the "found" side of a shortfall naming the real cause."""
 
 from __future__ import annotations

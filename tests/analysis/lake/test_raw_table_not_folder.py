@@ -1,6 +1,6 @@
-"""A table folder that is not a folder is an error, never a table silently left out (issue 28,
-item 2): before, `task_usage` replaced by a dangling symlink, a symlink loop, a FIFO or a plain
-file lost its 94,575 rows with exit 0 and the table was absent from the summary."""
+"""A table folder that is not a folder is an error, never a table silently left out: a
+`task_usage` replaced by a dangling symlink, a symlink loop, a FIFO or a plain file must not lose
+its rows with exit 0 and vanish from the summary."""
 
 from __future__ import annotations
 

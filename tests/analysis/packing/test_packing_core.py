@@ -1,4 +1,4 @@
-"""GPA packing kernels against closed forms and a plain-loop brute force (issue 15, Janus & Rzadca §4–5)."""
+"""GPA packing kernels against closed forms and a plain-loop brute force (Janus & Rzadca §4–5)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The packing stage end to end: trace and params sources, outputs, seeds, Dask (issue 15)."""
+"""The packing stage end to end: trace and params sources, outputs, seeds, Dask."""
 
 from __future__ import annotations
 

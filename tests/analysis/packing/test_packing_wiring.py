@@ -1,4 +1,4 @@
-"""The packing stage's wiring on tiny hand-made realizations (issue 24).
+"""The packing stage's wiring on tiny hand-made realizations.
 
 The kernels have their own tests; these check the code between them and the summary: which
 statistics each method is given, which realizations a packing is evaluated on, the rebalancing
@@ -27,6 +27,7 @@ import polars as pl
 import pytest
 from packing_helpers import write_packing_params
 
+from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource, params_tasks
 from tracelab.analysis.packing.stage import (
@@ -42,6 +43,7 @@ from tracelab.analysis.packing.stage import (
     packing_results,
     packing_runs,
     packing_summary,
+    rebalancing_table,
     selected_experiments,
     task_source,
 )
@@ -347,6 +349,9 @@ def test_stage_entry_writes_the_runs_it_summarises(tmp_path: Path) -> None:
     assert summary.experiments == ("methods",)
     assert read_summary(tmp_path / "out")["source"] == "params"
     assert summary.to_dict()["parameters"]["tasks"] == 6
+    # beside the run's numbers the summary records the paper's (Janus & Rzadca §5.2: q = 1.6e-3
+    # for GPA at ρ = 0.001)
+    assert summary.to_dict()["paper"]["gpa_q_at_rho_0.001"] == 1.6e-3
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["instances"] == 2
 
 
@@ -381,6 +386,9 @@ def test_stage_draws_its_tasks_with_the_seed_and_records_the_realizations(
     assert repr(drawn.instances) != repr(other.instances)
     summary = packing_results(dataclasses.replace(params, realizations=12), data, tmp_path / "out")
     assert summary.realizations == 12
+    # the trace source reads the trace's derived tables, never the export beside them
+    with pytest.raises(TracelabError, match="fct_task_usage_stats"):
+        task_source(dataclasses.replace(params, source="trace"), data)
 
 
 def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
@@ -402,3 +410,74 @@ def test_realizations_are_drawn_from_the_seed(tmp_path: Path) -> None:
     first = packing_runs(source, params)
     assert first.equals(packing_runs(source, params))
     assert not first.equals(packing_runs(source, dataclasses.replace(params, seed=0)))
+
+
+def test_memory_estimate_is_six_float64_matrices_of_tasks_by_realizations() -> None:
+    # 10 tasks × 100 realizations × 8 bytes × 6 matrices = 48,000 bytes
+    assert PackingParams(tasks=10, realizations=100).memory_estimate() == (
+        48_000,
+        "--tasks or --realizations",
+    )
+
+
+def test_summary_base_case_is_the_methods_experiment_alone() -> None:
+    # beside the methods experiment, the statistics experiment sizes the same tasks from a flat
+    # avg of 0.0625 cores: av 1.25 packs 12 per machine there (2 machines), 6 per machine on
+    # inst's μ = 0.125 (4 machines). The base case's m for av 1.25 is 4 / m_norm 3, not 2 / 3
+    runs = pl.concat(
+        [
+            evaluated_runs(0, "methods", METHODS_ONLY, _two_point(24), _two_point(24)),
+            evaluated_runs(
+                0, "statistics", PackingParams(), _two_point(24), np.full((24, R), 0.0625)
+            ),
+        ],
+        how="diagonal_relaxed",
+    )
+    summary = packing_summary(runs, METHODS_ONLY, TaskSource((), "trace", 24, False, "x"))
+    assert summary.m_by_method["av 1.25"] == pytest.approx(4 / 3)
+
+
+def test_summary_reports_gpa_0001_at_each_capacity_of_the_capacity_experiment() -> None:
+    # GPA ρ = 0.001 (z = 3.09) sized on inst's two-point tasks (μ = σ = 0.125): n μ + z σ √n ≤ c
+    # gives 2 per machine at c = 1 (3: 1.04) and 7 at c = 2 (8: 2.09); loads of at most 0.5 and
+    # 1.75 cores never overflow, so q = 0 at both capacities, keyed by the capacity. (Sized on
+    # the flat avg of 0.0625 it would pack 16 and 32 per machine.)
+    params = dataclasses.replace(METHODS_ONLY, capacity_experiment=True, capacities=(1.0, 2.0))
+    flat = np.full((24, R), 0.0625)
+    runs = pl.concat(
+        [
+            evaluated_runs(0, "methods", params, _two_point(24), _two_point(24)),
+            evaluated_runs(0, "capacity", params, _two_point(24), flat),
+        ],
+        how="diagonal_relaxed",
+    )
+    cap = runs.filter(
+        (pl.col("experiment") == "capacity")
+        & (pl.col("method") == "GPA 0.001")
+        & pl.col("rebalance")
+    )
+    assert cap.select("capacity", "m_abs").rows() == [(1.0, 12), (2.0, 4)]
+    assert set(cap["statistics"]) == {"inst"}
+    summary = packing_summary(runs, params, TaskSource((), "trace", 24, False, "x"))
+    assert summary.capacity_gpa_q == {"1": 0.0, "2": 0.0}
+
+
+def test_rebalancing_rows_follow_the_runs_without_rebalancing() -> None:
+    # the rebalanced rows given in reverse: the table pairs them and keeps the other rows' order
+    runs = _summary_runs()
+    off = runs.filter(~pl.col("rebalance"))
+    shuffled = pl.concat([off, runs.filter(pl.col("rebalance")).reverse()])
+    table = rebalancing_table(shuffled)
+    keys = ["instance", "experiment", "method", "fit"]
+    assert table.select(keys).rows() == off.select(keys).rows()
+    assert table.height == off.height
+
+
+def test_method_table_rows_in_the_order_the_runs_first_show_them() -> None:
+    # one row per setting and method, in the order of each group's first run (instance 0's)
+    runs = _summary_runs()
+    group = ["experiment", "method", "fit", "rebalance"]
+    assert (
+        method_table(runs).select(group).rows()
+        == runs.select(group).unique(maintain_order=True).rows()
+    )

@@ -1,4 +1,4 @@
-"""The placement stage's lifetime model against Monte Carlo and brute force (issue 17)."""
+"""The placement stage's lifetime model against Monte Carlo and brute force."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Replay invariants, known-answer workloads and LARS (issue 17, "Tests (must be able to fail)")."""
+"""Replay invariants, known-answer workloads and LARS ("Tests (must be able to fail)")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Gamma priors from alibaba-2018's derived tables (issue 27, step 4): which rows enter each fit,
+"""Gamma priors from alibaba-2018's derived tables: which rows enter each fit,
 the trace named in every record, and recovery of known Gamma parameters (fixed seed)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""google-2019 Gamma priors (issue 27, step 4) against the generator's truth.
+"""google-2019 Gamma priors against the generator's truth.
 
 The generator (analysis/synthetic/google2019.py) is run with every run ending in FINISH (no
 evictions, so no second runs) and 4-hour mean runs (many long instances): each run lasts

@@ -41,7 +41,7 @@ def small_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[pl.DataFrame,
     out = tmp_path_factory.mktemp("azure_small")
     # the fits assume independent deployments: the default model correlates the deployments of a
     # subscription (the placement predictor's signal), which would shrink the effective sample.
-    # The default lifetime prior (calibrated to V1, issue 24) gives a fifth of the deployments
+    # The default lifetime prior (calibrated to V1) gives a fifth of the deployments
     # core lifetimes under an hour, whose scale-outs merge on the 300 s grid (measured: 12% fewer
     # scale-outs seen than drawn at rates >= 1/h); the estimators are checked where the grid does
     # not bite: the same shape, cores living 10x longer. The shutdown rate stays at 0.035 per

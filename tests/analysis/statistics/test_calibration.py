@@ -124,7 +124,7 @@ def test_every_target_cites_a_paper_or_a_real_excerpt() -> None:
 
 
 def test_the_old_generator_would_fail() -> None:
-    """Values measured on the pre-calibration default sample (issue 13's table) are rejected."""
+    """Values measured on the pre-calibration default sample are rejected."""
     old = CalibrationInputs(
         usage_stats=pl.DataFrame({"is_long": [True, True], "inst_mean": [0.20, 0.298]}),
         variability={
@@ -254,6 +254,7 @@ def _population_of(tmp_path: Path, first_vms: dict[str, list[int]]) -> pl.DataFr
     )
     con = duckdb.connect()
     con.from_arrow(frame.to_arrow()).create("vmtable")
+    derive.create_staging_views(con, "azure-2017")
     params = derive.DeriveParams().as_sql_params()
     deps = derive.table_dependencies("azure-2017")
     for name in derive.tables_needed(["agg_azure_population"], deps):

@@ -1,4 +1,4 @@
-"""The alibaba-2018 generator (issue 27): the published CSV format, determinism, and its truth.
+"""The alibaba-2018 generator: the published CSV format, determinism, and its truth.
 
 The format checks are the published files' (PROVENANCE.md of the real samples): headerless, the
 schema's field count on every line, whole numbers without decimals, an empty field for NULL.

@@ -1,5 +1,5 @@
 """A generation SIGKILLed at any point leaves a partial sample that nothing takes for raw input
-(issue 28, item 1): `run` generates again, ingest refuses the folder in one line.
+(item 1): `run` generates again, ingest refuses the folder in one line.
 
 The kill is real: a child process installs an audit hook that SIGKILLs itself when the generator
 opens or renames the chosen file, so the folder is exactly what a kill at that moment leaves.

@@ -1,4 +1,4 @@
-"""The yield stage's wiring on hand-made inputs (issue 24): per-instance rows and aggregates.
+"""The yield stage's wiring on hand-made inputs: per-instance rows and aggregates.
 
 The algorithms have their own tests; these check the code that turns their placements into the
 stage's rows and its tables and summary into the paper's aggregates, on numbers small enough to
@@ -17,7 +17,10 @@ import polars as pl
 import pytest
 from vcsched_helpers import write_lake
 
+import tracelab.analysis.vcsched.stage as yield_stage
 from tracelab.analysis.common.reduced import reduced_options
+from tracelab.analysis.common.stage_api import MapFn, serial_map
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
 from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
 from tracelab.analysis.vcsched.stage import (
@@ -35,6 +38,7 @@ from tracelab.analysis.vcsched.stage import (
     _Task,
     instance_specs,
     yield_grid,
+    yield_results,
     yield_summary,
     yield_tables,
 )
@@ -332,11 +336,14 @@ def test_rounding_draws_from_the_instances_seed_for_both_variants() -> None:
     hosts, n = 4, 12
     spec = InstanceSpec(3, "paper", "small", hosts, n, 0.5, 0.25, 0.25, 0, seed=123)
     inst = Instance(np.full(n, 0.5), np.full(n, 0.3), hosts)
-    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.01)
+    params = YieldParams(rounding_max_jobs=n, rrnz_epsilon=0.2)
     got = _rounding_placements(_Task(spec, inst, _settings(params)))
     relaxed = lp_relaxation(inst)
     assert relaxed is not None
-    for name, eps in (("RRND", 0.0), ("RRNZ", 0.01)):
+    # the LP's vertex leaves most job-host pairs at 0: at ε = 0.2 RRNZ draws other hosts than RRND
+    assert (relaxed[1] == 0).any()
+    assert str(got["RRND"][0]) != str(got["RRNZ"][0])
+    for name, eps in (("RRND", 0.0), ("RRNZ", 0.2)):
         expected = rounding_placement(inst, relaxed[1], np.random.default_rng((123, 1)), eps)
         host, seconds, lp_value = got[name]
         assert host is not None
@@ -478,3 +485,173 @@ def test_trace_instances_are_built_at_the_asked_cpu_load(tmp_path: Path) -> None
     for task in tasks:
         load = float(task.instance.cpu_need.sum()) / task.instance.n_hosts
         assert load == pytest.approx(1.5, rel=0.05)
+
+
+def test_stage_entry_runs_the_grid_in_chunks_and_writes_its_summary(tmp_path: Path) -> None:
+    """`yield_results` on 21 tiny paper instances, the trace asked for without its data: 21 // 10
+    = 2 instances per chunk, so 10 chunks of 2 and one of 1, progress after each; every instance
+    runs GR and the LP bound (2 result rows each); the trace is left out, saying why, and the
+    options are recorded as asked."""
+    asked = YieldParams(
+        sources=("paper", "trace"),
+        algorithms=("GR", "LP"),
+        small_hosts=2,
+        small_jobs=(3,),
+        small_instances=21,
+        large_jobs=(),
+        slacks=(0.5,),
+        cvs=(0.25,),
+        seed=5,
+    )
+    chunks: list[int] = []
+
+    def recording_map(fn: Any, items: list[Any]) -> list[Any]:
+        chunks.append(len(items))
+        return serial_map(fn, items)
+
+    seen: list[tuple[int, int, str]] = []
+    map_fn: MapFn = recording_map
+    out = tmp_path / "out"
+    summary = yield_results(asked, tmp_path, out, progress=lambda *a: seen.append(a), map_fn=map_fn)
+    assert chunks == [2] * 10 + [1]
+    assert seen == [(d, 21, "instances") for d in (0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 21)]
+    assert summary.sources == ("paper",)
+    assert summary.n_instances == 21
+    assert len(summary.shortfalls) == 1
+    assert summary.shortfalls[0].startswith("yield trace instances: needs task_events")
+    assert math.isnan(summary.trace_mean_cpu_load)
+    assert summary.reduced == reduced_options(asked, PAPER_YIELD_PARAMS)
+    instances = pl.read_parquet(out / "instances.parquet")
+    results = pl.read_parquet(out / "results.parquet")
+    assert instances["instance_id"].to_list() == list(range(21))
+    assert results.height == 42
+    # the summary's LP mean is the mean of the written instances' LP bounds
+    lp = instances["lp_bound"].to_numpy()
+    assert summary.mean_min_yield["LP"] == pytest.approx(float(lp[np.isfinite(lp)].mean()))
+    doc = read_summary(out)
+    assert doc["n_instances"] == 21
+    assert doc["shortfalls"] == list(summary.shortfalls)
+    assert doc["parameters"]["sources"] == ["paper", "trace"]
+    assert doc["parameters"]["grid_instances"] == {"paper small": 21}
+    assert doc["parameters"]["milp_jobs"] == []
+    # with the data there, nothing is left out, and the summary's trace load is its instance's
+    write_lake(tmp_path)
+    both = dataclasses.replace(asked, small_instances=1, trace_jobs=(20,), trace_instances=1)
+    summary = yield_results(both, tmp_path, out)
+    assert summary.shortfalls == ()
+    assert summary.sources == ("paper", "trace")
+    row = (
+        pl.read_parquet(out / "instances.parquet")
+        .filter(pl.col("source") == "trace")
+        .row(0, named=True)
+    )
+    assert summary.trace_mean_cpu_load == pytest.approx(row["total_cpu_need"] / row["n_hosts"])
+
+
+def test_options_problem_names_a_grid_without_instances() -> None:
+    """No instance at all: every paper spec has 0 replicates, or the trace has 0 per
+    (tasks, slack); one instance anywhere is enough."""
+    none = YieldParams(sources=("paper",), small_instances=0, large_instances=0)
+    assert none.options_problem() is not None
+    assert "make no instance" in str(none.options_problem())
+    assert dataclasses.replace(none, small_instances=1).options_problem() is None
+    assert dataclasses.replace(none, large_instances=1).options_problem() is None
+    assert dataclasses.replace(none, small_instances=1, small_jobs=()).options_problem()
+    trace = YieldParams(sources=("trace",), trace_instances=0)
+    assert trace.options_problem() is not None
+    assert dataclasses.replace(trace, trace_instances=1).options_problem() is None
+    assert dataclasses.replace(trace, trace_instances=1, trace_jobs=()).options_problem()
+    assert dataclasses.replace(trace, sources=("paper", "trace")).options_problem() is None
+
+
+def test_trace_instances_as_large_as_the_largest_small_problem_are_small() -> None:
+    # the largest small problem has 6 jobs: 6 trace tasks are small, 7 large
+    grid = dataclasses.replace(GRID, sources=("trace",), trace_jobs=(6, 7), slacks=(0.1,))
+    assert [(s.n_jobs, s.size_class) for s in instance_specs(grid)] == [(6, "small"), (7, "large")]
+    # without small problems every trace instance is large
+    none_small = dataclasses.replace(grid, small_jobs=())
+    assert {s.size_class for s in instance_specs(none_small)} == {"large"}
+
+
+def test_gap_rows_are_ordered_by_source_class_and_pair() -> None:
+    # the pairs with both algorithms solved on a common instance: on the paper's three
+    # instances MILP and LP against MCB8 and GR, LP against MILP; on the trace's only LP–MCB8
+    gaps = yield_tables(PAPER + TRACE)["gaps"]
+    assert gaps.select("source", "higher", "lower").rows() == [
+        ("paper", "LP", "GR"),
+        ("paper", "LP", "MCB8"),
+        ("paper", "LP", "MILP"),
+        ("paper", "MILP", "GR"),
+        ("paper", "MILP", "MCB8"),
+        ("trace", "LP", "MCB8"),
+    ]
+
+
+def test_an_lp_only_run_writes_empty_runtime_tables_with_their_columns() -> None:
+    # the LP bound is a closed form with no run time: no runtime row at all
+    tables = yield_tables([_outcome(0, 0.1, {"LP": 0.8})])
+    assert tables["runtimes"].height == 0
+    assert tables["runtimes"].columns == ["instance_id", "algorithm", "n_jobs", "seconds"]
+    assert tables["runtime_by_size"].height == 0
+    assert tables["results"]["min_yield"].to_list() == [0.8]
+
+
+def test_runtime_by_size_means_and_maxima_in_milliseconds_by_source() -> None:
+    # paper MCB8 on two 10-job instances, 1 ms and 3 ms: mean 2 ms, max 3 ms; the trace's MCB1
+    # (ranked before MCB8) on one 20-job instance, 2 ms; rows by source first
+    outcomes = [
+        _outcome(0, 0.1, {"MCB8": 0.5}, seconds=0.001),
+        _outcome(1, 0.1, {"MCB8": 0.5}, seconds=0.003),
+        _outcome(2, 0.1, {"MCB1": 0.5}, source="trace", n_jobs=20, seconds=0.002),
+    ]
+    by_size = yield_tables(outcomes)["runtime_by_size"]
+    assert by_size.select("source", "algorithm", "n_jobs", "n_instances").rows() == [
+        ("paper", "MCB8", 10, 2),
+        ("trace", "MCB1", 20, 1),
+    ]
+    assert by_size["mean_ms"].to_list() == pytest.approx([2.0, 2.0])
+    assert by_size["max_ms"].to_list() == pytest.approx([3.0, 2.0])
+
+
+def test_milp_runs_only_when_asked_within_its_job_limit_with_its_time_limit_and_cut(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The MILP gets the asked time limit and, as a cut, the heuristics' best peak load: on the
+    instance of test_greedy_and_sorted_greedy_are_run_as_themselves SG's CPU loads are 0.5 and
+    1.0 (peak 1.0) and GR fails, so the cut is 1.0."""
+    calls: list[tuple[int, float, float | None]] = []
+    real = yield_stage.milp_allocation
+
+    def recording(instance: Instance, limit: float, cut: float | None) -> Any:
+        calls.append((instance.n_jobs, limit, cut))
+        return real(instance, limit, cut)
+
+    monkeypatch.setattr(yield_stage, "milp_allocation", recording)
+    spec = InstanceSpec(7, "paper", "small", 2, 3, 0.5, 0.25, 0.25, 0, seed=11)
+    instance = Instance(np.array([0.9, 0.1, 0.5]), np.array([0.5, 0.5, 0.6]), 2)
+
+    def run(**options: Any) -> InstanceOutcome:
+        settings = _settings(YieldParams(**options))
+        return _instance_outcome(_Task(spec, instance, settings))
+
+    out = run(algorithms=("GR", "SG", "MILP"), milp_max_jobs=3, milp_time_limit_s=2.5)
+    assert calls == [(3, 2.5, pytest.approx(1.0))]
+    assert [r["algorithm"] for r in out.result_rows] == ["GR", "SG", "MILP"]
+    # the MILP not asked for, or the instance above its job limit: not run
+    for options in ({"algorithms": ("GR", "SG")}, {"milp_max_jobs": 2}):
+        calls.clear()
+        out = run(**({"algorithms": ("GR", "SG", "MILP")} | options))
+        assert calls == []
+        assert "MILP" not in {r["algorithm"] for r in out.result_rows}
+        assert out.instance_row["milp_optimal"] is None
+
+
+def test_mcb8_run_time_is_mcb8s_own_on_the_500_job_instances() -> None:
+    # MCB8 takes 4 ms on a 500-job instance, GR 10 ms on another; a 10-job MCB8 run (1 ms) is
+    # not a 500-job one: MCB8's 500-job mean is 4 ms
+    outcomes = [
+        _outcome(0, 0.1, {"MCB8": 0.5}, n_jobs=500, seconds=0.004),
+        _outcome(1, 0.1, {"GR": 0.5}, n_jobs=500, seconds=0.010),
+        _outcome(2, 0.1, {"MCB8": 0.5}, seconds=0.001),
+    ]
+    assert yield_summary(yield_tables(outcomes), ("paper",)).mcb8_ms_500 == pytest.approx(4.0)

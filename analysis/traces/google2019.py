@@ -10,17 +10,25 @@ name of a column is its JSON path, which is how ingest finds it. Repeated number
 the repeated ``constraint`` message is kept as the JSON text of its array. Mandatory fields are
 the proto's ``[key]`` fields and the event type.
 
-This module holds plain data so that :mod:`analysis.lake.schemas` (which builds the tables)
-imports it without a cycle.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from tracelab.analysis.traces.model import (
+    Column,
+    Generator,
+    Kind,
+    Table,
+    TimeAxis,
+    TraceSpec,
+    TraceTables,
+    terminal_codes,
+)
 
-G2019Kind = Literal["int", "float", "str", "bool", "int_list", "float_list"]
+ID = "google-2019"
+
 #: (column name, kind, mandatory, official name = JSON path with "." between nesting levels)
-ColumnSpec = tuple[str, G2019Kind, bool, str]
+ColumnSpec = tuple[str, Kind, bool, str]
 
 #: the shard name of the export: ``<table>-NNNNNNNNNNNN.json.gz``
 SHARD_GLOB = "{table}/{table}-*.json*"
@@ -105,7 +113,52 @@ _TABLES: dict[str, tuple[ColumnSpec, ...]] = {
     ),
 }
 
-#: table name -> (raw glob, columns in proto field order)
-GOOGLE_2019_COLUMNS: dict[str, tuple[str, tuple[ColumnSpec, ...]]] = {
-    name: (SHARD_GLOB.format(table=name), cols) for name, cols in _TABLES.items()
+TABLES: tuple[Table, ...] = tuple(
+    Table(ID, name, tuple(Column(*c) for c in cols), SHARD_GLOB.format(table=name), "jsonl")
+    for name, cols in _TABLES.items()
+)
+
+#: InstanceEvent types (clusterdata_trace_format_v3.proto)
+OUTCOME_CODES: dict[str, int | str] = {
+    "submit": 0,
+    "queue": 1,
+    "enable": 2,
+    "schedule": 3,
+    "evict": 4,
+    "fail": 5,
+    "finish": 6,
+    "kill": 7,
+    "lost": 8,
 }
+
+COMPARISON = TraceTables(
+    trace=ID,
+    unit="instance incarnation",
+    time_unit_s=1e-6,
+    task_times="fct_g2019_instance_times",
+    outcome_column="terminal_event_type",
+    outcomes=terminal_codes(OUTCOME_CODES),
+    queue=("agg_g2019_queue_length", "queue_length"),
+    running=("agg_g2019_running_instances", "running_instances"),
+    usage=("fct_g2019_instance_usage_stats", "avg_mean", "cpu_request", "instance"),
+    usage_group=(),
+    machines="agg_g2019_machine_capacity",
+    departures="removes",
+    departures_mean="REMOVE events",
+    notes={},
+)
+
+SPEC = TraceSpec(
+    id=ID,
+    title="Google cluster-usage traces v3 (2019)",
+    tables=TABLES,
+    time=TimeAxis(per_second=1_000_000, marked=True),
+    generator=Generator("tracelab.analysis.synthetic.google2019:generate_google_2019"),
+    raw_layout="<table>/<table>-NNNNNNNNNNNN.json.gz",
+    # v3 shares table names with v2.1
+    view_prefix="g2019_",
+    derived_infix="g2019",
+    outcomes=OUTCOME_CODES,
+    comparison=COMPARISON,
+    stages=("derive", "fit", "export"),
+)
