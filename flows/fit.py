@@ -37,7 +37,7 @@ from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.priors import alibaba, google2019
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
-from tracelab.analysis.priors.options import FitOptions
+from tracelab.analysis.priors.options import AZURE_ONLY_OPTIONS, FitOptions
 from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
@@ -118,6 +118,8 @@ def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path,
         params.alpha,
         params.shutdown_cores,
     )
+    # the page's "Parameters of this run" and a reader of summary.json see what the fit ran with
+    record_parameters(path.parent, params)
     deployments = pl.scan_parquet(
         settings.derived_dir / trace / "fct_azure_deployments.parquet"
     ).select(pl.len())
@@ -163,7 +165,7 @@ def _write_trace_priors(
 ) -> None:
     """A trace's priors folder (params.json, summary.json with the options), each fit logged."""
     write_stage_outputs(out, {}, summary)
-    record_parameters(out, params)
+    record_parameters(out, params, leave_out=AZURE_ONLY_OPTIONS)
     write_stage_params(out, list(records))
     for record in records:
         _LOG.info("%s: Gamma over %d values, KS %.3g", record.name, record.n, record.ks_distance)

@@ -274,6 +274,7 @@ STAGES: tuple[Stage, ...] = (
             "google-task-times",
             "google-usage",
             "google-utilization-change",
+            "google-2019-machines",
             "compare-traces",
         ),
         upstream=("ingest",),

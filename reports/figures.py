@@ -1,8 +1,10 @@
-"""Matplotlib on the Agg backend: figures saved as PNG next to their page."""
+"""Matplotlib on the Agg backend: figures saved as PNG next to their page, each with its plotted
+data as a CSV file beside it (``<name>.csv``), so a reader can redraw or check any figure."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import csv
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -36,9 +38,14 @@ def new_axes(
     nrows: int = 1,
     margins: dict[str, float] | None = None,
     size: tuple[float, float] | None = None,
+    data: PlottedData | None = None,
 ) -> Iterator[tuple[Any, list[Figure]]]:
-    """Yield (axes, holder); on exit the figure is saved as ``out/name.png`` and its
-    :class:`Figure` record appended to ``holder``.
+    """Yield (axes, holder); on exit the figure is saved as ``out/name.png``, its plotted data as
+    ``out/name.csv`` and its :class:`Figure` record appended to ``holder``.
+
+    The CSV holds every line, bar and point drawn on the axes (:func:`plotted_data`), with the
+    axis labels (units included) as column names; a figure whose marks are not data series (a
+    graph, a heat map, violins) passes the table it was drawn from as ``data``.
 
     Margins are fixed (``margins`` overrides them) rather than computed by ``tight_layout``,
     which draws every figure an extra time and dominated the report's run time.
@@ -54,7 +61,9 @@ def new_axes(
         file = f"{name}.png"
         # no timestamp metadata: the same results give the same bytes
         fig.savefig(out / file, format="png", dpi=_DPI, metadata={"Software": None})
-        holder.append(Figure(file=file, alt=alt, caption=caption))
+        table = data if data is not None else plotted_data(fig)
+        write_csv(out / f"{name}.csv", table)
+        holder.append(Figure(file=file, alt=alt, caption=caption, data_file=f"{name}.csv"))
     finally:
         plt.close(fig)
 
@@ -70,3 +79,102 @@ def ecdf(values: FloatArray, max_points: int = 2000) -> tuple[FloatArray, FloatA
         idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
         x, y = x[idx], y[idx]
     return x, y
+
+
+#: legend and axis names of columns whose words alone would not say what they are
+_LABELS = {
+    "cpu_change": "CPU used",
+    "memory_change": "memory used",
+    "queue_length_paper": "queue length (paper's definition)",
+    "queue_length": "queue length",
+    "running_tasks": "running tasks",
+}
+
+
+def human_label(column: str) -> str:
+    """A column's name as a legend shows it: ``cdf_new_submissions`` -> ``new submissions``,
+    ``used_cpu`` -> ``used CPU``."""
+    if column in _LABELS:
+        return _LABELS[column]
+    name = column
+    for prefix in ("cdf_", "weighted_", "cum_"):
+        name = name.removeprefix(prefix)
+    words = ["CPU" if w == "cpu" else w for w in name.split("_")]
+    return " ".join(words)
+
+
+#: a figure's data: column names (with units) and rows
+PlottedData = tuple[tuple[str, ...], Sequence[Sequence[object]]]
+
+
+def write_csv(path: Path, table: PlottedData) -> None:
+    columns, rows = table
+    with path.open("w", encoding="utf-8", newline="") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(columns)
+        writer.writerows(rows)
+
+
+def _label(text: str, fallback: str) -> str:
+    return text.strip().replace("\n", " ") or fallback
+
+
+def _series(ax: Any) -> Iterator[tuple[str, Any, Any]]:
+    """(series label, x values, y values) of every data mark on ``ax``."""
+    for i, line in enumerate(ax.get_lines()):
+        # axvline/axhline marks are drawn in axes coordinates: a reference, not data
+        if line.get_transform() != ax.transData:
+            continue
+        name = str(line.get_label())
+        yield (
+            (f"line {i + 1}" if name.startswith("_") else name),
+            line.get_xdata(),
+            line.get_ydata(),
+        )
+    for i, bars in enumerate(ax.containers):
+        patches = [p for p in getattr(bars, "patches", ()) if hasattr(p, "get_height")]
+        if not patches:
+            continue
+        name = str(bars.get_label())
+        name = f"bars {i + 1}" if name.startswith("_") else name
+        if getattr(bars, "orientation", "vertical") == "horizontal":
+            yield (
+                name,
+                [p.get_width() for p in patches],
+                [p.get_y() + p.get_height() / 2 for p in patches],
+            )
+        else:
+            yield (
+                name,
+                [p.get_x() + p.get_width() / 2 for p in patches],
+                [p.get_height() for p in patches],
+            )
+    for i, points in enumerate(ax.collections):
+        if type(points).__name__ != "PathCollection":
+            continue
+        name = str(points.get_label())
+        offsets = np.asarray(points.get_offsets())
+        if offsets.size:
+            yield (
+                (f"points {i + 1}" if name.startswith("_") else name),
+                offsets[:, 0],
+                offsets[:, 1],
+            )
+
+
+def plotted_data(fig: Any) -> PlottedData:
+    """Every line, bar container and scatter of ``fig``, one row per point: ``panel, series,
+    <x label>, <y label>`` (the labels carry the units). Panels whose labels differ from the
+    first panel's name their quantities per row."""
+    axes = [ax for ax in fig.get_axes() if ax.get_visible() and ax.get_label() != "<colorbar>"]
+    labels = [(_label(ax.get_xlabel(), "x"), _label(ax.get_ylabel(), "y")) for ax in axes]
+    same = len(set(labels)) <= 1
+    x_name, y_name = labels[0] if labels and same else ("x", "y")
+    columns = ("panel", "series", x_name, y_name) + (() if same else ("x is", "y is"))
+    rows: list[tuple[object, ...]] = []
+    for n, (ax, (xl, yl)) in enumerate(zip(axes, labels, strict=True), start=1):
+        panel = ax.get_title() or str(n)
+        for name, xs, ys in _series(ax):
+            for x, y in zip(np.asarray(xs).tolist(), np.asarray(ys).tolist(), strict=False):
+                rows.append((panel, name, x, y) + (() if same else (xl, yl)))
+    return columns, rows

@@ -58,6 +58,8 @@ class Figure:
     file: str
     alt: str
     caption: str
+    #: the plotted data as CSV, beside the image ("" for figures written before it existed)
+    data_file: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +97,11 @@ class Page:
     numbers: dict[str, float] = field(default_factory=dict)
     #: parts of the stage left out for lack of data (``<part>: needs …; found …``)
     notes: tuple[str, ...] = ()
+    #: which of the page's inputs come from the trace and which are generated, when the trace's
+    #: one-line source would credit the trace with all of them (replaces that line)
+    attribution: tuple[str, ...] = ()
+    #: the page's first computed number with the words before it, for the index's link
+    headline: str = ""
 
     @property
     def file(self) -> str:
@@ -119,6 +126,8 @@ class PageContext:
     out_dir: Path
     trace: str
     reads: list[str] = field(default_factory=list)
+    #: lines a builder adds when its page mixes the trace's data with generated data
+    attribution: list[str] = field(default_factory=list)
 
     def derived(self, table: str) -> Path:
         return self._read(Path(derived_table(table).relative(self.trace)))

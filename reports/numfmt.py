@@ -8,6 +8,7 @@ bound with its count: ``< 4.28e-5 (0 of 70,000, 95%)`` — never a bare 0 beside
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -39,6 +40,17 @@ def fmt(value: float | int | None, digits: int = 3) -> str:
     return f"{mantissa}e{int(exponent)}"
 
 
+def fmt_in_text(text: str) -> str:
+    """``text`` with every decimal of more than 3 significant digits written by :func:`fmt`
+    (notes and headlines a stage wrote with the full value: ``1.015388`` reads ``1.02``)."""
+
+    def one(m: re.Match[str]) -> str:
+        digits = m.group(0).replace(".", "").lstrip("0")
+        return fmt(float(m.group(0))) if len(digits) > 3 else m.group(0)
+
+    return re.sub(r"(?<![\w.^])\d+\.\d+(?![\w.])", one, text)
+
+
 def fmt_pct(fraction: float | None, digits: int = 3) -> str:
     """A share as a percentage: 0.317 -> ``31.7%``."""
     return (
@@ -48,9 +60,24 @@ def fmt_pct(fraction: float | None, digits: int = 3) -> str:
     )
 
 
+def _sci(value: float | None, digits: int = 3) -> str:
+    """``value`` as mantissa e exponent whatever its size (0 and non-finite as :func:`fmt`)."""
+    if value is None or not math.isfinite(value) or value == 0:
+        return fmt(value, digits)
+    mantissa, exponent = f"{float(value):.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
+
+
 def fmt_ci(value: float | None, low: float | None, high: float | None, unit: str = "") -> str:
-    """``a [b, c]`` (with the unit after the interval)."""
-    body = f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
+    """``a [b, c]`` (with the unit after the interval). When one of the three is written in
+    scientific notation all are, so an interval never mixes ``5.47e-4`` with ``0.00157``."""
+    numbers = (value, low, high)
+    if any("e" in fmt(x) for x in numbers):
+        body = f"{_sci(value)} [{_sci(low)}, {_sci(high)}]"
+    else:
+        body = f"{fmt(value)} [{fmt(low)}, {fmt(high)}]"
     return f"{body} {unit}" if unit else body
 
 

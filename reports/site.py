@@ -43,6 +43,7 @@ from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
 from tracelab.analysis.lake.availability import derived_shortfall
 from tracelab.analysis.lake.provenance import data_source
 from tracelab.analysis.lake.schemas import TRACES as LAKE_TRACES
+from tracelab.reports import numfmt
 from tracelab.reports.fingerprint import page_inputs, pages_fingerprint, reports_code_fingerprint
 from tracelab.reports.metadata import (
     InputFile,
@@ -63,6 +64,7 @@ from tracelab.reports.model import (
     Page,
     PageContext,
     PageSpec,
+    Section,
 )
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -84,6 +86,7 @@ class PageLink:
     #: same without loading the page builders (empty in run.json files written before)
     stage: str = ""
     sources: tuple[str, ...] = ()
+    headline: str = ""
 
 
 @dataclass(frozen=True)
@@ -109,6 +112,8 @@ class RunInfo:
     sources: dict[str, str] = field(default_factory=dict)
     #: ``{"kind": real|synthetic|mixed|…, "files": [{trace, table, path, kind, sha256}]}``
     source: dict[str, Any] = field(default_factory=dict)
+    #: traces absent from the data directory and how many pages they would have had
+    pages_left_out: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,9 @@ class _BuiltPages:
     fingerprint: str
     inputs: tuple[str, ...]
     links: tuple[PageLink, ...]
+    #: the traces the data directory held when the run was made, and the pages of absent traces
+    traces: tuple[str, ...] = ()
+    left_out: dict[str, int] = field(default_factory=dict)
 
 
 def new_run_id(site_dir: Path, now: datetime) -> str:
@@ -187,7 +195,16 @@ def _built_pages(
     return _PagesOfRun(
         pages=pages,
         links=tuple(
-            PageLink(p.slug, p.title, p.trace, p.file, p.unavailable, p.stage, p.sources)
+            PageLink(
+                p.slug,
+                p.title,
+                p.trace,
+                p.file,
+                p.unavailable,
+                stage=p.stage,
+                sources=p.sources,
+                headline=p.headline,
+            )
             for p in pages
         ),
         inputs=inputs_used,
@@ -227,11 +244,7 @@ def _run_info(
         for t in TRACES
         if (data_dir / "lake" / t / "_manifest.parquet").is_file()
     }
-    traces = tuple(
-        t
-        for t in TRACES
-        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
-    )
+    traces = traces_present(data_dir)
     return RunInfo(
         run_id=run_id,
         created_at=now.astimezone(UTC).isoformat(timespec="seconds"),
@@ -250,13 +263,53 @@ def _run_info(
     )
 
 
+def _copy_params(data_dir: Path, run_dir: Path) -> str:
+    """The params export copied into the run's folder: its name there, or "" without one."""
+    if not PARAMS_EXPORT.path(data_dir).is_file():
+        return ""
+    shutil.copyfile(PARAMS_EXPORT.path(data_dir), run_dir / "params.json")
+    return "params.json"
+
+
+def traces_present(data_dir: Path) -> tuple[str, ...]:
+    """The traces the data directory holds anything of (raw files, lake, derived, results)."""
+    return tuple(
+        t
+        for t in TRACES
+        if any((data_dir / d / t).exists() for d in ("raw", "lake", "derived", "results"))
+    )
+
+
+def pages_for_data(
+    specs: Sequence[PageSpec], present: tuple[str, ...]
+) -> tuple[tuple[PageSpec, ...], dict[str, int]]:
+    """The pages of the traces present (:func:`traces_present`) and the cross-trace pages, and
+    how many pages each absent trace would have had. A directory with no trace at all keeps
+    every page, so its index still names the command that makes each page's inputs."""
+    if not present:
+        return tuple(specs), {}
+    shown = tuple(s for s in specs if s.trace == "all" or s.trace in present)
+    left_out: dict[str, int] = {}
+    for s in specs:
+        if s not in shown:
+            left_out[s.trace] = left_out.get(s.trace, 0) + 1
+    return shown, left_out
+
+
 def _write_run_dir(tmp_dir: Path, run: RunInfo, shown: _PagesOfRun, history: Any) -> None:
     """run.json, the pages (when built now) and the run's own index, into the temp folder."""
     env = _environment()
     (tmp_dir / RUN_FILE).write_text(json.dumps(asdict(run), indent=2), encoding="utf-8")
     if not shown.reused:
-        for page in shown.pages:
-            html = env.get_template("page.html").render(page=page, run=run, root="../../")
+        pages = shown.pages
+        for i, page in enumerate(pages):
+            html = env.get_template("page.html").render(
+                page=page,
+                run=run,
+                root="../../",
+                prev=pages[i - 1] if i > 0 else None,
+                next=pages[i + 1] if i + 1 < len(pages) else None,
+            )
             (tmp_dir / page.file).write_text(html, encoding="utf-8")
     index = env.get_template("index.html").render(
         run=run,
@@ -313,6 +366,7 @@ def build_site(
 
     With ``reuse_unchanged``, when the fingerprint of the pages' inputs equals the latest run's,
     no page is built: the run records ``pages_from`` and its index links the existing pages.
+    Only the pages of the traces the data directory holds are built (:func:`pages_for_data`).
     """
     now = now or datetime.now(UTC)
     started = time.perf_counter()
@@ -330,7 +384,8 @@ def build_site(
         raise TracelabError(f"report run {final_dir} exists already{note}: pick another --run-id")
     code = reports_code_fingerprint()
     package_versions = versions()
-    listed = specs if not callable(specs) else _recorded_specs(runs_dir, slugs)
+    present = traces_present(data_dir)
+    listed, left_out = _listed_pages(runs_dir, specs, slugs, present)
     prior = (
         _unchanged_pages(runs_dir, data_dir, listed, code, package_versions)
         if reuse_unchanged and listed is not None
@@ -340,27 +395,26 @@ def build_site(
     shutil.rmtree(tmp_dir, ignore_errors=True)
     tmp_dir.mkdir(parents=True)
     if prior is None or listed is None:
-        specs = specs() if callable(specs) else specs
+        built, left_out = pages_for_data(specs() if callable(specs) else specs, present)
         shown = _built_pages(
-            specs,
+            built,
             data_dir,
             tmp_dir,
             run_id,
-            lambda used: pages_fingerprint(data_dir, specs, used, code, package_versions),
+            lambda used: pages_fingerprint(data_dir, built, used, code, package_versions),
             strict=strict,
             on_page=on_page,
         )
     else:
         shown = _reused_pages(listed, prior)
+        left_out = prior.left_out
     status = "unchanged" if shown.reused else "ok"
     report = StageTiming("report", "all", status, time.perf_counter() - started, shown.note)
-    params_file = ""
-    if PARAMS_EXPORT.path(data_dir).is_file():
-        shutil.copyfile(PARAMS_EXPORT.path(data_dir), tmp_dir / "params.json")
-        params_file = "params.json"
     all_timings = (*(tuple(timings) or recorded_timings(data_dir)), report)
-    run = _run_info(
-        data_dir, run_id, now, shown, all_timings, run_parameters, package_versions, params_file
+    run = replace(
+        _run_info(data_dir, run_id, now, shown, all_timings, run_parameters, package_versions, ""),
+        params_file=_copy_params(data_dir, tmp_dir),
+        pages_left_out=left_out,
     )
     history = _history(runs_dir, extra=run)
     _write_run_dir(tmp_dir, run, shown, history)
@@ -393,12 +447,31 @@ def _unchanged_pages(
     return latest if now == latest.fingerprint else None
 
 
-def _recorded_specs(runs_dir: Path, slugs: Sequence[str] | None) -> tuple[PageSpec, ...] | None:
-    """The pages the latest run showed, as specs without builders, when they are ``slugs`` in
-    that order; else None. Enough to tell whether the pages would come out the same: the
-    reports code that declares the real ones is part of the fingerprint they are compared by."""
+def _listed_pages(
+    runs_dir: Path,
+    specs: Sequence[PageSpec] | Callable[[], Sequence[PageSpec]],
+    slugs: Sequence[str] | None,
+    present: tuple[str, ...],
+) -> tuple[tuple[PageSpec, ...] | None, dict[str, int]]:
+    """The pages this run would show (the latest run's, recorded, when ``specs`` is a function
+    not to call yet; None when they may differ) and the pages of absent traces."""
+    if callable(specs):
+        return _recorded_specs(runs_dir, slugs, present), {}
+    return pages_for_data(specs, present)
+
+
+def _recorded_specs(
+    runs_dir: Path, slugs: Sequence[str] | None, present: tuple[str, ...]
+) -> tuple[PageSpec, ...] | None:
+    """The pages the latest run showed, as specs without builders, when it saw the same traces
+    and showed ``slugs`` in that order (those of absent traces left out); else None. Enough to
+    tell whether the pages would come out the same: the reports code that declares the real
+    ones is part of the fingerprint they are compared by."""
     latest = _latest_run(runs_dir)
-    if slugs is None or latest is None or [p.slug for p in latest.links] != list(slugs):
+    if slugs is None or latest is None or latest.traces != present:
+        return None
+    shown = [p.slug for p in latest.links]
+    if shown != [s for s in slugs if s in shown]:
         return None
     if not all(p.stage for p in latest.links):
         return None  # recorded before run.json kept each page's stage
@@ -432,6 +505,8 @@ def _latest_run(runs_dir: Path) -> _BuiltPages | None:
             run_id=str(doc.get("pages_from") or doc["run_id"]),
             fingerprint=str(doc.get("pages_fingerprint", "")),
             inputs=tuple(str(p) for p in doc.get("page_inputs", [])),
+            traces=tuple(str(t) for t in doc.get("traces", [])),
+            left_out={str(k): int(v) for k, v in doc.get("pages_left_out", {}).items()},
             links=tuple(
                 PageLink(
                     slug=str(p["slug"]),
@@ -439,6 +514,7 @@ def _latest_run(runs_dir: Path) -> _BuiltPages | None:
                     trace=str(p["trace"]),
                     file=str(p["file"]),
                     unavailable=str(p.get("unavailable", "")),
+                    headline=str(p.get("headline", "")),
                     stage=str(p.get("stage", "")),
                     sources=tuple(str(s) for s in p.get("sources", ())),
                 )
@@ -492,7 +568,61 @@ def _page(
         return replace(base, unavailable=f"{_BUILD_ERROR} ({last})."), tuple(ctx.reads)
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
     notes = read_shortfalls(data_dir / _results_folder(spec))
-    return replace(base, sections=sections, numbers=numbers, notes=notes), tuple(ctx.reads)
+    page = replace(
+        base,
+        sections=sections,
+        numbers=numbers,
+        notes=notes,
+        attribution=tuple(ctx.attribution),
+        headline=_headline(sections),
+    )
+    return page, tuple(ctx.reads)
+
+
+#: the number each page leads with on the index, by its key, and what the index calls it
+HEADLINES = {
+    "undocumented_share": "undocumented transitions",
+    "total_new_submissions": "new submissions",
+    "queue_end": "queue at the window's end",
+    "scheduling_median_s": "median scheduling time",
+    "production_share_of_used_cpu": "production share of CPU used",
+    "share_below_20pct_cpu_change": "windows with CPU change under 20%",
+    "median_last": "median inst − avg difference, largest k",
+    "inst_slope": "std ~ mean slope (inst)",
+    "share_rejected_12": "tasks KS-rejected at Δ = 12",
+    "largest_share": "largest cluster",
+    "rejection_rate_10": "A-D rejection rate, N = 10",
+    "google_task_execution_time_shape": "execution-time Gamma shape",
+    "calibration_rows_ok": "statistics within tolerance",
+    "calibration_rows_real": "statistics on real files (no verdict)",
+    "gpa_q_rho_0001": "GPA 0.001 overflow frequency",
+    "milp_over_mcb8_pct": "MILP above MCB8",
+    "recommended_n": "deployments in the recommended fit",
+    "best_utilization": "best utilization meeting the SLA",
+    "improvement_pp_la_binary_oracle": "LA-Binary (oracle) empty hosts over Best Fit",
+    "alibaba_task_execution_time_shape": "execution-time Gamma shape",
+    "machines_end": "machines up at the end",
+    "g2019_instance_execution_time_shape": "execution-time Gamma shape",
+    "compare_traces": "traces compared",
+    "params_records": "records exported",
+}
+
+
+def _headline(sections: Sequence[Section]) -> str:
+    """The page's headline number (:data:`HEADLINES`) with what it is; else the first computed
+    number with the words before it."""
+    numbers = [f for s in sections for f in s.this_run if isinstance(f, Number)]
+    for n in numbers:
+        if n.key in HEADLINES:
+            return f"{HEADLINES[n.key]}: {n.text}"
+    for section in sections:
+        words = ""
+        for frag in section.this_run:
+            if isinstance(frag, Number):
+                lead = words.rstrip(" :,(").split(". ")[-1].strip()
+                return f"{lead}: {frag.text}" if lead else f"{section.title}: {frag.text}"
+            words += frag
+    return ""
 
 
 def _results_folder(spec: PageSpec) -> Path:
@@ -567,6 +697,7 @@ def _run_info_from_json(doc: dict[str, Any]) -> RunInfo:
         pages_fingerprint=doc.get("pages_fingerprint", ""),
         page_inputs=tuple(doc.get("page_inputs", ())),
         sources=dict(doc.get("sources", {})),
+        pages_left_out={str(k): int(v) for k, v in doc.get("pages_left_out", {}).items()},
     )
 
 
@@ -608,4 +739,23 @@ def _environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["repr"] = repr
+    env.filters["num"] = numfmt.fmt
+    env.filters["numbers_in"] = numfmt.fmt_in_text
+    env.globals["trace_label"] = trace_label
+    env.globals["by_trace"] = pages_by_trace
     return env
+
+
+def trace_label(trace: str) -> str:
+    return "Across traces" if trace == "all" else trace
+
+
+def pages_by_trace(pages: Sequence[PageLink]) -> list[tuple[str, list[PageLink]]]:
+    """The run's pages grouped by trace in the registry's trace order, the cross-trace pages
+    last (the index's sections)."""
+    order = [*TRACES, "all"]
+    groups: dict[str, list[PageLink]] = {}
+    for p in pages:
+        groups.setdefault(p.trace, []).append(p)
+    rank = {t: i for i, t in enumerate(order)}
+    return sorted(groups.items(), key=lambda kv: rank.get(kv[0], len(order)))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -58,19 +58,27 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return doc if isinstance(doc, dict) else {}
 
 
-def record_parameters(stage_dir: Path, params: object) -> Path | None:
+def record_parameters(
+    stage_dir: Path, params: object, *, leave_out: Iterable[str] = ()
+) -> Path | None:
     """Add the options a stage ran with (every field, defaults included) to its ``summary.json``
     as ``parameters``: pages list the parameters from this record, never from the results.
 
     What the stage derived from its options (a grid's sizes, a rate read from the params
     document) it writes into ``parameters`` itself; those entries stay beside the options. An
-    entry named like an option takes the option's value: the record is what ran.
+    entry named like an option takes the option's value: the record is what ran. Options in
+    ``leave_out`` (ones this trace's computation does not read) are not recorded.
     """
     path = stage_dir / SUMMARY_FILE
     if not path.is_file():
         return None
     doc = read_summary(stage_dir)
-    options = dataclasses.asdict(params)  # type: ignore[call-overload]
+    skipped = set(leave_out)
+    options = {
+        k: v
+        for k, v in dataclasses.asdict(params).items()  # type: ignore[call-overload]
+        if k not in skipped
+    }
     derived = {k: v for k, v in (doc.get("parameters") or {}).items() if k not in options}
     doc["parameters"] = json_ready({**options, **derived})
     return atomic_write_text(path, json.dumps(doc, indent=2, sort_keys=True))

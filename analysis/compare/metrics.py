@@ -9,7 +9,7 @@ returns the table or None when it was not derived, so a page can note every file
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,3 +173,36 @@ def comparisons(read: Reader) -> tuple[TraceComparison, ...]:
     """Every known trace whose derived tables are present, in TRACE_TABLES' order."""
     out = (trace_comparison(spec, read) for spec in TRACE_TABLES)
     return tuple(c for c in out if c is not None)
+
+
+#: traces the comparison leaves out whatever the data directory holds, and why
+NOT_COMPARABLE: dict[str, str] = {
+    "azure-2017": (
+        "its VM table has one row per VM (created, deleted, size, a CPU utilisation summary) "
+        "and no life-cycle events: no submission, schedule or terminal outcome, hence no queue "
+        "or scheduling delay, and no machine events; its VM lifetimes are on the azure-priors "
+        "page"
+    ),
+    "azure-2019": (
+        "like azure-2017's, its VM table has one row per VM (created, deleted, size buckets, a "
+        "CPU utilisation summary) and no life-cycle events: no submission, schedule or terminal "
+        "outcome, no queue and no machine events"
+    ),
+}
+
+
+def left_out(compared: Sequence[str], known: Sequence[str]) -> dict[str, str]:
+    """Why each of the ``known`` traces is not among the ``compared`` ones: it cannot be
+    compared at all (:data:`NOT_COMPARABLE`), or this data directory has no derived table of it."""
+    specs = {t.trace: t for t in TRACE_TABLES}
+    out: dict[str, str] = {}
+    for trace in known:
+        if trace in compared:
+            continue
+        if trace in NOT_COMPARABLE:
+            out[trace] = NOT_COMPARABLE[trace]
+        elif trace in specs:
+            out[trace] = f"this data directory has no {specs[trace].task_times} table of it"
+        else:
+            out[trace] = "its trace spec names no tables to compare"
+    return out

@@ -55,9 +55,22 @@ CSV_COLUMNS: tuple[str, ...] = (
     "ci_high",
     "n",
     "method",
+    "source",
+    "input_files",
+    "inputs_sha256",
 )
 #: the second CSV: every entry of each record's ``values`` (``index`` locates array elements)
-VALUES_COLUMNS: tuple[str, ...] = ("trace", "stage", "record", "field", "index", "value")
+VALUES_COLUMNS: tuple[str, ...] = (
+    "trace",
+    "stage",
+    "record",
+    "field",
+    "index",
+    "value",
+    "source",
+    "input_files",
+    "inputs_sha256",
+)
 
 
 @dataclass(frozen=True)
@@ -313,9 +326,37 @@ def _leaves(value: Any, field: str, index: tuple[int, ...]) -> Iterator[tuple[st
         yield field, ",".join(map(str, index)), value
 
 
+def trace_inputs(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per trace, what a CSV row says of the data behind it (a CSV row cannot hold the file
+    list of a whole trace): ``source``, the kind of its input files (``real``, ``synthetic``,
+    ``mixed``, or ``unrecorded`` for files ingested before kinds were kept); ``input_files``,
+    how many; ``inputs_sha256``, the sha256 of their ``<path> <sha256>`` lines in path order,
+    which the document's ``source.files`` reproduce."""
+    files: dict[str, list[dict[str, Any]]] = {}
+    for f in doc.get("source", {}).get("files", []):
+        files.setdefault(str(f["trace"]), []).append(f)
+    out: dict[str, dict[str, Any]] = {}
+    for trace, group in files.items():
+        kinds = {str(f.get("kind") or "unrecorded") for f in group}
+        lines = "".join(
+            f"{f['path']} {f['sha256']}\n" for f in sorted(group, key=lambda f: f["path"])
+        )
+        out[trace] = {
+            "source": kinds.pop() if len(kinds) == 1 else "mixed",
+            "input_files": len(group),
+            "inputs_sha256": hashlib.sha256(lines.encode()).hexdigest(),
+        }
+    return out
+
+
+_NO_INPUTS = {"source": "none", "input_files": 0, "inputs_sha256": None}
+
+
 def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The tidy table: one row per fitted parameter (``records[].parameters``) with its unit,
-    interval (empty when the record has none), sample size and method."""
+    interval (empty when the record has none), sample size, method and the data it came from
+    (:func:`trace_inputs`)."""
+    inputs = trace_inputs(doc)
     rows: list[dict[str, Any]] = []
     for r in doc["records"]:
         for name, quantity in r["parameters"].items():
@@ -332,6 +373,7 @@ def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     "ci_high": ci.get("high"),
                     "n": r["n"],
                     "method": r["method"],
+                    **inputs.get(r["trace"], _NO_INPUTS),
                 }
             )
     return rows
@@ -339,7 +381,9 @@ def params_csv_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
 
 def params_values_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """Each record's ``values`` (means, counts, centroids, tables) in long form, one row per
-    scalar; ``index`` locates an array element (``"2,5"``: row 2, column 5)."""
+    scalar; ``index`` locates an array element (``"2,5"``: row 2, column 5); the data it came
+    from as in :func:`params_csv_rows`."""
+    inputs = trace_inputs(doc)
     rows: list[dict[str, Any]] = []
     for r in doc["records"]:
         for field, index, value in _leaves(r["values"], "", ()):
@@ -351,6 +395,7 @@ def params_values_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                     "field": field,
                     "index": index,
                     "value": value,
+                    **inputs.get(r["trace"], _NO_INPUTS),
                 }
             )
     return rows

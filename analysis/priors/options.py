@@ -6,7 +6,9 @@ this record, and ``tracelab run`` passes the same object to the fit flow.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tracelab.analysis.common.stage_api import option
 from tracelab.analysis.lake.derive import DeriveParams
@@ -52,3 +54,21 @@ class FitOptions:
     @property
     def reads_own_input(self) -> bool:
         return bool(self.vmtable)
+
+
+#: the options only the azure-2017 fit reads: the alibaba-2018 and google-2019 fits neither use
+#: nor record them
+AZURE_ONLY_OPTIONS = (
+    "zero_event_probability",
+    "alpha",
+    "shutdown_cores",
+    "vmtable",
+    "shutdown_min_vms",
+)
+
+
+def options_for(trace: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
+    """``recorded`` (a summary's parameters) without the options the trace's fit does not read."""
+    if trace == "azure-2017":
+        return dict(recorded)
+    return {k: v for k, v in recorded.items() if k not in AZURE_ONLY_OPTIONS}

@@ -34,6 +34,12 @@ FINISH_EVENT_TYPE = 4
 FloatArray = npt.NDArray[np.float64]
 
 
+def gamma_cdf(shape: float, rate: float, x: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """The CDF of Gamma(shape, rate) with location 0 at ``x`` (what the pages draw beside the
+    data; they do not compute distributions themselves)."""
+    return np.asarray(stats.gamma.cdf(np.asarray(x, dtype=np.float64), shape, scale=1.0 / rate))
+
+
 @dataclass(frozen=True)
 class GammaFit:
     """Gamma(shape, rate) fitted to one positive sample; ``unit`` is the sample's unit."""

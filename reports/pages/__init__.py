@@ -10,6 +10,7 @@ from tracelab.reports.pages import analysis as a
 from tracelab.reports.pages import calibration as cal
 from tracelab.reports.pages import compare as cmp
 from tracelab.reports.pages import google as g
+from tracelab.reports.pages import google2019_machines as g19m
 from tracelab.reports.pages import google2019_priors as g19p
 from tracelab.reports.pages import packing as pck
 from tracelab.reports.pages import params as pp
@@ -255,9 +256,25 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
     ),
 )
 
+GOOGLE_2019_DERIVED_PAGES: tuple[PageSpec, ...] = (
+    PageSpec(
+        "google-2019-machines",
+        "Machines and capacity of google-2019",
+        "google-2019",
+        "derive",
+        (
+            _derived("agg_g2019_machine_capacity", "google-2019"),
+            _derived("agg_g2019_machine_capacity_mix", "google-2019"),
+        ),
+        "tracelab derive --trace google-2019",
+        g19m.google2019_machines_sections,
+    ),
+)
+
 PAGE_SPECS: dict[str, PageSpec] = {
     p.slug: p
     for p in GOOGLE_DERIVED_PAGES
+    + GOOGLE_2019_DERIVED_PAGES
     + GOOGLE_ANALYSIS_PAGES
     + AZURE_PAGES
     + ALIBABA_PAGES

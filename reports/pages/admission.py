@@ -333,7 +333,7 @@ def _table2(n: AdmissionNumbers) -> HtmlTable:
                 failure_text(r, n.importance_sampling),
                 "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
                 _pct(r.gain_vs_zeroth),
-                f"{r.mean_deployments:,.1f}",
+                fmt(r.mean_deployments),
                 _pct(r.accepted_share),
             )
             for r in rows
@@ -368,28 +368,33 @@ def _regime(n: AdmissionNumbers) -> tuple[str | Number, ...]:
 
 
 def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
+    rows = n.table2
     with new_axes(
         ctx.out_dir,
         "admission_table2",
         alt="Utilization of each tuned policy with its BCa 95% CI and the no-SLA upper bound; "
         "policies that missed the SLA in red.",
         caption="Utilization (mean active cores / C) per tuned policy, BCa 95% CI over runs; red: "
-        "missed the SLA on the verification seeds; the dashed line is the no-SLA upper bound.",
+        "missed the SLA on the verification seeds; the dashed line is the no-SLA upper bound. "
+        "The axis spans the values, not 0 to 1: the policies differ by hundredths.",
+        data=(
+            ("policy", "utilization", "CI low", "CI high", "met the SLA"),
+            [(r.policy, r.utilization, r.ci_low, r.ci_high, r.sla_met) for r in rows],
+        ),
     ) as (ax, made):
-        rows = n.table2
         x = np.arange(len(rows))
-        util = np.array([r.utilization for r in rows])
-        err = np.array(
-            [[r.utilization - r.ci_low for r in rows], [r.ci_high - r.utilization for r in rows]]
-        )
         missed = [r.sla_met is False for r in rows]
-        ax.bar(
-            x,
-            util,
-            yerr=np.maximum(err, 0.0),
-            capsize=4,
-            color=["tab:red" if m else "tab:blue" for m in missed],
-        )
+        for xi, r, miss in zip(x, rows, missed, strict=True):
+            # points with intervals, not bars: a bar's length from a cut axis would mislead
+            ax.errorbar(
+                xi,
+                r.utilization,
+                yerr=[[max(r.utilization - r.ci_low, 0.0)], [max(r.ci_high - r.utilization, 0.0)]],
+                fmt="o",
+                capsize=5,
+                markersize=7,
+                color="tab:red" if miss else "tab:blue",
+            )
         if n.upper_bound is not None:
             ax.axhline(
                 n.upper_bound.utilization, color="black", linestyle="--", label="upper bound"
@@ -398,12 +403,23 @@ def _table2_figure(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:
         if any(missed):
             handles.append(Patch(color="tab:red", label="missed the SLA"))
         if handles:
-            # above the bars and the line, so it hides no error bar
-            ax.legend(handles=handles, fontsize=8, loc="upper right")
+            ax.legend(handles=handles, fontsize=8.5, loc="best")
         ax.set_xticks(x, [r.policy for r in rows])
-        ax.set_ylim(0.0, 1.2)
-        ax.set_ylabel("utilization")
+        ax.set_xlim(-0.6, len(rows) - 0.4)
+        ax.set_ylim(*_utilization_range(n))
+        ax.set_ylabel("utilization (active cores / C)")
     return made
+
+
+def _utilization_range(n: AdmissionNumbers) -> tuple[float, float]:
+    """The values and intervals with a margin of a fifth of their span (at least 0.01)."""
+    values = [v for r in n.table2 for v in (r.ci_low, r.ci_high, r.utilization)]
+    if n.upper_bound is not None:
+        values.append(n.upper_bound.utilization)
+    finite = [v for v in values if np.isfinite(v)] or [0.0, 1.0]
+    lo, hi = min(finite), max(finite)
+    pad = max((hi - lo) / 5, 0.01)
+    return max(lo - pad, 0.0), hi + pad
 
 
 def _figure1(ctx: PageContext, n: AdmissionNumbers) -> list[Figure]:

@@ -11,7 +11,7 @@ from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_p
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
 from tracelab.analysis.priors.alibaba import STAGE
-from tracelab.analysis.priors.options import FitOptions
+from tracelab.analysis.priors.options import FitOptions, options_for
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     Fragment,
@@ -74,7 +74,12 @@ def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequ
             paper=paper,
             tables=(priors_table(records, ctx.trace),),
         ),
-        parameters_section(summary, FitOptions, "fit"),
+        # the Azure-only options have no meaning here (older summaries recorded them all)
+        parameters_section(
+            {**summary, "parameters": options_for(ctx.trace, summary.get("parameters") or {})},
+            FitOptions,
+            "fit",
+        ),
     )
 
 

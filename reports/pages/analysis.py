@@ -7,6 +7,7 @@ numbers or frames, and ``<name>_sections`` only reads the inputs and composes th
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +15,12 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.special import gammainc
 
+from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import binomial_rate, fmt
+from tracelab.reports.numfmt import binomial_rate, fmt, fmt_pct
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -211,6 +212,8 @@ def _inst_vs_avg_figure(nums: InstVsAvgNumbers, out: Path) -> list[Figure]:
 # --- variability (Figs. 2–3) ----------------------------------------------------------------
 
 _MEASURES = ("inst", "avg")
+#: the legend names of the two usage measures
+_MEASURE_LABELS = {"inst": "inst (one 1 s sample per window)", "avg": "avg (5-minute mean)"}
 
 
 @dataclass(frozen=True)
@@ -298,7 +301,9 @@ def _std_cdf_figure(cdf: pl.DataFrame, out: Path) -> list[Figure]:
     ) as (ax, figs):
         for measure in _MEASURES:
             part = cdf.filter(pl.col("measure") == measure).sort("level")
-            ax.plot(floats(part, "std_cores"), floats(part, "level"), label=measure)
+            ax.plot(
+                floats(part, "std_cores"), floats(part, "level"), label=_MEASURE_LABELS[measure]
+            )
         ax.set_xlabel("std of CPU usage (cores)")
         ax.set_ylabel("fraction of tasks")
         ax.legend()
@@ -503,16 +508,51 @@ def clustering_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
+def _centroid_range(cent: pl.DataFrame) -> float:
+    """The CPU range (cores) holding 99.5% of every centroid's mass, rounded up to 0.05 core:
+    the centroids pile up in the first bins, so the full 0–1 core axis hides them."""
+    reach = (
+        cent.sort("cluster", "bin")
+        .with_columns(pl.col("share_of_samples").cum_sum().over("cluster").alias("cum"))
+        # each centroid's first bin where its mass reaches 99.5% (a share sums to 1 ± rounding)
+        .filter(pl.col("cum") >= 0.995 * pl.col("share_of_samples").sum().over("cluster"))
+        .group_by("cluster")
+        .agg(pl.col("bin").min())
+    )
+    edge = reach.select(pl.col("bin").max()).item()
+    top = (int(edge or 0) + 2) / 100.0
+    return float(min(max(math.ceil(round(top / 0.05, 9)) * 0.05, 0.1), 1.0))
+
+
 def _centroids_figure(cent: pl.DataFrame, nums: ClusteringNumbers, out: Path) -> list[Figure]:
     ncols = 4
     nrows = max(1, -(-nums.k // ncols))
+    top = _centroid_range(cent)
     with new_axes(
         out,
         "centroids",
         alt=f"{nums.k} centroid histograms of tasks' inst CPU usage, each titled with its share of long tasks.",
-        caption="k-means centroids: share of a task's inst samples per 0.01-core bin; title = share of long tasks in the cluster.",
+        caption="k-means centroids: share of a task's inst samples per 0.01-core bin, from 0 to "
+        f"{fmt(top)} core (99.5% of every centroid's mass); title = share of long tasks in the "
+        "cluster.",
         ncols=ncols,
         nrows=nrows,
+        # drawn at the page's width, so 8 pt text stays about 11 px on screen
+        size=(9.4, 2.1 * nrows + 0.4),
+        margins={
+            "left": 0.07,
+            "right": 0.99,
+            "bottom": 0.6 / (2.1 * nrows + 0.4) + 0.02,
+            "top": 0.96,
+            "wspace": 0.28,
+            "hspace": 0.6,
+        },
+        data=(
+            ("cluster", "bin from (cores)", "share of samples"),
+            cent.sort("cluster", "bin")
+            .select("cluster", pl.col("bin") / 100.0, "share_of_samples")
+            .rows(),
+        ),
     ) as (axes, figs):
         for idx in range(nrows * ncols):
             ax = axes[idx // ncols][idx % ncols]
@@ -525,10 +565,13 @@ def _centroids_figure(cent: pl.DataFrame, nums: ClusteringNumbers, out: Path) ->
             ax.stairs(
                 floats(part, "share_of_samples"), np.arange(part.height + 1) / 100.0, fill=True
             )
-            ax.set_title(f"cluster {c}: {nums.shares[idx]:.1%}", fontsize=7)
-            ax.set_xlabel("inst CPU (cores)", fontsize=6)
-            ax.set_ylabel("share of samples", fontsize=6)
-            ax.tick_params(labelsize=6)
+            ax.set_xlim(0.0, top)
+            ax.set_title(f"cluster {c}: {fmt_pct(nums.shares[idx])}", fontsize=9)
+            if idx // ncols == nrows - 1 or idx + ncols >= nums.k:
+                ax.set_xlabel("inst CPU (cores)", fontsize=8.5)
+            if idx % ncols == 0:
+                ax.set_ylabel("share of samples", fontsize=8.5)
+            ax.tick_params(labelsize=8)
     return figs
 
 
@@ -735,6 +778,17 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
         alt="Violin plots of the relative error of the fitted normal's 95th, 99th and 99.9th percentiles per N.",
         caption="(F⁻¹(k) − P_k)/P_k of the fitted normal per N at k = 95, 99, 99.9 (violins; 0 = exact).",
         ncols=3,
+        data=(
+            (
+                "tasks per set N",
+                "relative error, 95th percentile",
+                "relative error, 99th percentile",
+                "relative error, 99.9th percentile",
+            ),
+            sets.filter(pl.col("n_tasks_per_set").is_in(sizes))
+            .select("n_tasks_per_set", "rel_error_p95", "rel_error_p99", "rel_error_p999")
+            .rows(),
+        ),
     ) as (axes, figs):
         for i, (c, label) in enumerate(
             (("rel_error_p95", "95th"), ("rel_error_p99", "99th"), ("rel_error_p999", "99.9th"))
@@ -746,9 +800,9 @@ def _percentile_errors_figure(sets: pl.DataFrame, sizes: list[int], out: Path) -
                 v = v[np.isfinite(v)]
                 data.append(v if v.size else np.zeros(1))
             ax.violinplot(data, showmedians=True)
-            ax.set_xticks(range(1, len(sizes) + 1), [str(n) for n in sizes], fontsize=6)
+            ax.set_xticks(range(1, len(sizes) + 1), [str(n) for n in sizes], fontsize=8)
             ax.axhline(0.0, color="grey", linewidth=0.8)
-            ax.set_title(f"{label} percentile", fontsize=8)
+            ax.set_title(f"{label} percentile", fontsize=9)
             ax.set_xlabel("N")
             ax.set_ylabel("relative error")
     return figs
@@ -872,18 +926,24 @@ def _gamma_table(nums: GammaFitsNumbers) -> HtmlTable:
 
 
 def _gamma_figure(fit: GammaFit, sample: FloatArray, out: Path) -> list[Figure]:
+    quantity = fit.name.removeprefix("google_").replace("_", " ")
+    x, y = ecdf(sample)
+    # a sample spanning decades (execution times: seconds to days) piles up at 0 on a linear axis
+    log = x.size > 0 and x[0] > 0 and x[-1] / x[0] > 100
     with new_axes(
         out,
         f"gamma_{fit.name}",
-        alt=f"Empirical CDF of {fit.name} with the fitted Gamma CDF.",
-        caption=f"{fit.name} ({fit.unit}): empirical CDF and fitted Gamma(shape {fit.shape:.3g}, rate {fit.rate:.3g}).",
+        alt=f"Empirical CDF of {quantity} with the fitted Gamma CDF.",
+        caption=f"{quantity} ({fit.unit}): empirical CDF and fitted Gamma(shape {fmt(fit.shape)}, "
+        f"rate {fmt(fit.rate)} 1/{fit.unit}){', log axis' if log else ''}.",
     ) as (ax, figs):
-        x, y = ecdf(sample)
         ax.step(x, y, where="post", label="data")
-        grid = np.linspace(0.0, float(x[-1]), 400)
-        ax.plot(grid, gammainc(fit.shape, fit.rate * grid), label="Gamma fit")
-        ax.set_xlabel(f"{fit.name} ({fit.unit})")
-        ax.set_ylabel("CDF")
+        grid = np.geomspace(x[0], x[-1], 400) if log else np.linspace(0.0, float(x[-1]), 400)
+        ax.plot(grid, gamma_cdf(fit.shape, fit.rate, grid), label="Gamma fit")
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{quantity} ({fit.unit})")
+        ax.set_ylabel("fraction at or below")
         ax.legend()
     return figs
 

@@ -14,7 +14,9 @@ from tracelab.analysis.compare.metrics import (
     Reader,
     TraceComparison,
     comparisons,
+    left_out,
 )
+from tracelab.analysis.lake.schemas import TRACES
 from tracelab.analysis.traces.model import OUTCOMES
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
@@ -51,8 +53,9 @@ def compare_sections(ctx: PageContext) -> Sequence[Section]:
     if not rows:
         raise InputsMissing("no trace's derived tables in this data directory")
     sources = data_sources(ctx.data_dir, tuple(r.trace for r in rows))
+    absent = left_out([r.trace for r in rows], tuple(TRACES))
     return (
-        _traces_section(rows, sources),
+        _traces_section(rows, sources, absent),
         _outcomes_section(rows),
         _counts_section(rows),
         _durations_section(ctx, rows, frames),
@@ -69,7 +72,9 @@ def _note(row: TraceComparison, key: str, e: Estimate, unit: str = "") -> str:
     return row.notes.get(key, "") if e.n == 0 and key in row.notes else _est(e, unit)
 
 
-def _traces_section(rows: Sequence[TraceComparison], sources: dict[str, str]) -> Section:
+def _traces_section(
+    rows: Sequence[TraceComparison], sources: dict[str, str], absent: dict[str, str]
+) -> Section:
     table = HtmlTable(
         "The traces compared: data source and window",
         ("trace", "data", "window start (h)", "window end (h)", "unit of the task tables"),
@@ -92,6 +97,7 @@ def _traces_section(rows: Sequence[TraceComparison], sources: dict[str, str]) ->
             "shares, order statistics for quantiles, batch means (20 equal stretches of the "
             "window) for time averages, exact Poisson for event rates. A window is the span of "
             "the trace's running-task series in hours from the trace's own time origin.",
+            *(f" Not compared: {t}, {why}." for t, why in absent.items()),
         ),
         paper=_NO_PAPER,
         tables=(table,),

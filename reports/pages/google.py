@@ -18,10 +18,10 @@ import polars as pl
 from matplotlib.patches import Rectangle
 
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
-from tracelab.reports.figures import FloatArray, ecdf, new_axes
+from tracelab.reports.figures import FloatArray, PlottedData, ecdf, human_label, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
-from tracelab.reports.numfmt import fmt_pct
+from tracelab.reports.numfmt import fmt, fmt_pct
 
 TRACE = "google-2011"
 EVENT_NAMES = (
@@ -223,7 +223,9 @@ def _transition_matrix_figure(nums: TransitionsNumbers, out: Path) -> list[Figur
             "Transition graph as a matrix: cell (row → column) counts a task's event following its "
             "previous event (log colour scale); red outlines = not in the documented life-cycle graph."
         ),
-        margins={"left": 0.2, "bottom": 0.24, "right": 0.98},
+        margins={"left": 0.2, "bottom": 0.2, "right": 0.98},
+        size=(7.5, 5.2),
+        data=_transitions_data(nums),
     ) as (ax, figs):
         shown = np.where(matrix > 0, np.log10(np.maximum(matrix, 1.0)), np.nan)
         image = ax.imshow(shown, cmap="Blues", aspect="auto")
@@ -233,9 +235,9 @@ def _transition_matrix_figure(nums: TransitionsNumbers, out: Path) -> list[Figur
             [_short(e) for e in EVENT_NAMES],
             rotation=45,
             ha="right",
-            fontsize=7,
+            fontsize=8,
         )
-        ax.set_yticks(range(len(labels)), [_short(e) for e in labels], fontsize=7)
+        ax.set_yticks(range(len(labels)), [_short(e) for e in labels], fontsize=8)
         ax.set_xlabel("event")
         ax.set_ylabel("previous event of the task")
         _annotate_cells(ax, matrix, allowed)
@@ -247,7 +249,8 @@ def _annotate_cells(ax: Any, matrix: FloatArray, allowed: np.ndarray) -> None:
     for i in range(matrix.shape[0]):
         for j in range(matrix.shape[1]):
             if matrix[i, j] > 0:
-                ax.text(j, i, f"{int(matrix[i, j]):,}", ha="center", va="center", fontsize=5.5)
+                # 3 significant digits keep a cell's label inside it; exact counts are in the table
+                ax.text(j, i, fmt(matrix[i, j]), ha="center", va="center", fontsize=7.5)
                 if not allowed[i, j]:
                     ax.add_patch(
                         Rectangle(
@@ -272,9 +275,18 @@ def _transition_graph_figure(nums: TransitionsNumbers, out: Path) -> list[Figure
         ),
         margins={"left": 0.02, "right": 0.98, "bottom": 0.02, "top": 0.98},
         size=(7.0, 6.6),
+        data=_transitions_data(nums),
     ) as (ax, figs):
         _draw_transition_graph(ax, nums.pairs)
     return figs
+
+
+def _transitions_data(nums: TransitionsNumbers) -> PlottedData:
+    """The counts both transition figures draw, one row per (previous, next) pair."""
+    return (
+        ("previous event", "event", "count", "count (production)", "documented"),
+        [(_event(p.prev), _event(p.event), p.n, p.n_production, p.documented) for p in nums.pairs],
+    )
 
 
 def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
@@ -284,9 +296,11 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
     pos = np.column_stack([np.cos(angles), np.sin(angles)])
     edges = [p for p in pairs if p.prev is not None and 0 <= p.prev < k and 0 <= p.event < k]
     top = max((p.n for p in edges), default=1)
-    for p in edges:
+    placed: list[FloatArray] = []
+    # the largest counts are labelled first, so they get the arc's middle
+    for p in sorted(edges, key=lambda e: -e.n):
         if p.prev is not None and p.prev != p.event:
-            _draw_edge(ax, pos[p.prev], pos[p.event], p.n, p.documented, top)
+            _draw_edge(ax, pos[p.prev], pos[p.event], p, top, placed)
     for i, name in enumerate(EVENT_NAMES):
         ax.text(
             pos[i, 0],
@@ -294,7 +308,7 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
             _short(name),
             ha="center",
             va="center",
-            fontsize=7,
+            fontsize=8.5,
             fontweight="bold",
             bbox={"boxstyle": "round,pad=0.3", "fc": "#eef1f4", "ec": "#24323f"},
         )
@@ -304,36 +318,57 @@ def _draw_transition_graph(ax: Any, pairs: Sequence[TransitionPair]) -> None:
     ax.axis("off")
 
 
-def _draw_edge(ax: Any, a: FloatArray, b: FloatArray, n: int, ok: bool, top: int) -> None:
-    """A curved arrow a → b, width by log count, with the count on the arc."""
-    rad = 0.2
-    color = "tab:blue" if ok else "red"
+#: where on its arc an edge's count may sit (0: source, 1: target), most preferred first
+_LABEL_SPOTS = (0.5, 0.38, 0.62, 0.3, 0.7)
+#: half the width and height of a count label in data units (8 pt text on a 7-inch figure)
+_LABEL_HALF = np.array([0.09, 0.04])
+#: the arc's bend (matplotlib's arc3 rad)
+_RAD = 0.2
+
+
+def _label_spot(a: FloatArray, b: FloatArray, placed: list[FloatArray]) -> FloatArray:
+    """The first point of :data:`_LABEL_SPOTS` on the arc a → b whose label box overlaps none
+    already placed (the middle when every spot is taken)."""
+    d = b - a
+    control = (a + b) / 2 + _RAD * np.array([d[1], -d[0]])
+    spots = [(1 - t) ** 2 * a + 2 * (1 - t) * t * control + t**2 * b for t in _LABEL_SPOTS]
+    for spot in spots:
+        if all((np.abs(spot - q) >= 2 * _LABEL_HALF).any() for q in placed):
+            return spot
+    return spots[0]
+
+
+def _draw_edge(
+    ax: Any, a: FloatArray, b: FloatArray, p: TransitionPair, top: int, placed: list[FloatArray]
+) -> None:
+    """A curved arrow a → b, width by log count, with the count on the arc where no other
+    count is."""
+    color = "tab:blue" if p.documented else "red"
     ax.annotate(
         "",
         xy=b,
         xytext=a,
         arrowprops={
             "arrowstyle": "-|>",
-            "connectionstyle": f"arc3,rad={rad}",
-            "lw": 0.4 + 3.0 * np.log1p(n) / np.log1p(top),
+            "connectionstyle": f"arc3,rad={_RAD}",
+            "lw": 0.4 + 3.0 * np.log1p(p.n) / np.log1p(top),
             "color": color,
-            "alpha": 0.75 if ok else 0.95,
+            "alpha": 0.75 if p.documented else 0.95,
             "shrinkA": 16,
             "shrinkB": 16,
         },
     )
-    # the label sits on the arc: halfway between the chord's middle and the control point
-    d = b - a
-    mid = (a + b) / 2 + rad / 2 * np.array([d[1], -d[0]])
+    spot = _label_spot(a, b, placed)
+    placed.append(spot)
     ax.text(
-        mid[0],
-        mid[1],
-        f"{n:,}",
-        fontsize=6,
+        spot[0],
+        spot[1],
+        fmt(p.n),
+        fontsize=8,
         ha="center",
         va="center",
         color=color,
-        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8},
+        bbox={"boxstyle": "round,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.85},
     )
 
 
@@ -422,10 +457,10 @@ def _event_cdf_figure(
         caption=f"{title} over time (days since the window start).",
     ) as (ax, figs):
         for c in columns:
-            ax.plot(days, floats(series, c), label=c, linewidth=1.2)
+            ax.plot(days, floats(series, c), label=human_label(c), linewidth=1.2)
         ax.set_xlabel("day of trace")
         ax.set_ylabel("CDF" if fig_no == "2" else "cumulative count / total new submissions")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return figs
 
 
@@ -557,11 +592,11 @@ def _queue_figure(queue: pl.LazyFrame, out: Path) -> list[Figure]:
         caption="Queue length over time: the paper's definition (pending EVICTs not subtracted) and the corrected one.",
     ) as (ax, figs):
         d = _days(qs["time"].to_numpy())
-        ax.plot(d, floats(qs, "queue_length_paper"), label="queue_length_paper", linewidth=1.1)
+        ax.plot(d, floats(qs, "queue_length_paper"), label="the paper's definition", linewidth=1.1)
         ax.plot(
             d,
             floats(qs, "queue_length"),
-            label="queue_length (also − pending EVICT)",
+            label="pending EVICTs subtracted",
             linewidth=1.1,
         )
         ax.set_xlabel("day of trace")
@@ -588,7 +623,7 @@ def _running_figure(running: pl.LazyFrame, nums: RunningNumbers, out: Path) -> l
 
 # --- scheduling and execution times (Figs. 6–8) ---------------------------------------------
 
-#: hours in the moving average: one day smooths the diurnal cycle
+#: hours in the moving average when the data allow: one day smooths the diurnal cycle
 _MA_HOURS = 24
 #: at most about this many execution times reach the CDF figure
 _CDF_SAMPLE = 200_000
@@ -598,7 +633,12 @@ _CDF_SAMPLE = 200_000
 class TaskTimesNumbers:
     """Hourly means of tasks by hour of scheduling, and shares of finished tasks' execution times.
 
-    ``hour_days`` and the hourly series are what the moving-average figures draw.
+    ``hour_days`` and the hourly series are what the moving-average figures draw. The execution
+    series is right-censored at the window's end (an incarnation still running then has no
+    execution time, and late ones can only have short ones), so it is a restricted mean: each
+    incarnation's execution time capped at ``horizon_h``, over the incarnations scheduled at least
+    ``horizon_h`` before the window ends, those still running then counting as ``horizon_h``.
+    Every one of them was observed that long, so the mean cannot fall from censoring alone.
     """
 
     hour_days: FloatArray
@@ -611,6 +651,15 @@ class TaskTimesNumbers:
     finished_tasks: int
     finished_under_5min: float
     finished_under_30min: float
+    #: the cap and the observation time of the execution series (a third of the window)
+    horizon_h: float = 0.0
+    #: hours of the execution series (the window less the horizon)
+    execution_hours: int = 0
+    #: incarnations in the execution series still running at the window's end
+    censored: int = 0
+    #: the moving average's length: a day, or half the hours the series has (0: none drawn)
+    ma_hours: int = _MA_HOURS
+    ma_execution_hours: int = _MA_HOURS
 
 
 def _finished(lf: pl.LazyFrame) -> pl.LazyFrame:
@@ -623,11 +672,20 @@ def _mean_or_nan(values: FloatArray) -> float:
     return float(np.nanmean(values)) if values.size else float("nan")
 
 
+def _ma_hours(hours: int) -> int:
+    """A day, or half the series when it is shorter than two days; 0 below 2 hours (a moving
+    average over one hour is the series itself)."""
+    n = min(_MA_HOURS, hours // 2)
+    return n if n >= 2 else 0
+
+
 def task_times_numbers(times: Frame) -> TaskTimesNumbers:
-    """From ``fct_task_times``: hourly means (tasks scheduled inside the window), the median
-    scheduling time (all tasks) and the shares of finished tasks under 5 and 30 minutes."""
+    """From ``fct_task_times``: hourly means (tasks scheduled inside the window; execution as a
+    restricted mean, see :class:`TaskTimesNumbers`), the median scheduling time (all tasks) and
+    the shares of finished tasks under 5 and 30 minutes."""
     lf = times.lazy()
-    hourly = _hourly_means(lf)
+    end_us, horizon_us = _censoring(lf)
+    hourly = _hourly_means(lf, end_us, horizon_us)
     fin = collect(
         _finished(lf).select(
             pl.len().alias("n"),
@@ -641,6 +699,7 @@ def task_times_numbers(times: Frame) -> TaskTimesNumbers:
         )
     )
     scheduling, execution = floats(hourly, "scheduling"), floats(hourly, "execution")
+    execution_hours = int(np.isfinite(execution).sum())
     return TaskTimesNumbers(
         hour_days=(hourly["hour"].to_numpy().astype(np.float64) * 3600e6 - WINDOW_START_US)
         / _US_PER_DAY,
@@ -648,26 +707,58 @@ def task_times_numbers(times: Frame) -> TaskTimesNumbers:
         hourly_execution_s=execution,
         hours=hourly.height,
         scheduling_hourly_mean_s=_mean_or_nan(scheduling),
-        execution_hourly_mean_s=_mean_or_nan(execution),
+        execution_hourly_mean_s=_mean_or_nan(execution[np.isfinite(execution)]),
         scheduling_median_s=_or_zero(sched["median"][0]),
         finished_tasks=int(fin["n"][0]),
         finished_under_5min=_or_zero(fin["under_5min"][0]),
         finished_under_30min=_or_zero(fin["under_30min"][0]),
+        horizon_h=horizon_us / _US_PER_HOUR,
+        execution_hours=execution_hours,
+        censored=int(_or_zero(hourly["censored"].sum())),
+        ma_hours=_ma_hours(hourly.height),
+        ma_execution_hours=_ma_hours(execution_hours),
     )
 
 
-def _hourly_means(lf: pl.LazyFrame) -> pl.DataFrame:
-    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
-    return collect(
-        timed.with_columns((pl.col("schedule_time") // _US_PER_HOUR).alias("hour"))
-        .group_by("hour")
-        .agg(
-            pl.col("scheduling_time_s").mean().alias("scheduling"),
-            pl.col("execution_time_s").mean().alias("execution"),
-            pl.len().alias("n"),
+def _censoring(lf: pl.LazyFrame) -> tuple[int, int]:
+    """The window's end (the latest schedule or end time inside it) and the execution series'
+    horizon: a third of the window from its start, in whole hours, at least one."""
+    ends = [c for c in ("schedule_time", "end_time") if c in lf.collect_schema().names()]
+    latest = collect(
+        pl.concat([_in_window(lf, c).select(pl.col(c).alias("t")) for c in ends]).select(
+            pl.col("t").max()
         )
-        .sort("hour")
+    )["t"][0]
+    end_us = int(latest or WINDOW_START_US)
+    span_h = max(end_us - WINDOW_START_US, 0) // _US_PER_HOUR
+    return end_us, max(span_h // 3, 1) * _US_PER_HOUR
+
+
+def _hourly_means(lf: pl.LazyFrame, end_us: int, horizon_us: int) -> pl.DataFrame:
+    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
+    hour = (pl.col("schedule_time") // _US_PER_HOUR).alias("hour")
+    cap_s = horizon_us / 1e6
+    running = pl.col("terminal_event_type").is_null()
+    observed = timed.filter(
+        (pl.col("schedule_time") <= end_us - horizon_us)
+        & (running | pl.col("execution_time_s").is_not_null())
+    ).with_columns(
+        pl.when(running)
+        .then(pl.lit(cap_s))
+        .otherwise(pl.min_horizontal("execution_time_s", pl.lit(cap_s)))
+        .alias("capped")
     )
+    scheduling = (
+        timed.with_columns(hour)
+        .group_by("hour")
+        .agg(pl.col("scheduling_time_s").mean().alias("scheduling"), pl.len().alias("n"))
+    )
+    execution = (
+        observed.with_columns(hour)
+        .group_by("hour")
+        .agg(pl.col("capped").mean().alias("execution"), running.sum().alias("censored"))
+    )
+    return collect(scheduling.join(execution, on="hour", how="left").sort("hour"))
 
 
 def task_times_sections(ctx: PageContext) -> Sequence[Section]:
@@ -677,23 +768,22 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
         ("schedule_time", "terminal_event_type", "scheduling_time_s", "execution_time_s"),
     )
     nums = task_times_numbers(lf)
-    median = (
-        Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
-        ".",
-    )
     return (
         _moving_average_section(
             nums,
             "scheduling",
-            "Scheduling time",
-            "6",
-            " hours; the median scheduling time is ",
-            median,
+            (
+                "Mean of the hourly mean scheduling times: ",
+                Number("scheduling_hourly_mean_s", nums.scheduling_hourly_mean_s, "", "s"),
+                " over ",
+                Number("scheduling_hours", float(nums.hours), ",.0f"),
+                " hours; the median scheduling time is ",
+                Number("scheduling_median_s", nums.scheduling_median_s, "", "s"),
+                ".",
+            ),
             ctx.out_dir,
         ),
-        _moving_average_section(
-            nums, "execution", "Execution time", "7", " hours.", (), ctx.out_dir
-        ),
+        _moving_average_section(nums, "execution", _execution_text(nums), ctx.out_dir),
         Section(
             title=f"Execution time CDF ({_cite('Fig. 8')})",
             this_run=(
@@ -711,49 +801,67 @@ def task_times_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
+def _execution_text(nums: TaskTimesNumbers) -> tuple[str | Number, ...]:
+    """The execution series is a restricted mean; the text says over what and why."""
+    horizon = Number("execution_horizon_h", nums.horizon_h, "", "h")
+    return (
+        "Execution times are cut by the window's end (an incarnation still running then has "
+        "none, and late ones can only have short ones), so each hour's mean is a restricted "
+        "mean: execution time capped at ",
+        horizon,
+        " (a third of the window, in whole hours), over the incarnations scheduled at least that long before "
+        "the window ends, those still running then (",
+        Number("execution_censored", float(nums.censored), ",.0f"),
+        ") counting as the cap. Mean of these hourly means: ",
+        Number("execution_hourly_mean_s", nums.execution_hourly_mean_s, "", "s"),
+        " over ",
+        Number("execution_hours", float(nums.execution_hours), ",.0f"),
+        " hours.",
+    )
+
+
 def _moving_average_section(
-    nums: TaskTimesNumbers,
-    col: str,
-    label: str,
-    fig_no: str,
-    hours_text: str,
-    tail: tuple[str | Number, ...],
-    out: Path,
+    nums: TaskTimesNumbers, col: str, text: tuple[str | Number, ...], out: Path
 ) -> Section:
-    overall = nums.scheduling_hourly_mean_s if col == "scheduling" else nums.execution_hourly_mean_s
+    label, fig_no = ("Scheduling time", "6") if col == "scheduling" else ("Execution time", "7")
+    ma = nums.ma_hours if col == "scheduling" else nums.ma_execution_hours
+    window = (
+        f" The moving average spans {ma} hours ({'a day' if ma == _MA_HOURS else 'half the series: the data hold under two days'})."
+        if ma
+        else " No moving average is drawn: the series has under 4 hours."
+    )
     return Section(
         title=f"{label} moving average ({_cite(f'Fig. {fig_no}')})",
-        this_run=(
-            f"Mean of the hourly mean {label.lower()}s: ",
-            Number(f"{col}_hourly_mean_s", overall, "", "s"),
-            " over ",
-            Number(f"{col}_hours", float(nums.hours), ",.0f"),
-            hours_text,
-            *tail,
-        ),
+        this_run=(*text, window),
         paper=(
             "Observation 9: task execution and scheduling times are not influenced by the "
             "accumulation of tasks in the cluster (flat moving averages)."
         ),
-        figures=tuple(_moving_average_figure(nums, col, label, out)),
+        figures=tuple(_moving_average_figure(nums, col, label, ma, out)),
     )
 
 
-def _moving_average_figure(nums: TaskTimesNumbers, col: str, label: str, out: Path) -> list[Figure]:
+def _moving_average_figure(
+    nums: TaskTimesNumbers, col: str, label: str, ma: int, out: Path
+) -> list[Figure]:
     values = nums.hourly_scheduling_s if col == "scheduling" else nums.hourly_execution_s
+    what = "capped at the horizon, " if col == "execution" else ""
+    smooth = f" and its {ma}-hour moving average" if ma else ""
     with new_axes(
         out,
         f"{col}_time_ma",
-        alt=f"{label} of tasks scheduled in each hour with its {_MA_HOURS}-hour moving average.",
-        caption=f"{label} (seconds) by hour of scheduling: hourly mean (thin) and {_MA_HOURS}-hour moving average.",
+        alt=f"{label} of tasks scheduled in each hour{smooth}.",
+        caption=f"{label} (seconds, {what}by hour of scheduling): hourly mean (thin){smooth}.",
     ) as (ax, figs):
-        ax.plot(nums.hour_days, values, linewidth=0.5, alpha=0.5, label="hourly mean")
-        ax.plot(
-            nums.hour_days,
-            _moving_average(values, _MA_HOURS),
-            linewidth=1.5,
-            label=f"{_MA_HOURS} h moving average",
-        )
+        shown = np.isfinite(values)
+        ax.plot(nums.hour_days[shown], values[shown], linewidth=0.5, alpha=0.5, label="hourly mean")
+        if ma:
+            ax.plot(
+                nums.hour_days,
+                _moving_average(values, ma),
+                linewidth=1.5,
+                label=f"{ma} h moving average",
+            )
         ax.set_xlabel("day of trace")
         ax.set_ylabel(f"{label.lower()} (s)")
         ax.legend(fontsize=8)
@@ -781,6 +889,9 @@ def _execution_cdf_figure(times: pl.LazyFrame, n_finished: int, out: Path) -> li
 
 
 def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
+    """The trailing mean over ``window`` hours, NaN until a whole window lies behind a point
+    (a shorter stretch is not a ``window``-hour average), where the window holds no value and
+    after the series' last value."""
     if values.size == 0:
         return values
     clean = np.where(np.isnan(values), 0.0, values)
@@ -788,8 +899,12 @@ def _moving_average(values: np.ndarray, window: int) -> np.ndarray:
     kernel = np.ones(window)
     num = np.convolve(clean, kernel, mode="full")[: values.size]
     den = np.convolve(weight, kernel, mode="full")[: values.size]
+    whole = np.arange(values.size) >= window - 1
+    # nor past the series' last value (the execution series ends a horizon before the window)
+    finite = np.flatnonzero(~np.isnan(values))
+    inside = np.arange(values.size) <= (finite.max() if finite.size else -1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, num / np.maximum(den, 1e-300), np.nan)
+        return np.where(whole & inside & (den > 0), num / np.maximum(den, 1e-300), np.nan)
 
 
 # --- usage vs requests (Fig. 9) -------------------------------------------------------------
@@ -924,7 +1039,7 @@ def _usage_figure(df: pl.DataFrame, resource: str, out: Path) -> list[Figure]:
             )
         ax.set_xlabel("day of trace")
         ax.set_ylabel(f"{resource} (normalised)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
     return figs
 
 
@@ -991,11 +1106,15 @@ def _utilization_change_figure(df: pl.DataFrame, out: Path) -> list[Figure]:
         alt="CDF of the absolute relative change of cluster CPU and memory use between consecutive 5-minute windows.",
         caption="CDF of |relative change| between consecutive 5-minute windows; dashed line at 20%.",
     ) as (ax, figs):
+        top = 0.0
         for c in _CHANGE:
             x, y = ecdf(_abs_change(df, c))
-            ax.plot(x, y, label=c)
+            ax.plot(x, y, label=human_label(c))
+            top = max(top, float(x.max(initial=0.0)))
         ax.axvline(0.2, linestyle="--", color="grey", linewidth=0.8)
         ax.set_xscale("symlog", linthresh=0.01)
+        # an absolute change is never negative: the axis starts at 0 (symlog is linear below 0.01)
+        ax.set_xlim(0.0, max(top, 0.25) * 1.2)
         ax.set_xlabel("|relative change|")
         ax.set_ylabel("fraction of windows")
         ax.legend(fontsize=8)

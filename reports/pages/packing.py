@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import polars as pl
 from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
-from tracelab.reports.figures import new_axes
+from tracelab.reports.figures import PlottedData, new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
     Figure,
@@ -66,8 +67,6 @@ PAPER_OBSERVATIONS = 100
 PAPER_AV1_MACHINES = 28.0
 #: the options that make Janus & Rzadca 2017's grid (§5); the run's are compared with them
 _GRID_OPTIONS = ("instances", "tasks", "realizations", "clairvoyance", "capacity", "max_failures")
-#: where a mean q of 0 is drawn on a log axis (each caption says so)
-_ZERO_AT = 1e-7
 
 
 @dataclass(frozen=True)
@@ -156,6 +155,49 @@ def _base(runs: pl.DataFrame) -> pl.DataFrame:
 
 def _method_order(frame: pl.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["method"].to_list()))
+
+
+#: a family's colour map and the parameter range its shades span (log10 for GPA and Cantelli)
+_FAMILY_SHADES = {
+    "GPA": ("Blues", -3.0, 0.0, True),
+    "Cantelli": ("Purples", -3.0, 0.0, True),
+    "av": ("Oranges", 1.0, 2.5, False),
+    # percentiles spread by how far they are from 100: 50, 90, 95, 99 get distinct shades
+    "perc": ("Greens", 50.0, 100.0, False),
+}
+
+
+def method_colour(method: str) -> str:
+    """One colour per method label (``GPA 0.01``, ``av 1.25``) on every figure of the page: a
+    family's hue, darker for a larger parameter, so a method keeps its colour whichever other
+    methods a figure shows."""
+    family, _, value = method.partition(" ")
+    cmap, lo, hi, log = _FAMILY_SHADES.get(family, ("Greys", 0.0, 1.0, False))
+    try:
+        x = float(value)
+    except ValueError:
+        x = lo
+    if log:
+        x = math.log10(x) if x > 0 else lo
+    elif family == "perc":
+        x = hi - (hi - lo) * math.log10(max(hi - x, 1.0)) / math.log10(hi - lo)
+    frac = min(max((x - lo) / (hi - lo), 0.0), 1.0)
+    return str(matplotlib.colors.to_hex(matplotlib.colormaps[cmap](0.4 + 0.55 * frac)))
+
+
+def _values_data(frame: pl.DataFrame, order: Sequence[str], column: str, label: str) -> PlottedData:
+    """Box plots' data: every value per method, as the figure's CSV."""
+    return (
+        ("method", label),
+        [(m, v) for m in order for v in floats(frame.filter(pl.col("method") == m), column)],
+    )
+
+
+def _boxes(ax: Any, values: Sequence[Any], order: Sequence[str]) -> None:
+    """Box plots filled with each method's colour."""
+    boxes = ax.boxplot(values, showfliers=False, patch_artist=True)
+    for patch, method in zip(boxes["boxes"], order, strict=True):
+        patch.set_facecolor(method_colour(method))
 
 
 @dataclass(frozen=True)
@@ -325,10 +367,10 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         alt="Box plots of the normalised number of machines per estimation method.",
         caption="m = m_abs / ⌈Σx̄/c⌉ per method over instances (Best Fit, rebalancing, c = 1, full clairvoyance).",
         margins={"bottom": 0.25},
+        data=_values_data(base, order, "m", "m (normalised machines)"),
     ) as (ax, figs):
-        data = [floats(base.filter(pl.col("method") == m), "m") for m in order]
-        ax.boxplot(data, showfliers=False)
-        ax.set_xticks(np.arange(1, len(order) + 1), order, rotation=60, fontsize=7)
+        _boxes(ax, [floats(base.filter(pl.col("method") == m), "m") for m in order], order)
+        ax.set_xticks(np.arange(1, len(order) + 1), order, rotation=60, fontsize=8.5)
         ax.set_ylabel("m (normalised machines)")
     return tuple(figs)
 
@@ -355,13 +397,17 @@ def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
             for method in _method_order(part):
                 one = part.filter(pl.col("method") == method)
                 ax.scatter(
-                    floats(one, "m"), np.maximum(floats(one, "q"), floor), s=14, label=method
+                    floats(one, "m"),
+                    np.maximum(floats(one, "q"), floor),
+                    s=14,
+                    label=method,
+                    color=method_colour(method),
                 )
             ax.set_yscale("log")
             ax.set_ylim(floor / 2, 1.0)
             ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
             ax.set_xlabel("m (normalised machines)", fontsize=8)
-            ax.legend(fontsize=7)
+            ax.legend(fontsize=8)
         row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
 
@@ -460,16 +506,15 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         "packing_inst_vs_avg",
         alt="Bars of mean overflow frequency per method when statistics come from inst or from avg.",
         caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on "
-        "inst; a mean q of 0 (no overflow in any instance) is drawn at 1e-7.",
-        margins={"bottom": 0.25},
+        "inst; a mean q of 0 (no overflow in any instance) has no bar on the log axis and is "
+        "marked “0” at its foot.",
+        margins={"bottom": 0.25, "top": 0.88},
+        data=(
+            ("method", "mean q, statistics from inst", "mean q, statistics from avg"),
+            list(zip(order, floats(means, "inst"), floats(means, "avg"), strict=True)),
+        ),
     ) as (ax, figs):
-        x = np.arange(len(order))
-        for shift, col in ((-0.2, "inst"), (0.2, "avg")):
-            ax.bar(x + shift, np.maximum(floats(means, col), _ZERO_AT), width=0.4, label=col)
-        ax.set_yscale("log")
-        ax.set_xticks(x, order, rotation=60, fontsize=7)
-        ax.set_ylabel("mean q")
-        ax.legend()
+        _q_bars(ax, means, order)
     inst_q = floats(means, "inst")
     # q = 0 with inst statistics (conservative methods, small grids) has no ratio
     ratio = np.full(inst_q.shape, np.nan)
@@ -488,6 +533,31 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
     )
 
 
+#: the statistics the Fig. 10 bars compare, as the legend names them
+_STATISTICS = (("inst", "statistics from inst (1 s)"), ("avg", "statistics from avg (5 min)"))
+
+
+def _q_bars(ax: Any, means: pl.DataFrame, order: Sequence[str]) -> None:
+    """Mean q per method and statistics on a log axis; a zero has no bar (log 0 is not on the
+    axis) and is written "0" at the bar's place instead of being drawn at an invented floor."""
+    x = np.arange(len(order))
+    positive = [q for col, _ in _STATISTICS for q in floats(means, col) if q > 0]
+    foot = min(positive, default=1e-3) / 3
+    for (col, label), shift, colour in zip(
+        _STATISTICS, (-0.2, 0.2), ("#4a7fb0", "#d08a3a"), strict=True
+    ):
+        q = floats(means, col)
+        ax.bar(x + shift, np.where(q > 0, q, np.nan), width=0.4, label=label, color=colour)
+        for xi in (x + shift)[q == 0]:
+            ax.text(xi, foot, "0", ha="center", va="bottom", fontsize=8, color=colour)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=foot)
+    ax.set_xticks(x, order, rotation=60, fontsize=8.5)
+    ax.set_ylabel("mean q (overflow frequency)")
+    # above the axes: inside, the legend would cover the tallest bars
+    ax.legend(fontsize=8.5, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False)
+
+
 def _lines(
     ctx: PageContext, frame: pl.DataFrame, x: str, name: str, caption: str, split_rebalance: bool
 ) -> tuple[Figure, ...]:
@@ -495,40 +565,58 @@ def _lines(
     without rebalancing, so no panel has more than the experiment's (four) methods."""
     panels = [True, False] if split_rebalance else [True]
     methods = list(dict.fromkeys(frame["method"].to_list()))
+    means = frame.group_by("rebalance", "method", x, maintain_order=True).agg(pl.col("q").mean())
     with new_axes(
         ctx.out_dir,
         name,
         alt=caption,
-        caption=caption,
+        caption=f"{caption} A mean q of 0 (no overflow), which a log axis cannot show, is marked "
+        "▽ at the axis' foot.",
         ncols=len(panels),
         size=(3.8 * len(panels) + 0.6, 3.4) if split_rebalance else None,
+        data=(
+            ("rebalancing", "method", x, "mean q"),
+            means.sort("rebalance", "method", x).rows(),
+        ),
     ) as (axes, figs):
         row = [axes] if len(panels) == 1 else list(axes[0])
         for ax, rebalance in zip(row, panels, strict=True):
-            part = frame.filter(pl.col("rebalance") == rebalance) if split_rebalance else frame
-            means = part.group_by("method", x, maintain_order=True).agg(pl.col("q").mean()).sort(x)
-            for method in methods:
-                line = means.filter(pl.col("method") == method)
-                if line.height:
-                    ax.plot(
-                        floats(line, x),
-                        np.maximum(floats(line, "q"), _ZERO_AT),
-                        marker="o",
-                        color=f"C{methods.index(method) % 10}",
-                        label=method,
-                    )
-            ax.set_xscale("log")
-            ax.set_yscale("log")
-            # the grid's own values as ticks: log-axis minor labels collide on a short range
-            ticks = sorted(set(part[x].to_list()))
-            ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)
-            ax.xaxis.set_minor_formatter(NullFormatter())
-            ax.set_xlabel(x)
-            ax.set_ylabel("mean q")
+            part = means.filter(pl.col("rebalance") == rebalance) if split_rebalance else means
+            _q_lines(ax, part.sort(x), methods, x)
             if split_rebalance:
                 ax.set_title("rebalancing" if rebalance else "no rebalancing", fontsize=9)
-            ax.legend(fontsize=7)
     return tuple(figs)
+
+
+def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str) -> None:
+    """Mean q against ``x`` per method on log axes; zeros as open triangles at the foot."""
+    positive = floats(means, "q")[floats(means, "q") > 0]
+    foot = float(positive.min()) / 3 if positive.size else 1e-3
+    for method in methods:
+        line = means.filter(pl.col("method") == method)
+        if not line.height:
+            continue
+        xs, q = floats(line, x), floats(line, "q")
+        colour = method_colour(method)
+        ax.plot(xs, np.where(q > 0, q, np.nan), marker="o", color=colour, label=method)
+        ax.plot(
+            xs[q == 0],
+            np.full(int((q == 0).sum()), foot),
+            marker="v",
+            linestyle="none",
+            color=colour,
+            markerfacecolor="none",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=foot / 1.6)
+    # the grid's own values as ticks: log-axis minor labels collide on a short range
+    ticks = sorted(set(means[x].to_list()))
+    ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.set_xlabel(x)
+    ax.set_ylabel("mean q (overflow frequency)")
+    ax.legend(fontsize=8)
 
 
 def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
@@ -553,8 +641,7 @@ def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
             cap,
             "capacity",
             "packing_capacity",
-            "Mean q against machine capacity c, with and without rebalancing; a mean q of 0 is "
-            "drawn at 1e-7.",
+            "Mean q against machine capacity c, with and without rebalancing.",
             True,
         ),
     )
@@ -580,8 +667,7 @@ def _fig12_clairvoyance(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers)
             clair,
             "clairvoyance",
             "packing_clairvoyance",
-            "Mean q against clairvoyance level v (share of R observed); a mean q of 0 is drawn at "
-            "1e-7.",
+            "Mean q against clairvoyance level v (share of R observed).",
             False,
         ),
     )
@@ -607,13 +693,11 @@ def _fig13_rebalancing(
         alt="Box plots of the relative decrease of overflow frequency from rebalancing per method.",
         caption="(q_off − q_on)/q_off per instance (Best Fit; instances with q_off = 0 left out).",
         margins={"bottom": 0.25},
+        data=_values_data(gains, order, "gain", "relative decrease of q"),
     ) as (ax, figs):
         if order:
-            ax.boxplot(
-                [floats(gains.filter(pl.col("method") == m), "gain") for m in order],
-                showfliers=False,
-            )
-            ax.set_xticks(np.arange(1, len(order) + 1), order, rotation=45, fontsize=7)
+            _boxes(ax, [floats(gains.filter(pl.col("method") == m), "gain") for m in order], order)
+            ax.set_xticks(np.arange(1, len(order) + 1), order, rotation=45, fontsize=8.5)
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_ylabel("relative decrease of q")
     return Section(

@@ -329,8 +329,8 @@ def _series_figure(ctx: PageContext, series: pl.DataFrame) -> list[Figure]:
                     )
             ax.set_title(f"{predictor} lifetimes", fontsize=9)
             ax.set_xlabel("hour of the trace", fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.legend(fontsize=7)
+            ax.tick_params(labelsize=8)
+            ax.legend(fontsize=8)
         axes[0][0].set_ylabel("empty hosts (%)", fontsize=8)
     return made
 

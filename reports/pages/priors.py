@@ -9,6 +9,7 @@ paper's two-stage method beside them; on generated data it adds the generator's 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,12 +17,13 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from scipy.special import gammainc
 
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
+from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.numfmt import fmt, fmt_in_text
 
 #: (label, recommended record, paper's record, parameter, path into TRUTH.json, bias is relative)
 _ROWS: tuple[tuple[str, str, str, str, tuple[str, ...], bool], ...] = (
@@ -109,6 +111,8 @@ class PriorRow:
     relative: bool
     bias_recommended: float | None
     bias_paper: float | None
+    #: the two-stage fit's unit where it differs (the normalised rate's hour^(1−α), α per fit)
+    paper_unit: str = ""
 
 
 def _truth_value(truth: Mapping[str, Any] | None, path: tuple[str, ...]) -> float | None:
@@ -157,9 +161,16 @@ def priors_comparison(
                 relative=relative,
                 bias_recommended=_bias(recommended, t, relative),
                 bias_paper=_bias(paper, t, relative),
+                paper_unit=paper_rec.parameters[parameter].unit if paper_rec is not None else "",
             )
         )
     return rows
+
+
+def _unit(unit: str) -> str:
+    """A unit with its exponent to 3 significant digits, as every number (hour^0.1511 ->
+    hour^0.151)."""
+    return re.sub(r"\^(-?\d+\.\d+)", lambda m: "^" + fmt(float(m.group(1))), unit)
 
 
 # --- figures and prose ----------------------------------------------------------------------
@@ -230,7 +241,15 @@ def _comparison_table(rows: Sequence[PriorRow], with_truth: bool) -> HtmlTable:
             if r.recommended_ci is None
             else f"[{_cell(r.recommended_ci[0])}, {_cell(r.recommended_ci[1])}]"
         )
-        cells: tuple[str, ...] = (r.label, r.unit, _cell(r.recommended), ci, _cell(r.paper))
+        unit, rec, paper = _unit(r.unit), _cell(r.recommended), _cell(r.paper)
+        if r.paper is not None and r.paper_unit and r.paper_unit != r.unit:
+            # one unit per column: each fit's own exponent goes beside its value
+            unit, rec, paper = (
+                "each fit's, beside it",
+                f"{rec} {unit}",
+                f"{paper} {_unit(r.paper_unit)}",
+            )
+        cells: tuple[str, ...] = (r.label, unit, rec, ci, paper)
         if with_truth:
             cells += (
                 _cell(r.truth),
@@ -241,21 +260,6 @@ def _comparison_table(rows: Sequence[PriorRow], with_truth: bool) -> HtmlTable:
     return HtmlTable("Recommended fit beside the paper's two-stage fit", columns, tuple(body))
 
 
-def _method_prose(records: Mapping[str, FittedParameter]) -> str:
-    """What the two-stage records say about their choices (p, alpha's unit, exclusions)."""
-    parts = []
-    for name in (
-        "core_lifetime_rate_prior",
-        "normalised_scaleout_rate_prior",
-        "scaleout_size_prior",
-        "scaleout_alpha",
-    ):
-        rec = records.get(name)
-        if rec is not None and rec.notes:
-            parts.append(f"{name}: {rec.notes}.")
-    return " ".join(parts)
-
-
 def _recommended_section(
     records: Mapping[str, FittedParameter], truth: Mapping[str, Any] | None
 ) -> Section:
@@ -263,7 +267,7 @@ def _recommended_section(
     life = records.get("core_lifetime_rate_prior_marginal")
     with_truth = truth is not None and any(r.truth is not None for r in rows)
     lead: list[str | Number] = [
-        "Recommended: the joint marginal fit (records *_prior_marginal), which integrates each "
+        "Recommended: the joint marginal fit, which integrates each "
         "deployment's parameters out of the likelihood, so deployments with few or no events need "
         "neither an estimate nor a substitute. "
     ]
@@ -286,9 +290,7 @@ def _recommended_section(
         "the lifetime fit; p_rate and p_size calibrated by a discrete Cramér–von Mises distance of "
         "deployment sizes), Gamma priors by ML, α minimising the mean absolute deviation of the "
         "normalised rates (here with lifetimes in hours; the criterion depends on the unit). "
-        + _SHUTDOWN_WHY
-        + " "
-        + _method_prose(records),
+        + _SHUTDOWN_WHY,
         tables=(_comparison_table(rows, with_truth),),
     )
 
@@ -346,10 +348,10 @@ def _prior_figure(ctx: PageContext, p: _Prior, v: FloatArray) -> list[Figure]:
             label="deployments (≤ 99th pct)",
         )
         grid = np.linspace(0.0, hi, 400)
-        ax.plot(grid, gammainc(shape, rate * grid), color="red", label="paper two-stage")
+        ax.plot(grid, gamma_cdf(shape, rate, grid), color="red", label="paper two-stage")
         if p.recommended is not None:
             a, b = p.recommended
-            ax.plot(grid, gammainc(a, b * grid), color="black", ls="--", label="recommended")
+            ax.plot(grid, gamma_cdf(a, b, grid), color="black", ls="--", label="recommended")
         ax.set_xlim(0.0, hi)
         ax.set_xlabel(p.what)
         ax.set_ylabel("CDF")
@@ -369,7 +371,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
             "Two-stage Gamma shape ",
             Number(f"{name}_shape", shape),
             " and rate ",
-            Number(f"{name}_rate", rate, "", p.rec.parameters["rate"].unit),
+            Number(f"{name}_rate", rate, "", _unit(p.rec.parameters["rate"].unit)),
             " from n = ",
             Number(f"{name}_n", float(p.rec.n), ",.0f"),
             " deployments; KS distance ",
@@ -378,7 +380,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
             Number(f"{name}_mean", shape / rate),
             " against the deployments' mean ",
             Number(f"{name}_sample_mean", float(v.mean()) if v.size else float("nan")),
-            ". " + p.rec.notes + ".",
+            ". " + fmt_in_text(p.rec.notes) + ".",
         ),
         paper="“On the cluster admission problem” fits Gamma priors by maximum likelihood to the per-deployment estimates "
         "(arrivals inside the window only) and shows each prior's CDF over the normalised "
@@ -392,7 +394,7 @@ def _prior_section(ctx: PageContext, p: _Prior, values: FloatArray) -> Section:
                     (
                         k,
                         fmt_num(q.value),
-                        q.unit,
+                        _unit(q.unit),
                         f"[{fmt_num(ci[k].low)}, {fmt_num(ci[k].high)}]" if k in ci else "–",
                     )
                     for k, q in p.rec.parameters.items()
@@ -421,7 +423,7 @@ def _others_section(records: Mapping[str, FittedParameter], shown: set[str]) -> 
                         r.name,
                         r.distribution,
                         ", ".join(
-                            f"{k} = {fmt_num(q.value)} {q.unit}".rstrip()
+                            f"{k} = {fmt_num(q.value)} {_unit(q.unit)}".rstrip()
                             for k, q in r.parameters.items()
                         ),
                         fmt_int(r.n),

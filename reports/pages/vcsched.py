@@ -15,6 +15,7 @@ from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
+from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 from tracelab.reports.numfmt import Mean, fmt
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
@@ -226,7 +227,9 @@ def _headline_section(h: YieldHeadline) -> Section:
     return Section(
         title="Headline: the paper's claims beside this run (“Resource Allocation using Virtual Clusters” §4.2)",
         this_run=(
-            f"Headline numbers use the {h.source} instances. ",
+            "Headline numbers use the "
+            + ("generated paper" if h.source == "paper" else "trace-drawn")
+            + " instances. ",
             Number("n_instances", float(h.n_instances), ",.0f"),
             f" instances ({classes}); slacks {', '.join(fmt(s) for s in h.slacks)}; "
             f"jobs {', '.join(str(n) for n in h.job_counts)}. On the small problems where the "
@@ -268,7 +271,8 @@ def _slack_figure(
         name,
         alt=f"{ylabel} versus memory slack, {source} instances: one row of panels per group of "
         "algorithms, one column per problem size.",
-        caption=caption,
+        # a shared range would flatten the close MCB5–8 into one line: each panel has its own
+        caption=f"{caption} Each panel has its own y range.",
         ncols=len(classes),
         nrows=len(groups),
         size=(3.6 * len(classes) + 1.6, 2.4 * len(groups) + 0.5),
@@ -294,32 +298,51 @@ def _slack_figure(
                 if r == 0:
                     ax.set_title(f"{size_class} problems", fontsize=9)
                 if r == len(groups) - 1:
-                    ax.set_xlabel("memory slack", fontsize=8)
-                ax.set_ylabel(ylabel, fontsize=8)
-                ax.tick_params(labelsize=7)
-            # the row's legend names every algorithm drawn in any of its panels
-            shown: dict[str, Any] = {}
-            for ax in panels[r]:
-                shown.update(
-                    zip(
-                        ax.get_legend_handles_labels()[1],
-                        ax.get_legend_handles_labels()[0],
-                        strict=True,
-                    )
-                )
-            panels[r][-1].legend(
-                list(shown.values()),
-                list(shown),
-                fontsize=7,
-                loc="center left",
-                bbox_to_anchor=(1.02, 0.5),
-            )
-        for c in range(len(classes)):  # one y range per size class, so rows compare
-            lows, highs = zip(*(panels[r][c].get_ylim() for r in range(len(groups))), strict=True)
-            pad = 0.04 * (max(highs) - min(lows))
-            for r in range(len(groups)):
-                panels[r][c].set_ylim(min(lows) - pad, max(highs) + pad)
+                    ax.set_xlabel("memory slack", fontsize=8.5)
+                ax.set_ylabel(ylabel, fontsize=8.5)
+                ax.tick_params(labelsize=8)
+            _row_legend(panels[r], _same_lines(part, group, column))
     return figs
+
+
+def _same_lines(part: pl.DataFrame, group: Sequence[str], column: str) -> dict[str, str]:
+    """Algorithms of ``group`` whose values equal an earlier one's at every size and slack (to
+    1e-9): drawn on top of each other they look like one line, so the legend says so."""
+    series = {
+        a: part.filter(pl.col("algorithm") == a).sort("size_class", "slack")[column].to_list()
+        for a in group
+    }
+    same: dict[str, str] = {}
+    for i, a in enumerate(group):
+        for b in group[:i]:
+            x, y = series[a], series[b]
+            if (
+                x
+                and len(x) == len(y)
+                and all(
+                    u is not None and v is not None and abs(u - v) <= 1e-9
+                    for u, v in zip(x, y, strict=True)
+                )
+            ):
+                same[a] = same.get(b, b)
+                break
+    return same
+
+
+def _row_legend(row: Sequence[Any], same: dict[str, str]) -> None:
+    """The row's legend, right of its last panel: every algorithm drawn in any of its panels,
+    "(= MCB5)" beside one whose line lies exactly on another's."""
+    shown: dict[str, Any] = {}
+    for ax in row:
+        handles, labels = ax.get_legend_handles_labels()
+        shown.update(zip(labels, handles, strict=True))
+    row[-1].legend(
+        list(shown.values()),
+        [f"{a} (= {same[a]})" if a in same else a for a in shown],
+        fontsize=8,
+        loc="center left",
+        bbox_to_anchor=(1.02, 0.5),
+    )
 
 
 def _mcb_section(
@@ -505,8 +528,8 @@ def _runtime_section(ctx: PageContext, runtime: pl.DataFrame, h: YieldHeadline) 
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xlabel("jobs", fontsize=8)
-            ax.tick_params(labelsize=7)
-            ax.legend(fontsize=7)
+            ax.tick_params(labelsize=8)
+            ax.legend(fontsize=8)
         axes[0][0].set_ylabel("mean run time (ms)", fontsize=8)
     return Section(
         title="Run time (“Resource Allocation using Virtual Clusters” Figs. 5, 14, 18)",
@@ -575,6 +598,33 @@ def _trace_section(
     )
 
 
+def yield_attribution(
+    ctx: PageContext, instances: pl.DataFrame, h: YieldHeadline
+) -> tuple[str, ...]:
+    """Which instances come from the trace's files and which are generated: the paper's grid
+    is drawn from §4.1's distributions whatever the data directory holds, so the trace's files
+    are credited only with the instances drawn from them."""
+    counts = {str(s): int(n) for s, n in instances.group_by("source").len().iter_rows()}
+    seed = h.parameters.get("seed", "?")
+    lines = []
+    n_paper = counts.get("paper", 0)
+    if n_paper:
+        used = "the headline, MCB1–8 and algorithm comparisons" if h.source == "paper" else ""
+        lines.append(
+            f"{n_paper:,} problem instances generated from the paper's §4.1 distributions "
+            f"(seed {seed}){', for ' + used if used else ''}: no trace file enters them, so they "
+            "are the same in every data directory."
+        )
+    n_trace = counts.get("trace", 0)
+    source = data_sources(ctx.data_dir, (ctx.trace,)).get(ctx.trace, "no ingest recorded")
+    if n_trace:
+        role = " (the headline's)" if h.source == "trace" else ""
+        lines.append(f"{n_trace:,} instances drawn from the trace{role}: {source}.")
+    else:
+        lines.append(f"No instance was drawn from the {ctx.trace} trace ({source}).")
+    return tuple(lines)
+
+
 def yield_sections(ctx: PageContext) -> Sequence[Section]:
     """The yield page: headline, MCB1–8, the comparison with MILP/LP, run time, trace instances."""
     folder = ctx.results(STAGE)
@@ -582,6 +632,7 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
         raise InputsMissing(f"missing results/{ctx.trace}/{STAGE}/summary.json")
     tables = {name: _read(folder, name) for name in _TABLES}
     headline = yield_headline(folder)
+    ctx.attribution.extend(yield_attribution(ctx, tables["instances"], headline))
     sections = [
         _headline_section(headline),
         _setup_section(headline),

@@ -235,6 +235,11 @@ def test_the_priors_page_states_the_exported_fit(excerpt_run: Path) -> None:
     ci = rec.ci["shape"]
     assert fmt_ci(rec.parameters["shape"].value, ci.low, ci.high) in text
     assert "Not fitted: fit alibaba_task_avg_mean: needs 2 distinct positive values" in text
+    # only the options this fit reads: seed and n_boot, and what it derived (no Azure option)
+    summary = json.loads((excerpt_run / "results" / TRACE / "priors" / "summary.json").read_text())
+    assert set(summary["parameters"]) == {"seed", "n_boot", "location", "terminal_state"}
+    for azure_only in ("vmtable", "shutdown_cores", "zero_event_probability", "shutdown_min_vms"):
+        assert azure_only not in text
 
 
 @pytest.mark.browser
@@ -246,6 +251,37 @@ def test_chromium_renders_the_priors_page(excerpt_run: Path) -> None:
     assert "Gamma priors of alibaba-2018" in shown.dom
     assert f"<td>{EXECUTION}</td>" in shown.dom
     assert "Parameters of this run" in shown.dom
+
+
+@pytest.mark.browser
+def test_an_alibaba_only_data_dir_lists_only_its_pages(excerpt_run: Path) -> None:
+    """The index shows alibaba-2018's pages and the cross-trace ones, says which traces are not
+    here, and no page of the run hints at deriving another trace."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser)")
+    run = sorted((excerpt_run / "site" / "runs").iterdir())[-1]
+    shown = render((run / "index.html").as_uri())
+    assert not shown.console, shown.console
+    pages = {
+        Path(link).name for link in read_refs(run / "index.html").links if link.endswith(".html")
+    }
+    assert {p for p in pages if p != "index.html"} == {
+        "alibaba-priors.html",
+        "compare-traces.html",
+        "params.html",
+    }
+    assert sorted(p.name for p in run.glob("*.html")) == [
+        "alibaba-priors.html",
+        "compare-traces.html",
+        "index.html",
+        "params.html",
+    ]
+    assert 'id="trace-alibaba-2018"' in shown.dom
+    assert "Not in this data directory, so not listed: <code>google-2011</code> (15 pages)" in (
+        shown.dom
+    )
+    for page in run.glob("*.html"):
+        assert "--trace google-2011" not in page.read_text(encoding="utf-8"), page.name
 
 
 def test_fit_refuses_the_azure_vmtable_option_on_alibaba(

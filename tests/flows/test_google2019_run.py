@@ -6,6 +6,7 @@ page say what it lacked."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from html import unescape
@@ -22,7 +23,7 @@ from repo_paths import TESTS
 from scipy import stats
 
 from tracelab.analysis.export.document import SCHEMA_PATH, ParamsDocument, load_params
-from tracelab.reports.numfmt import fmt_ci
+from tracelab.reports.numfmt import fmt, fmt_ci
 
 TRACE = "google-2019"
 EXCERPT = TESTS / "data" / TRACE
@@ -121,6 +122,9 @@ def test_the_page_states_the_exported_fits_the_source_and_the_window(generated_r
     # the options come from the stage's record: the run's bootstrap replicates and seed
     assert re.search(r"n_boot\s+200\s+bootstrap replicates", text)
     assert "Not supported: the Azure deployment model's priors" in text
+    # the options table lists what this fit reads, none of the Azure fit's
+    for azure_only in ("vmtable", "shutdown_cores", "zero_event_probability", "shutdown_min_vms"):
+        assert azure_only not in text
 
 
 @pytest.mark.browser
@@ -205,3 +209,73 @@ def test_an_independent_fit_of_the_exported_sample_matches(generated_run: Path) 
     assert rec.n == x.size
     assert rec.parameters["shape"].value == pytest.approx(shape, rel=1e-6)
     assert rec.parameters["rate"].value == pytest.approx(1 / scale, rel=1e-6)
+
+
+# ---- the real shard's machines page: its numbers recomputed from the raw JSON lines ----
+
+
+def _machines_page(data: Path) -> Path:
+    pages = sorted((data / "site" / "runs").glob("*/google-2019-machines.html"))
+    assert pages, "no google-2019-machines page built"
+    return pages[-1]
+
+
+def _machines_at_end() -> dict[tuple[float, float] | None, int]:
+    """Per capacity (None: unknown), the machines up after each machine's last event, straight
+    from the shard's JSON lines in (time, line) order: ADD 1 and UPDATE 3 leave it up with
+    that event's capacity (an ADD without one: unknown), REMOVE 2 down."""
+    shard = EXCERPT / "machine_events" / "machine_events-000000000000.json.gz"
+    with gzip.open(shard, "rt", encoding="utf-8") as fh:
+        rows = [(int(r["time"]), i, r) for i, r in enumerate(map(json.loads, fh))]
+    state: dict[str, tuple[float, float] | bool | None] = {}
+    for _, _, r in sorted(rows, key=lambda t: t[:2]):
+        if r["type"] == "2":
+            state[r["machine_id"]] = False
+        else:
+            cap = r.get("capacity")
+            state[r["machine_id"]] = (
+                (float(cap["cpus"]), float(cap["memory"])) if cap and "cpus" in cap else None
+            )
+    out: dict[tuple[float, float] | None, int] = {}
+    for value in state.values():
+        if value is not False:
+            key = value if isinstance(value, tuple) else None
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
+def test_the_real_shard_gets_a_machines_page(excerpt_run: tuple[Path, str]) -> None:
+    page = _machines_page(excerpt_run[0])
+    numbers = read_refs(page).numbers
+    # PROVENANCE.md's counts (zcat | grep): 3,276 ADDs at time 0, 9,259 ADDs in all, 5,981
+    # REMOVEs, 167 UPDATEs
+    assert numbers["machines_start"] == 3_276
+    assert numbers["machine_adds"] == 9_259 - 3_276
+    assert numbers["machine_removes"] == 5_981
+    assert numbers["machine_updates"] == 167
+    at_end = _machines_at_end()
+    assert numbers["machines_end"] == sum(at_end.values())
+    assert numbers["without_capacity_end"] == at_end.get(None, 0)
+    # the most common capacity at the end heads the table, with its count
+    (cpus, memory), count = max(((k, v) for k, v in at_end.items() if k), key=lambda kv: kv[1])
+    first = re.search(r"<tbody>\s*<tr><td>(.*?)</td><td>.*?</td><td>(.*?)</td>", page.read_text())
+    assert first is not None
+    assert first.group(1) == f"{fmt(cpus)} × {fmt(memory)}"
+    assert first.group(2) == f"{count:,}"
+
+
+@pytest.mark.browser
+def test_chromium_renders_the_machines_page_with_its_data_files(
+    excerpt_run: tuple[Path, str],
+) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser)")
+    page = _machines_page(excerpt_run[0])
+    shown = render(page.as_uri())
+    assert not shown.console, shown.console
+    assert "Machines and capacity of google-2019" in shown.dom
+    csvs = re.findall(r'<a class="data" href="([^"]+\.csv)"', shown.dom)
+    assert len(csvs) == len(re.findall(r"<img ", shown.dom)) == 2
+    for href in csvs:
+        table = pl.read_csv(page.parent / href)
+        assert table.height > 0, href

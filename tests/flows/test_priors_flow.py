@@ -79,6 +79,16 @@ def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Pat
     summary = json.loads((params_path.parent / "summary.json").read_text())
     assert summary["deployments_in_window"] == 300
     assert summary["bootstrap"] == {"replicates": 20, "seed": 1}
+    # the summary records every option the fit ran with, defaults included
+    assert summary["parameters"] == {
+        "seed": 1,
+        "n_boot": 20,
+        "zero_event_probability": None,
+        "alpha": None,
+        "shutdown_cores": FitOptions().shutdown_cores,
+        "vmtable": str(tiny_csv),
+        "shutdown_min_vms": FitOptions().shutdown_min_vms,
+    }
     table = pl.read_parquet(params_path.parent / "priors.parquet")
     assert {"name", "parameter", "value", "unit", "ci_low", "ci_high"} <= set(table.columns)
 

@@ -20,6 +20,7 @@ import numpy as np
 import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render, screenshot
+from browser.formats import format_violations
 from browser.html import page_refs, read_refs
 from cli_helpers import TinyPipeline, run_tiny
 from repo_paths import REPO
@@ -250,6 +251,13 @@ def test_chromium_opens_every_page_without_errors_or_broken_links(
         assert refs.images == on_disk.images, path
         for src, alt in refs.images:
             assert alt, (path, src)
+        # every figure has its data as CSV, linked under it, and the CSV parses
+        csvs = [t for t in refs.links if t.endswith(".csv")]
+        assert [c.removesuffix(".csv") for c in csvs] == [
+            s.removesuffix(".png") for s, _ in refs.images
+        ], path
+        for target in csvs:
+            assert pl.read_csv((data / "site" / path).parent / target).height > 0, (path, target)
         for target in [s for s, _ in refs.images] + refs.links:
             full = urljoin(url, target)
             assert full.startswith(served), (path, target)  # nothing off-site
@@ -259,6 +267,13 @@ def test_chromium_opens_every_page_without_errors_or_broken_links(
     figures = {p for p in checked if p.endswith(".png")}
     assert len(figures) == len(list(run.glob("*/*.png")))
     assert len(figures) >= 20
+
+
+@pytest.mark.slow
+def test_every_page_keeps_the_one_number_format(tiny_run: TinyRuns) -> None:
+    run = _run_dir(tiny_run.data)
+    for page in sorted(run.glob("*.html")):
+        assert not format_violations(page.read_text(encoding="utf-8")), page.name
 
 
 @pytest.mark.slow

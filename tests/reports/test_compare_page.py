@@ -170,3 +170,13 @@ def test_chromium_renders_the_page_with_both_traces(page: Path) -> None:
     assert shown.dom.count("alibaba-2018") >= 6
     assert shown.dom.count("google-2011") >= 6
     assert 'alt="Execution time CDF per trace"' in shown.dom
+
+
+def test_the_page_says_why_each_absent_trace_is_not_compared(page: Path) -> None:
+    text = " ".join(re.sub(r"<[^>]+>", " ", page.read_text(encoding="utf-8")).split())
+    # azure-2017 has no life-cycle events whatever the data directory holds
+    assert "Not compared: azure-2017, its VM table has one row per VM" in text
+    # google-2019 could be compared but this data directory has none of it
+    assert "Not compared: google-2019, this data directory has no fct_g2019_instance_times" in text
+    assert "Not compared: google-2011" not in text
+    assert "Not compared: alibaba-2018" not in text

@@ -7,12 +7,15 @@ import math
 from pathlib import Path
 
 import pytest
+from browser.formats import format_violations
 
 from tracelab.reports.metadata import stage_parameters
 from tracelab.reports.numfmt import (
     binomial_rate,
     clustered_mean_interval,
     fmt,
+    fmt_ci,
+    fmt_in_text,
     fmt_pct,
     mean_interval,
 )
@@ -99,3 +102,33 @@ def test_parameters_come_from_the_record_never_from_results(tmp_path: Path) -> N
         ("google-2011/packing", "grid", '{"small": 4}'),
     }
     assert recorded_parameters({"lp_over_milp_pct": 3.3}) == {}
+
+
+def test_an_interval_is_written_in_one_notation() -> None:
+    # 5.47e-4 needs scientific notation, so its bounds get it too (never "[0, 0.00157]")
+    assert fmt_ci(5.47e-4, 0.0, 1.57e-3) == "5.47e-4 [0, 1.57e-3]"
+    assert fmt_ci(0.787, 0.775, 0.805) == "0.787 [0.775, 0.805]"
+
+
+def test_the_format_check_finds_what_breaks_the_rule() -> None:
+    page = (
+        '<p class="this-run">share 0.0016 and 1.6e-3, mean 0.9062, rate 186.7, count 12,345, '
+        "ci 5.47e-4 [0, 0.00157], fine 0.787 [0.775, 0.805] and 4.28e-5</p>"
+        '<p class="paper">the paper: 0.9062</p>'
+        "<table><thead><tr><th>policy</th><th>threshold T</th></tr></thead>"
+        "<tbody><tr><td>zeroth</td><td>0.9219</td></tr></tbody></table>"
+    )
+    found = format_violations(page)
+    assert found == [
+        "interval in two notations: 5.47e-4 [0, 0.00157]",
+        "1.6e-3",
+        "0.9062",
+        "186.7",
+    ]
+
+
+def test_numbers_in_a_stages_note_are_written_to_3_digits() -> None:
+    note = "best_mcb MCB8; milp_over_mcb8_pct 1.015388; alpha = 0.321772; n 96; p 0.95"
+    assert (
+        fmt_in_text(note) == "best_mcb MCB8; milp_over_mcb8_pct 1.02; alpha = 0.322; n 96; p 0.95"
+    )

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+import matplotlib
 import numpy as np
 import polars as pl
 import pytest
@@ -15,7 +16,7 @@ from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PackingParams, packing_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
-from tracelab.reports.pages.packing import packing_numbers, packing_sections
+from tracelab.reports.pages.packing import method_colour, packing_numbers, packing_sections
 
 SUMMARY: dict[str, Any] = {
     "source": "trace",
@@ -120,6 +121,24 @@ def test_page_states_this_runs_numbers_and_draws_every_figure(tmp_path: Path) ->
     overview = sections[0]
     assert "paper" in overview.tables[0].columns
     assert ("tasks", "25", "tasks per instance (paper: 1,000)") in sections[-1].tables[0].rows
+    # the plotted data say q = 0 where no instance overflowed, never an invented floor
+    for name in ("packing_inst_vs_avg", "packing_capacity", "packing_clairvoyance"):
+        table = pl.read_csv(tmp_path / "site" / f"{name}.csv")
+        values = table.select(pl.exclude(pl.String)).to_numpy().ravel()
+        assert not (values == 1e-7).any(), name
+
+
+def test_a_method_keeps_its_colour_whatever_else_a_figure_shows() -> None:
+    """The colour is a function of the method's label alone: a family's hue, a shade by its
+    parameter (distinct within the paper's grid)."""
+    grid = ["GPA 0.1", "GPA 0.01", "GPA 0.001", "av 1", "av 1.25", "av 2", "perc 90", "perc 99"]
+    colours = [method_colour(m) for m in grid]
+    assert len(set(colours)) == len(grid)
+    assert [method_colour(m) for m in reversed(grid)] == colours[::-1]
+    # the hue says the family: GPA blue, av orange, perc green
+    for method, channel in (("GPA 0.01", 2), ("av 1.25", 0), ("perc 95", 1)):
+        rgb = matplotlib.colors.to_rgb(method_colour(method))
+        assert max(range(3), key=lambda i: rgb[i]) == channel, (method, rgb)
 
 
 def test_missing_results_raise_inputs_missing(tmp_path: Path) -> None:

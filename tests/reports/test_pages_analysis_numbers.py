@@ -8,6 +8,7 @@ import pytest
 
 from tracelab.reports.model import InputsMissing
 from tracelab.reports.pages.analysis import (
+    _centroid_range,
     clustering_numbers,
     gamma_fits_numbers,
     gaussian_sums_numbers,
@@ -136,3 +137,15 @@ def test_gamma_fits_keep_the_files_order_and_missing_intervals() -> None:
     assert (b.unit, b.n, b.shape, b.rate, b.ks_distance) == ("s", 2000.0, 0.8, 0.001, 0.05)
     assert (b.shape_low, b.shape_high) == (0.75, 0.85)
     assert (a.log_likelihood, a.shape_low, a.rate_high) == (None, None, None)
+
+
+def test_centroids_are_drawn_on_the_range_that_holds_their_mass() -> None:
+    """Cluster 0 has all its mass in bins 0-3, cluster 1 99.6% in bins 0-9 and 0.4% in bin 60:
+    the range ends 2 bins past bin 9 (0.11 core), rounded up to 0.15 core; a tail under 0.5%
+    does not stretch the axis to 0.61."""
+    rows = [(0, b, 0.25) for b in range(4)]
+    rows += [(1, b, 0.0996) for b in range(10)] + [(1, 60, 0.004)]
+    cent = pl.DataFrame(rows, schema=["cluster", "bin", "share_of_samples"], orient="row")
+    assert _centroid_range(cent) == pytest.approx(0.15)
+    # mass near zero only: never narrower than 0.1 core
+    assert _centroid_range(cent.filter(pl.col("cluster") == 0)) == pytest.approx(0.1)

@@ -4,11 +4,18 @@ value is worked out by hand in the test."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import Any
 
+import matplotlib.pyplot as plt
+import numpy as np
 import polars as pl
 import pytest
 
 from tracelab.reports.pages.google import (
+    _label_spot,
+    _moving_average,
+    _utilization_change_figure,
     event_cdf_numbers,
     queue_numbers,
     running_column,
@@ -120,26 +127,60 @@ def test_running_column_prefers_running_tasks_then_the_first_numeric() -> None:
 
 
 def test_task_times_hourly_means_median_and_finished_shares() -> None:
+    """Hand-worked: the window runs from 600 s to 600 s + 9 h (G's end), so the execution
+    series' horizon is 3 h and it keeps incarnations scheduled by 600 s + 6 h, execution
+    capped at 3 h = 10,800 s, C (still running at the end) counting as 10,800 s."""
+    start = 600_000_000
+    rows = [
+        # (schedule, terminal, scheduling s, execution s, end)
+        ("A", HOUR_US, 4, 2.0, 100.0, HOUR_US + 100_000_000),
+        ("B", HOUR_US + 600_000_000, 4, 4.0, 20_000.0, HOUR_US + 20_600_000_000),
+        ("C", 2 * HOUR_US, None, 6.0, None, None),
+        ("D", 2 * HOUR_US + 1, 5, 10.0, 50.0, 2 * HOUR_US + 50_000_001),
+        ("E", 7 * HOUR_US, 4, 1.0, 30.0, 7 * HOUR_US + 30_000_000),
+        ("F", 0, 4, 1.0, 10.0, 10_000_000),  # before the window: not in the hourly means
+        ("G", 8 * HOUR_US, 4, 3.0, 4_200.0, start + 9 * HOUR_US),
+    ]
     times = pl.DataFrame(
-        {
-            # hours 1, 1, 2, 2 and one before the window (time 0: not in the hourly means)
-            "schedule_time": [HOUR_US, HOUR_US + 600_000_000, 2 * HOUR_US, 2 * HOUR_US + 1, 0],
-            "terminal_event_type": [4, 4, 4, 5, 4],
-            "scheduling_time_s": [2.0, 4.0, 6.0, 10.0, 1.0],
-            "execution_time_s": [100.0, 400.0, 2000.0, 50.0, 10.0],
-        }
+        [r[1:] for r in rows],
+        schema={
+            "schedule_time": pl.Int64,
+            "terminal_event_type": pl.Int64,
+            "scheduling_time_s": pl.Float64,
+            "execution_time_s": pl.Float64,
+            "end_time": pl.Int64,
+        },
+        orient="row",
     )
     nums = task_times_numbers(times)
-    assert nums.hours == 2
-    assert list(nums.hourly_scheduling_s) == [3.0, 8.0]  # (2+4)/2, (6+10)/2
-    assert list(nums.hourly_execution_s) == [250.0, 1025.0]  # (100+400)/2, (2000+50)/2
-    assert nums.scheduling_hourly_mean_s == pytest.approx((3 + 8) / 2)
-    assert nums.execution_hourly_mean_s == pytest.approx((250 + 1025) / 2)
-    assert nums.hour_days[0] == pytest.approx((HOUR_US - 600_000_000) / DAY_US)
-    assert nums.scheduling_median_s == 4.0  # median of 1, 2, 4, 6, 10
-    assert nums.finished_tasks == 4  # the KILL is not finished
-    assert nums.finished_under_5min == pytest.approx(2 / 4)  # 100 s and 10 s
-    assert nums.finished_under_30min == pytest.approx(3 / 4)  # also 400 s
+    assert nums.horizon_h == 3.0
+    assert nums.hours == 4  # hours 1, 2, 7, 8
+    assert list(nums.hourly_scheduling_s) == [3.0, 8.0, 1.0, 3.0]
+    # hour 1: A 100 and B capped at 10,800; hour 2: C counted as 10,800 and D 50; E and G
+    # were scheduled too late to be observed for 3 h. Without the cap and C, hour 1 would be
+    # 10,050 and hour 2 50: the censoring would make the mean fall.
+    execution = nums.hourly_execution_s
+    assert list(execution[:2]) == [5_450.0, 5_425.0]
+    assert np.isnan(execution[2:]).all()
+    assert nums.execution_hours == 2
+    assert nums.censored == 1
+    assert nums.execution_hourly_mean_s == pytest.approx((5_450 + 5_425) / 2)
+    assert nums.scheduling_hourly_mean_s == pytest.approx((3 + 8 + 1 + 3) / 4)
+    assert nums.hour_days[0] == pytest.approx((HOUR_US - start) / DAY_US)
+    # moving averages sized to the data: half of 4 hours; none over the 2 execution hours
+    assert (nums.ma_hours, nums.ma_execution_hours) == (2, 0)
+    assert nums.scheduling_median_s == 3.0  # median of 1, 1, 2, 3, 4, 6, 10
+    assert nums.finished_tasks == 5  # A, B, E, F, G; D is a KILL, C still runs
+    assert nums.finished_under_5min == pytest.approx(3 / 5)  # 100, 30 and 10 s
+    assert nums.finished_under_30min == pytest.approx(3 / 5)
+
+
+def test_a_moving_average_needs_a_whole_window_behind_each_point() -> None:
+    out = _moving_average(np.array([1.0, 2.0, np.nan, 4.0, np.nan, np.nan]), 2)
+    assert np.isnan(out[0])  # one hour is not a 2-hour average
+    assert list(out[1:4]) == [1.5, 2.0, 4.0]
+    # the series ends at its last value (the execution series stops a horizon early)
+    assert np.isnan(out[4:]).all()
 
 
 def test_usage_shares_and_used_over_requested_per_class() -> None:
@@ -190,3 +231,32 @@ def test_utilization_change_share_below_20pct_skips_missing_windows() -> None:
     nums = utilization_change_numbers(changes)
     assert nums.share_below_20pct["cpu_change"] == pytest.approx(2 / 3)  # 0.1, 0.05 of 3
     assert nums.share_below_20pct["memory_change"] == pytest.approx(2 / 4)  # 0.19, 0 of 4
+
+
+def test_a_transition_count_label_moves_along_its_arc_off_another() -> None:
+    a, b = np.array([-1.0, 0.0]), np.array([1.0, 0.0])
+    # arc3 with rad 0.2: control point (0, -0.4), so the arc's middle is (0, -0.2)
+    first = _label_spot(a, b, [])
+    assert list(first) == pytest.approx([0.0, -0.2])
+    # a second label on the same arc goes to the next spot, t = 0.38, whose box is clear
+    second = _label_spot(a, b, [first])
+    t = 0.38
+    expected = (1 - t) ** 2 * a + 2 * (1 - t) * t * np.array([0.0, -0.4]) + t**2 * b
+    assert list(second) == pytest.approx(list(expected))
+    assert abs(second[0] - first[0]) >= 0.18
+
+
+def test_the_absolute_change_axis_starts_at_zero(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """|relative change| is never negative: the symlog axis shows no negative region, and the
+    legend names the resources in words."""
+    kept: list[Any] = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    changes = pl.DataFrame({"cpu_change": [-0.5, 0.01, 0.3], "memory_change": [0.0, -0.1, 0.2]})
+    _utilization_change_figure(changes, tmp_path)
+    (fig,) = kept
+    ax = fig.axes[0]
+    assert ax.get_xlim()[0] == 0.0
+    assert ax.get_xlim()[1] == pytest.approx(0.5 * 1.2)  # the largest |change|, and a margin
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["CPU used", "memory used"]

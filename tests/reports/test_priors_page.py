@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import polars as pl
@@ -116,3 +117,49 @@ def test_page_leads_with_the_recommended_fit(tmp_path: Path) -> None:
     # the two-stage figure section keeps the keys the pipeline test reads
     keys = {f.key for s in sections for f in s.this_run if hasattr(f, "key")}
     assert {"core_lifetime_rate_prior_shape", "core_lifetime_rate_prior_sample_mean"} <= keys
+
+
+def test_each_fits_unit_exponent_goes_beside_its_value_and_no_identifier_paragraph(
+    tmp_path: Path,
+) -> None:
+    """The normalised scale-out rate's rate is in hour^(1−α), α per fit: with α 0.849 and
+    0.322 the units are hour^0.1511 and hour^0.6782. One unit column cannot hold both, so each
+    value carries its own (3 significant digits); the record names stay out of the prose."""
+
+    def scaleout(name: str, rate: float, unit: str) -> FittedParameter:
+        rec = _gamma(name, 2.0, rate)
+        return replace(
+            rec, parameters={"shape": Quantity(2.0, ""), "rate": Quantity(rate, unit)}, notes="x"
+        )
+
+    records = {
+        **RECORDS,
+        "normalised_scaleout_rate_prior_marginal": scaleout(
+            "normalised_scaleout_rate_prior_marginal", 3.13, "hour^0.1511"
+        ),
+        "normalised_scaleout_rate_prior": scaleout(
+            "normalised_scaleout_rate_prior", 1.35, "hour^0.6782"
+        ),
+    }
+    data = tmp_path / "data"
+    folder = data / "results" / "azure-2017" / "priors"
+    write_stage_params(folder, list(records.values()))
+    pl.DataFrame(
+        {
+            "lifetime_rate_per_hour": [0.05, 0.04],
+            "scaleout_rate_per_hour": [0.1, 0.2],
+            "scaleout_size_param": [1.0, 2.0],
+        }
+    ).write_parquet(folder / "deployment_mles.parquet")
+    out = tmp_path / "site"
+    out.mkdir()
+    sections = priors_sections(PageContext(data_dir=data, out_dir=out, trace="azure-2017"))
+    rows = {r[0]: r for r in sections[0].tables[0].rows}
+    rate = rows["normalised scale-out rate, rate"]
+    assert rate[1:3] == ("each fit's, beside it", "3.13 hour^0.151")
+    assert rate[4] == "1.35 hour^0.678"
+    # a unit the two fits share stays in its column
+    assert rows["core lifetime rate, rate"][1:3] == ("hour", "38")
+    prose = sections[0].paper + "".join(str(f) for f in sections[0].this_run)
+    assert "_prior" not in prose
+    assert "scaleout_alpha" not in prose

@@ -9,7 +9,7 @@ import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-from urllib.parse import urljoin
+from urllib.parse import urldefrag, urljoin
 
 import polars as pl
 import pytest
@@ -64,12 +64,15 @@ def _assert_links_resolve(site: Path) -> int:
     for html in site.rglob("*.html"):
         refs = read_refs(html)
         base = html.relative_to(site).as_posix()
-        for target in refs.links + [src for src, _ in refs.images]:
+        for ref in refs.links + [src for src, _ in refs.images]:
+            target, fragment = urldefrag(ref)
             resolved = urljoin(f"http://site/{base}", target)
             assert resolved.startswith("http://site/"), (base, target)
             path = site / resolved.removeprefix("http://site/")
             assert path.resolve().is_relative_to(site.resolve()), (base, target)
             assert path.is_file(), (base, target)
+            # a link into a page names an element the page has (the index's trace sections)
+            assert not fragment or f'id="{fragment}"' in path.read_text(encoding="utf-8"), ref
             checked += 1
     return checked
 

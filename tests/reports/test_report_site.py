@@ -4,12 +4,15 @@ recomputed here from the file it came from; missing inputs give a visible note; 
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
+from browser.chromium import CHROMIUM, render
+from browser.formats import format_violations
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
@@ -140,6 +143,9 @@ def test_index_shows_manifest_counts_timings_and_params_link(built: tuple[Path, 
     assert "bbb222" in html
     assert "<td>derive</td><td>google-2011</td><td>ok</td><td>1.25</td>" in html
     assert f'href="runs/{run.name}/params.json"' in html
+    # the run shown is marked in the history, not in the colour of a row out of tolerance
+    assert f'<tr class="current"><td><a href="runs/{run.name}/index.html">' in html
+    assert 'class="highlight"' not in html
     assert (run / "params.json").read_bytes() == (data / "exports" / "params.json").read_bytes()
     doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
     assert doc["run_id"] == "20261122T100000Z"
@@ -159,8 +165,10 @@ def test_missing_inputs_give_a_visible_note_and_history_lists_every_run(tmp_path
     assert "agg_queue_length.parquet" in " ".join(queue.unavailable)
     assert "tracelab derive" in " ".join(queue.unavailable)
     assert not queue.images
-    assert {p.slug for p in second.pages if p.unavailable} >= {"google-queue", "azure-priors"}
-    assert len(second.pages) == len(PAGE_SPECS)
+    assert "google-queue" in {p.slug for p in second.pages if p.unavailable}
+    # only google-2011 is in the data directory: its pages and the cross-trace ones are listed
+    assert {p.trace for p in second.pages} == {"google-2011", "all"}
+    assert len(second.pages) == sum(s.trace in ("google-2011", "all") for s in every_page)
     index = read_refs(tmp_path / "site" / "index.html")
     assert f"runs/{first.run_id}/index.html" in index.links
     assert f"runs/{second.run_id}/index.html" in index.links
@@ -188,7 +196,9 @@ def test_report_command_builds_the_site_through_its_flow(
     assert main(["report", "--data", str(tmp_path), "--run-id", "nightly-1"]) == 0
     out = capsys.readouterr().out
     assert f"site: {(tmp_path / 'site' / 'index.html').resolve()}" in out
-    assert "azure-priors: not available in this run" in out
+    # azure-2017 is not in this data directory: no page of it, no hint to make its inputs
+    assert "azure-priors" not in out
+    assert not (tmp_path / "site" / "runs" / "nightly-1" / "azure-priors.html").exists()
     assert (tmp_path / "site" / "runs" / "nightly-1" / "google-transitions.html").is_file()
     # without `tracelab run`, the index shows the timings the outputs record: ingest from the
     # manifest, 0.5 + 0.25 + 1.0 s (sitedata.write_manifest)
@@ -231,3 +241,95 @@ def test_a_run_id_whose_folder_exists_repairs_the_stale_index(tmp_path: Path) ->
     with pytest.raises(TracelabError, match=r"exists already \(the site index now shows"):
         build_site(tmp_path, specs=specs, run_id="nightly-2", now=later)
     assert index.read_bytes() == fresh
+
+
+@pytest.mark.browser
+def test_every_figure_has_its_data_as_csv_and_the_index_is_by_trace(
+    built: tuple[Path, Path],
+) -> None:
+    """Opened in chromium: each figure is followed by its CSV link, every CSV parses with a row
+    per plotted point; the index has one section per trace; each page links its neighbours."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (make browser)")
+    _, run = built
+    figures = 0
+    for html in sorted(run.glob("*.html")):
+        shown = render(html.as_uri())
+        assert not shown.console, (html.name, shown.console)
+        for fig in re.findall(r"<figure>(.*?)</figure>", shown.dom, flags=re.S):
+            img = re.search(r'<img src="([^"]+)\.png"', fig)
+            csv = re.search(r'<a class="data" href="([^"]+)"', fig)
+            assert img is not None, (html.name, fig)
+            assert csv is not None, (html.name, fig)
+            assert csv.group(1) == f"{img.group(1)}.csv"
+            table = pl.read_csv(run / csv.group(1))
+            assert table.height > 0, csv.group(1)
+            figures += 1
+    # 2 transitions, 2 event CDFs, 2 queue, 3 task times, 2 usage, 1 utilization change and
+    # compare-traces' execution CDF
+    assert figures == 13
+    # the task-times CDF: x and y named with their units, one row per plotted point
+    cdf = pl.read_csv(run / "google-task-times" / "execution_time_cdf.csv")
+    assert cdf.columns == ["panel", "series", "execution time (s)", "fraction of finished tasks"]
+    index = render((run / "index.html").as_uri()).dom
+    sections = re.findall(r'<section class="trace-pages" id="trace-([^"]+)"', index)
+    assert sections == ["google-2011", "all"]
+    queue = (run / "google-queue.html").read_text(encoding="utf-8")
+    assert 'rel="prev" href="google-event-cdf.html"' in queue
+    assert 'rel="next" href="google-task-times.html"' in queue
+
+
+def test_every_page_keeps_the_one_number_format(built: tuple[Path, Path]) -> None:
+    _, run = built
+    for html in sorted(run.glob("*.html")):
+        assert not format_violations(html.read_text(encoding="utf-8")), html.name
+
+
+def test_each_index_link_carries_its_pages_headline_number(built: tuple[Path, Path]) -> None:
+    """sitedata's transitions: 13 EVICT-after-SUBMIT of the 923 transitions after a task's
+    first event are undocumented (1.41%); the queue page leads with its corrected queue at the
+    window's end."""
+    data, run = built
+    index = (data / "site" / "index.html").read_text(encoding="utf-8")
+    line = re.search(r'href="[^"]*google-transitions.html">.*?</li>', index)
+    assert line is not None
+    assert '<span class="headline">undocumented transitions: 1.41%</span>' in line.group(0)
+    queue = read_refs(run / "google-queue.html").texts["queue_end"]
+    assert f"queue at the window&#39;s end: {queue}" in index
+
+
+def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
+    tmp_path: Path,
+) -> None:
+    """Two machines added before the window (time 0) and nothing after: the page states the
+    start and end, draws the capacity mix, and no series figure with no points."""
+    derived = tmp_path / "derived" / "google-2019"
+    derived.mkdir(parents=True)
+    pl.DataFrame(
+        {
+            "time": [0],
+            "adds": [2],
+            "removes": [0],
+            "updates": [0],
+            "machines": [2],
+            "cpus_total": [1.5],
+            "memory_total": [1.0],
+            "machines_without_capacity": [0],
+        }
+    ).write_parquet(derived / "agg_g2019_machine_capacity.parquet")
+    pl.DataFrame(
+        {
+            "snapshot": ["window_start", "window_start", "window_end", "window_end"],
+            "cpus": [1.0, 0.5, 1.0, 0.5],
+            "memory": [0.5, 0.5, 0.5, 0.5],
+            "machines": [1, 1, 1, 1],
+        }
+    ).write_parquet(derived / "agg_g2019_machine_capacity_mix.parquet")
+    build = build_site(tmp_path, specs=[PAGE_SPECS["google-2019-machines"]], strict=True)
+    page = read_refs(build.run_dir / "google-2019-machines.html")
+    assert (page.numbers["machines_start"], page.numbers["machines_end"]) == (2, 2)
+    assert page.numbers["machine_adds"] == 0  # the two ADDs are at time 0, before the window
+    assert [src for src, _ in page.images] == ["google-2019-machines/capacity_mix.png"]
+    assert "No machine event lies inside the window." in (
+        build.run_dir / "google-2019-machines.html"
+    ).read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import YieldParams, yield_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
-from tracelab.reports.pages.vcsched import yield_headline, yield_sections
+from tracelab.reports.pages.vcsched import _same_lines, yield_headline, yield_sections
 
 TRACE = "google-2011"
 
@@ -173,3 +173,23 @@ def test_trace_section(tmp_path: Path) -> None:
     expected = instances["total_cpu_need"].sum() / instances["n_hosts"].sum()
     assert numbers["trace_cpu_per_host"] == pytest.approx(expected)
     assert trace[0].figures
+
+
+def test_a_line_lying_on_another_is_named_in_the_legend() -> None:
+    """MCB6 equals MCB5 at every size and slack, MCB7 differs at one point: only MCB6 is
+    marked, and a null value never counts as equal."""
+    rows = [
+        ("MCB5", "small", 0.1, 0.80),
+        ("MCB5", "small", 0.5, 0.90),
+        ("MCB6", "small", 0.1, 0.80),
+        ("MCB6", "small", 0.5, 0.90),
+        ("MCB7", "small", 0.1, 0.80),
+        ("MCB7", "small", 0.5, 0.91),
+        ("MCB8", "small", 0.1, None),
+        ("MCB8", "small", 0.5, None),
+    ]
+    part = pl.DataFrame(
+        rows, schema=["algorithm", "size_class", "slack", "mean_min_yield"], orient="row"
+    )
+    same = _same_lines(part, ("MCB5", "MCB6", "MCB7", "MCB8"), "mean_min_yield")
+    assert same == {"MCB6": "MCB5"}

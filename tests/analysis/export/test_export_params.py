@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import UTC, datetime
 from pathlib import Path
@@ -234,8 +235,20 @@ def test_csv_is_a_tidy_table_of_parameters_and_arrays_go_to_their_own_file(
     path = write_params_csv(doc, data_dir / "exports" / "params.csv")
     table = pl.read_csv(path)
     assert table.columns == [
-        "trace", "stage", "record", "parameter", "value", "unit", "ci_low", "ci_high", "n", "method"
+        "trace", "stage", "record", "parameter", "value", "unit", "ci_low", "ci_high", "n", "method",
+        "source", "input_files", "inputs_sha256",
     ]  # fmt: skip
+    # every row says what data it came from: azure-2017's one file, ingested before kinds were
+    # kept; google-2011 has no lake in this directory
+    listed = hashlib.sha256(b"vmtable/vmtable.csv.gz \n").hexdigest()
+    azure = table.filter(pl.col("trace") == "azure-2017")
+    assert set(azure.select("source", "input_files", "inputs_sha256").rows()) == {
+        ("unrecorded", 1, listed)
+    }
+    google = table.filter(pl.col("trace") == "google-2011")
+    assert set(google.select("source", "input_files", "inputs_sha256").rows()) == {
+        ("none", 0, None)
+    }
     # one row per fitted parameter: PRIOR's shape and rate, k of the centroids, EXEC's two
     assert table.height == 5
     assert table.select("record", "parameter").is_unique().all()
@@ -254,6 +267,7 @@ def test_csv_is_a_tidy_table_of_parameters_and_arrays_go_to_their_own_file(
     assert [float(v) for v in cells["value"]] == [0.5, 0.5, 0.9, 0.1]
     mean = values.filter((pl.col("record") == PRIOR.name) & (pl.col("field") == "mean"))
     assert float(mean["value"][0]) == 0.0625
+    assert mean.select("source", "input_files", "inputs_sha256").row(0) == ("unrecorded", 1, listed)
 
 
 def test_no_results_is_a_clear_error(tmp_path: Path) -> None:

@@ -68,9 +68,50 @@ def test_calibration_table_is_written(default_run: Path, tmp_path: Path) -> None
         "low",
         "high",
         "ok",
+        "data_kind",
+        "verdict",
     ]
     assert table.height == len(SPECS) + len(AD_SPECS)
     assert read_summary(tmp_path)["rows"] == table.height
+    # the default run is the generated sample: every measured row is judged
+    assert set(table["data_kind"]) == {"synthetic"}
+    assert set(table["verdict"]) <= {"yes", "NO", "not run"}
+    assert read_summary(tmp_path)["not_comparable"] == 0
+
+
+def test_rows_measured_on_real_files_are_set_beside_their_target_without_a_verdict() -> None:
+    """The tolerances are the generated sample's: a value measured on real files is set beside
+    its published target as "not comparable", never "NO"; the same value on the generated
+    sample is judged. (The real-excerpt run checks the google-2011 rows end to end.)"""
+    pop = pl.DataFrame(
+        {
+            "deployments_in_window": [100],
+            "cores_in_window": [30_000],
+            "cores_inactive_in_window": [29_000],
+            "deployments_died_in_window": [80],
+            "deployments_shut_down": [20],
+            "deployments": [120],
+            "vms": [400],
+            "vm_hours": [20_000],
+            "core_hours": [46_000],
+        }
+    )
+    name = "Azure: cores per deployment"
+
+    def row(kind: str) -> Any:
+        inputs = CalibrationInputs(azure_population=pop, data_kinds={"azure-2017": kind})
+        return {r.statistic: r for r in calibration_rows(inputs)}[name]
+
+    # 30,000 / 100 = 300 cores per deployment, outside 100-190
+    real, generated = row("real"), row("synthetic")
+    assert real.measured == generated.measured == 300.0
+    assert (real.ok, generated.ok) == (None, False)
+    assert real.verdict.startswith("not comparable")
+    assert generated.verdict == "NO"
+    # a row without its input is "not run", real files or not
+    inputs = CalibrationInputs(azure_population=pop, data_kinds={"google-2011": "real"})
+    rows = {r.statistic: r for r in calibration_rows(inputs)}
+    assert rows["median scheduling delay (s)"].verdict == "not run"
 
 
 def test_every_target_cites_a_paper_or_a_real_excerpt() -> None:
@@ -173,7 +214,8 @@ def test_calibration_page_states_the_table_and_the_ad_scale(
     assert numbers["ad_sets"] == params["sets"]
     tables: list[HtmlTable] = [t for s in sections[:-1] for t in s.tables]
     assert sum(len(t.rows) for t in tables) == len(rows)
-    assert "derived/azure-2017/agg_azure_population.parquet" in ctx.reads
+    # the page prints the stage's table, verdicts included; it computes none of them
+    assert ctx.reads[0] == "results/google-2011/calibration"
     # the stage's own record, its one option: strict (written by the stage wrapper)
     assert sections[-1].title == "Parameters of this run"
     assert [row[0] for row in sections[-1].tables[0].rows] == ["strict"]
