@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.flows.nightly import check_nightly_parameters, nightly_flow
 from tracelab.flows.prefect_server import AUTH_FILE, auth_string, free_port
-from tracelab.flows.schedule import check_nightly_parameters, nightly_flow
 
 _FOREIGN = "http://evil.example"
 
