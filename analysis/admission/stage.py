@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.admission.drift import SizeDrift, size_drift
 from tracelab.analysis.admission.importance import ImportanceSampling, importance_scheme
 from tracelab.analysis.admission.model import AdmissionPriors, admission_priors
 from tracelab.analysis.admission.sim import (
@@ -25,7 +26,7 @@ from tracelab.analysis.admission.sim import (
     pilot_badness,
     simulate_cluster,
 )
-from tracelab.analysis.admission.stats import PolicyResult, policy_result
+from tracelab.analysis.admission.stats import PolicyResult, gain_interval, policy_result
 from tracelab.analysis.admission.tuning import Bisection, Bracket
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
@@ -209,6 +210,8 @@ class AdmissionSummary:
     importance_sampling: bool
     params: AdmissionParams
     importance: ImportanceSampling | None = None
+    #: what the priors predict for a deployment's size over the look-ahead (``drift.py``)
+    drift: SizeDrift | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -225,6 +228,7 @@ class AdmissionSummary:
             "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
             "importance_sampling": self.importance_sampling,
             "importance": None if self.importance is None else self.importance.to_dict(),
+            "drift": None if self.drift is None else self.drift.to_dict(),
             # the options, and what the stage derived from them and the params document
             "parameters": asdict(self.params)
             | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},
@@ -415,7 +419,7 @@ def admission_results(
     if params.upper_bound:
         run_rows += _run_rows("accept-all", 0, 1.0, verified[-1])
         upper = policy_result("accept-all", 0, 1.0, verified[-1], None, params)
-    results = _with_gains(results)
+    results = _with_gains(results, verified, params)
     summary = AdmissionSummary(
         prior=params.prior,
         records=priors.records,
@@ -429,9 +433,17 @@ def admission_results(
         importance_sampling=importance is not None,
         params=params,
         importance=importance,
+        drift=_drift(priors, params),
     )
     write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
     return summary
+
+
+def _drift(priors: AdmissionPriors, params: AdmissionParams) -> SizeDrift:
+    """The look-ahead drift of a one-core arrival and of one of the mean initial size 1 + E[s]."""
+    mean_size = 1 + round(priors.size_shape / priors.size_rate)
+    sizes = tuple(sorted({1, mean_size}))
+    return size_drift(priors, params.lookahead_hours, params.lookahead_steps, sizes)
 
 
 def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
@@ -445,9 +457,19 @@ def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
     )
 
 
-def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
-    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3)."""
-    base = next((r for r in results if r.policy == "zeroth"), None)
-    if base is None or base.utilization <= 0:
+def _with_gains(
+    results: list[PolicyResult],
+    runs: list[list[RunResult]],
+    options: AdmissionParams,
+) -> list[PolicyResult]:
+    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3), with
+    its paired interval over the verification runs (``runs[i]`` are ``results[i]``'s)."""
+    base = next((i for i, r in enumerate(results) if r.policy == "zeroth"), None)
+    if base is None or results[base].utilization <= 0:
         return results
-    return [replace(r, gain_vs_zeroth=r.utilization / base.utilization - 1.0) for r in results]
+    out = []
+    for r, res in zip(results, runs, strict=False):
+        low, high = gain_interval(res, runs[base], options.bootstrap, options.seed)
+        gain = r.utilization / results[base].utilization - 1.0
+        out.append(replace(r, gain_vs_zeroth=gain, gain_ci_low=low, gain_ci_high=high))
+    return out

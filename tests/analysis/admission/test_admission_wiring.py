@@ -37,7 +37,7 @@ from tracelab.analysis.admission.stage import (
     pilot_chunk,
     run_cluster,
 )
-from tracelab.analysis.admission.stats import policy_result, threshold_bounds
+from tracelab.analysis.admission.stats import gain_interval, policy_result, threshold_bounds
 from tracelab.analysis.admission.tuning import bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
@@ -164,10 +164,33 @@ def test_gains_are_relative_to_the_zeroth_moment_policy() -> None:
     options = AdmissionParams(bootstrap=200)
     zeroth = policy_result("zeroth", 0, 0.5, [_run(0, 0.5, 1, 0), _run(1, 0.5, 1, 0)], 1, options)
     second = policy_result("second", 0, -3, [_run(0, 0.6, 1, 0), _run(1, 0.6, 1, 0)], 1, options)
-    gained = _with_gains([second, zeroth])
+    runs = [[_run(0, 0.6, 1, 0), _run(1, 0.6, 1, 0)], [_run(0, 0.5, 1, 0), _run(1, 0.5, 1, 0)]]
+    gained = _with_gains([second, zeroth], runs, options)
     assert gained[0].gain_vs_zeroth == pytest.approx(0.2)  # 0.6 / 0.5 − 1
     assert gained[1].gain_vs_zeroth == pytest.approx(0.0)
-    assert _with_gains([second])[0].gain_vs_zeroth is None
+    assert _with_gains([second], runs[:1], options)[0].gain_vs_zeroth is None
+
+
+def test_gain_interval_pairs_each_run_with_the_baselines_run_of_the_same_seeds() -> None:
+    """Utilization varies a lot between runs (0.4–0.7) but the policy holds 10% more than the
+    zeroth in every run: the paired interval is the point 0.1 itself, while the policies'
+    own intervals (over runs) overlap widely. Unpaired (the baseline's runs in another order)
+    the same values would give a wide interval around 0.1."""
+    options = AdmissionParams(bootstrap=500)
+    base = [0.4, 0.7, 0.5, 0.6, 0.45]
+    zeroth_runs = [_run(i, u, 100, 0) for i, u in enumerate(base)]
+    second_runs = [_run(i, 1.1 * u, 100, 0) for i, u in enumerate(base)]
+    zeroth = policy_result("zeroth", 0, 0.5, zeroth_runs, 1, options)
+    second = policy_result("second", 0, -3, second_runs, 1, options)
+    assert second.utilization_ci_low < zeroth.utilization_ci_high  # the intervals overlap
+    gained, _ = _with_gains([second, zeroth], [second_runs, zeroth_runs], options)
+    assert gained.gain_vs_zeroth == pytest.approx(0.1)
+    assert (gained.gain_ci_low, gained.gain_ci_high) == (pytest.approx(0.1), pytest.approx(0.1))
+    shuffled = [_run(i, base[(i + 1) % 5], 100, 0) for i in range(5)]
+    low, high = gain_interval(second_runs, shuffled, 500, 0)
+    assert low < 0.0 < 0.2 < high
+    with pytest.raises(ValueError, match="same runs"):
+        gain_interval(second_runs[:4], zeroth_runs, 500, 0)
 
 
 def test_configurations_cover_table_2_and_figure_1() -> None:
