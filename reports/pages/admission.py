@@ -756,7 +756,7 @@ def _regime_section(n: AdmissionNumbers) -> Section:
         f" per threshold and for verification, {n.lookahead_steps} steps per look-ahead horizon. ",
     )
     return Section(
-        title="In the paper's regime (3-year runs)",
+        title="In the paper's regime (bench/admission.py --regime)",
         this_run=setup + text,
         paper=PAPER_TABLE2,
         tables=(_table2(n), *tables),
