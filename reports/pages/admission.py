@@ -109,8 +109,8 @@ class PolicyRow:
     #: the gain's paired interval over the verification runs (None: not computed)
     gain_ci_low: float | None = None
     gain_ci_high: float | None = None
-    #: verification arrivals that fit now but a look-ahead step rejected
-    lookahead_rejections: int = 0
+    #: verification arrivals that fit now but a look-ahead step rejected (None: not recorded)
+    lookahead_rejections: int | None = None
 
 
 def _opt_float(value: Any) -> float | None:
@@ -164,7 +164,9 @@ def _row(d: dict[str, Any]) -> PolicyRow:
         tuning_settled=None if d.get("tuning_settled") is None else bool(d["tuning_settled"]),
         gain_ci_low=_opt_float(d.get("gain_ci_low")),
         gain_ci_high=_opt_float(d.get("gain_ci_high")),
-        lookahead_rejections=int(d.get("lookahead_rejections") or 0),
+        lookahead_rejections=(
+            None if d.get("lookahead_rejections") is None else int(d["lookahead_rejections"])
+        ),
     )
 
 
@@ -658,13 +660,22 @@ def gain_verdict(r: PolicyRow) -> str:
     return "no gain resolved"
 
 
+def gain_cell(r: PolicyRow) -> str:
+    """The gain and its paired interval in percent."""
+
+    def pct(x: float | None) -> float | None:
+        return None if x is None else 100.0 * x
+
+    return fmt_ci(pct(r.gain_vs_zeroth), pct(r.gain_ci_low), pct(r.gain_ci_high), "%")
+
+
 def _gain_rows(n: AdmissionNumbers) -> tuple[tuple[str, ...], ...]:
     return tuple(
         (
             r.policy,
-            fmt_ci(r.gain_vs_zeroth, r.gain_ci_low, r.gain_ci_high),
+            gain_cell(r),
             gain_verdict(r),
-            f"{r.lookahead_rejections:,}",
+            "–" if r.lookahead_rejections is None else f"{r.lookahead_rejections:,}",
             "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
         )
         for r in n.table2

@@ -22,6 +22,7 @@ from tracelab.reports.pages.admission import (
     admission_sections,
     best_meeting_sla,
     failure_text,
+    gain_cell,
     gain_verdict,
 )
 from tracelab.reports.pages.admission import _row as admission_numbers_row
@@ -151,10 +152,19 @@ def test_gain_verdict_reads_the_paired_interval() -> None:
         )  # fmt: skip
 
     assert gain_verdict(row(0.01, 0.03, True)) == "gains"
+    assert gain_cell(row(-0.0193, -0.0153, True)) == "-1.73 [-1.93, -1.53] %"
     assert gain_verdict(row(0.01, 0.03, False)) == "gains, but misses the SLA"
     assert gain_verdict(row(-0.03, -0.01, True)) == "loses"
     assert gain_verdict(row(-0.01, 0.01, True)) == "no gain resolved"
     assert gain_verdict(_row("second", 0.5, True)) == "no interval"
+    # outputs written before the count existed do not read as "no look-ahead rejection"
+    older = {**_row("first", 0.5, True).__dict__, "ci_low": 0.45, "ci_high": 0.55}
+    older = {
+        **{k: v for k, v in older.items() if k not in ("ci_low", "ci_high")},
+        "utilization_ci_low": 0.45,
+        "utilization_ci_high": 0.55,
+    }
+    assert admission_numbers_row(older).lookahead_rejections is None
 
 
 def test_lookahead_section_shows_the_stages_gains_and_drift(data_dir: Path, tmp_path: Path) -> None:
@@ -169,7 +179,7 @@ def test_lookahead_section_shows_the_stages_gains_and_drift(data_dir: Path, tmp_
     gains, drift_table = section.tables
     (row,) = gains.rows
     assert row[0] == "first"
-    assert row[1] == fmt_ci(first["gain_vs_zeroth"], first["gain_ci_low"], first["gain_ci_high"])
+    assert row[1] == gain_cell(admission_numbers_row(first))
     assert row[3] == f"{first['lookahead_rejections']:,}"
     drift = read_summary(stage)["drift"]
     numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
@@ -205,7 +215,7 @@ def test_regime_record_gets_its_own_section_from_its_own_files(
     assert gains.rows == (
         (
             "first",
-            fmt_ci(first.gain_vs_zeroth, first.gain_ci_low, first.gain_ci_high),
+            gain_cell(admission_numbers_row(first.to_dict())),
             gain_verdict(admission_numbers_row(first.to_dict())),
             f"{first.lookahead_rejections:,}",
             "yes" if first.sla_met else "NO",
