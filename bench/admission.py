@@ -26,10 +26,12 @@ import argparse
 import dataclasses
 import math
 import os
+import resource
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +42,11 @@ from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster
 from tracelab.analysis.admission.stage import (
     PAPER_ADMISSION_PARAMS,
     AdmissionParams,
+    AdmissionSummary,
     admission_results,
 )
+from tracelab.analysis.common.parallel import process_map
+from tracelab.analysis.common.stage_api import MapFn
 from tracelab.analysis.export.document import load_params
 
 #: the code whose speed this benchmark measures: `make bench-check` lists every row of
@@ -49,6 +54,14 @@ from tracelab.analysis.export.document import load_params
 MEASURES = ("analysis/admission",)
 
 HOURS_PER_YEAR = 8760.0
+#: the paper's regime (Cluster Admission §5.2): Table 2 over the paper's 3-year runs, in the
+#: reduced benchmark's cluster (C = 3,000, 8 arrivals/h), 60 steps per look-ahead horizon, no
+#: Fig. 1; RUNS_IN_REGIME runs per threshold: one round of the three policies costs ~30 CPU-s
+#: per 3-year run, so 6 runs over ~9 rounds fit 30 minutes on the 2-core machine
+RUNS_IN_REGIME = 6
+REGIME_PARAMS = dataclasses.replace(
+    PAPER_ADMISSION_PARAMS, horizon_hours=3 * HOURS_PER_YEAR, runs=RUNS_IN_REGIME, observations=()
+)
 
 
 def _params_path(arg: str | None) -> Path:
@@ -88,55 +101,69 @@ def _worker_cpu(client: Any) -> float:
     return float(sum(client.run(time.process_time).values()))
 
 
-def _dask_map(address: str | None, workers: int) -> tuple[Any, Callable[..., list[Any]]]:
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the pool's workers, once it closed)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+@contextmanager
+def _map_fn(args: argparse.Namespace) -> Iterator[tuple[MapFn, Callable[[], float]]]:
+    """The stage's map (an existing Dask cluster, or ``--workers`` local processes) and a
+    function giving the CPU seconds the Dask workers used so far (0 for local processes:
+    they count as this process's children once they exit)."""
+    if not args.dask_address:
+        with process_map(args.workers) as run:
+            yield run, lambda: 0.0
+        return
     from distributed import Client
 
-    client = (
-        Client(address)
-        if address
-        else Client(n_workers=workers, threads_per_worker=1, dashboard_address=":0")
-    )
+    with Client(args.dask_address) as client:
 
-    def run(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        return list(client.gather(client.map(fn, list(items), pure=False)))
+        def run_on_dask(fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+            return list(client.gather(client.map(fn, list(items), pure=False)))
 
-    return client, run
+        yield run_on_dask, lambda: _worker_cpu(client)
 
 
 def table2(
     params_json: Path, params: AdmissionParams, args: argparse.Namespace
-) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process and the Dask workers) of Table 2 with tuning."""
+) -> tuple[AdmissionSummary, float, float]:
+    """(summary, wall seconds, CPU seconds of this process and its workers) of Table 2 with
+    tuning; the stage's tables go to ``--out`` (a temporary folder without it)."""
     data = params_json.parent.parent
-    client = None
-    kwargs: dict[str, Any] = {}
-    if args.workers > 1 or args.dask_address:
-        client, kwargs["map_fn"] = _dask_map(args.dask_address, args.workers)
+    out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="admission-bench-"))
     start = time.perf_counter()
     start_cpu = time.process_time()
-    start_workers = _worker_cpu(client) if client is not None else 0.0
-    try:
+    start_children = _children_cpu()
+    with _map_fn(args) as (map_fn, dask_cpu):
+        start_dask = dask_cpu()
         summary = admission_results(
             params,
             data,
-            Path(tempfile.mkdtemp(prefix="admission-bench-")),
+            out,
             progress=lambda d, t, _: print(f"  {d}/{t} runs", flush=True),
-            **kwargs,
+            map_fn=map_fn,
         )
-        cpu = time.process_time() - start_cpu
-        if client is not None:
-            cpu += _worker_cpu(client) - start_workers
-    finally:
-        if client is not None:
-            client.close()
+        workers = dask_cpu() - start_dask
+    # a pool's workers count once they have exited, at the end of the block
+    workers += _children_cpu() - start_children
+    cpu = time.process_time() - start_cpu + workers
     wall = time.perf_counter() - start
+    _print_table(summary)
+    print(f"  tables in {out}")
+    return summary, wall, cpu
+
+
+def _print_table(summary: AdmissionSummary) -> None:
     for r in summary.results:
+        gain = "" if r.gain_vs_zeroth is None else f" gain={r.gain_vs_zeroth:+.4f}"
         print(
             f"  {r.policy:16s} obs={r.observations} T={r.threshold:.4g} util={r.utilization:.4f} "
             f"[{r.utilization_ci_low:.4f}, {r.utilization_ci_high:.4f}] fail={r.failure_rate:.2e}"
             f" [{r.failure_rate_ci_low:.2e}, {r.failure_rate_ci_high:.2e}] T<{r.threshold_high}"
             f" steps={r.tuning_steps} settled={r.tuning_settled}"
-            f" deployments={r.mean_deployments:.1f} accepted={r.accepted_share:.3f}"
+            f" deployments={r.mean_deployments:.1f} accepted={r.accepted_share:.3f}{gain}"
         )
     u = summary.upper_bound
     if u is not None:
@@ -145,11 +172,10 @@ def table2(
             f"{u.utilization_ci_high:.4f}] fail={u.failure_rate:.2e} "
             f"deployments={u.mean_deployments:.1f} accepted={u.accepted_share:.3f}"
         )
-    return wall, cpu
 
 
-def _reduced(args: argparse.Namespace) -> AdmissionParams:
-    """``PAPER_ADMISSION_PARAMS`` with the part-2 flags given (a machine too loaded for it)."""
+def _reduced(args: argparse.Namespace, base: AdmissionParams) -> AdmissionParams:
+    """``base`` with the part-2 flags given (a machine too loaded for it)."""
     over: dict[str, Any] = {}
     if args.runs is not None:
         over["runs"] = args.runs
@@ -159,17 +185,52 @@ def _reduced(args: argparse.Namespace) -> AdmissionParams:
         over["observations"] = tuple(int(k) for k in args.observations.split(",") if k)
     if args.policies is not None:
         over["policies"] = tuple(p for p in args.policies.split(",") if p)
-    return dataclasses.replace(PAPER_ADMISSION_PARAMS, **over)
+    return dataclasses.replace(base, **over)
 
 
-def main() -> None:
+def _regime_lines(summary: AdmissionSummary) -> str:
+    """The regime's answer: each moment policy's paired gain and look-ahead rejections, and the
+    priors' drift (what the page's "Does the look-ahead gain here?" section shows)."""
+    for r in summary.results:
+        if r.policy != "zeroth" and r.gain_vs_zeroth is not None:
+            print(
+                f"  {r.policy}: gain {r.gain_vs_zeroth:+.4f} [{r.gain_ci_low:+.4f}, "
+                f"{r.gain_ci_high:+.4f}] (paired over runs), look-ahead rejections "
+                f"{r.lookahead_rejections:,}, SLA met {r.sla_met}"
+            )
+    d = summary.drift
+    if d is None:
+        return ""
+    print(
+        f"  drift: E[r/lambda] {d.scaleouts_per_core_lifetime:.3f}, growing share "
+        f"{d.growing_share:.3f}, peak E[N]/n of a 1-core arrival {d.peak_ratio:.3f} at "
+        f"{d.peak_hours:g} h; E[N]/n at {d.hours} h: "
+        + "; ".join(
+            f"{n} cores {', '.join(f'{x:.3f}' for x in ratios)}"
+            for n, ratios in zip(d.sizes, d.expected_ratio, strict=True)
+        )
+    )
+    gains = " ".join(
+        f"gain_{r.policy}={r.gain_vs_zeroth:.4f}" for r in summary.results if r.policy != "zeroth"
+    )
+    return f" {gains} growing_share={d.growing_share:.3f} peak_ratio={d.peak_ratio:.3f}"
+
+
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="part 1 small, part 2 tiny")
+    ap.add_argument(
+        "--regime",
+        action="store_true",
+        help="part 2 in the paper's regime (REGIME_PARAMS: 3-year runs, Table 2 only); its "
+        "tables go to DATA/results/azure-2017/admission/regime unless --out says otherwise",
+    )
     ap.add_argument("--params", help="a params.json (default: $TRACELAB_DATA or ./data exports)")
     ap.add_argument("--cores", type=int, default=200)
     ap.add_argument("--steps", type=int, default=600, help="steps per look-ahead horizon")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--dask-address")
+    ap.add_argument("--workers", type=int, default=1, help="part 2: local processes for the runs")
+    ap.add_argument("--dask-address", help="part 2: run on this Dask cluster instead")
+    ap.add_argument("--out", help="part 2: keep the stage's tables here (default: a temp folder)")
     ap.add_argument("--table2-only", action="store_true", help="skip part 1 (moment speed)")
     ap.add_argument("--runs", type=int, help="part 2: runs per threshold (default: the reduced)")
     ap.add_argument("--hours", type=float, help="part 2: hours per run (default: the reduced)")
@@ -178,18 +239,12 @@ def main() -> None:
         help="part 2: Fig. 1's prior observations, comma-separated ('' = no Fig. 1)",
     )
     ap.add_argument("--policies", help="part 2: Table 2's policies, comma-separated ('' = none)")
-    args = ap.parse_args()
-    path = _params_path(args.params)
-    # the naive variant costs deployments x grid per arrival: a quarter-year is enough
-    hours = 720.0 if args.quick else HOURS_PER_YEAR / 4
-    runs = 1
-    rate, naive_s, inc_s = math.nan, math.nan, 1.0
-    if not args.table2_only:
-        print(f"part 1: second moment, C={args.cores}, {runs} x {hours:g} h, {args.steps} steps")
-        rate, naive_s, inc_s = moment_speed(path, args.cores, hours, runs, args.steps)
-    extra = ""
+    return ap
+
+
+def _part2_params(args: argparse.Namespace, path: Path) -> AdmissionParams:
     if args.quick:
-        params = dataclasses.replace(
+        return dataclasses.replace(
             PAPER_ADMISSION_PARAMS,
             runs=4,
             horizon_hours=720.0,
@@ -197,14 +252,33 @@ def main() -> None:
             tuning_iterations=3,
             lookahead_steps=12,
         )
-    else:
-        params = _reduced(args)
+    if args.regime:
+        if args.out is None:
+            args.out = str(path.parent.parent / "results" / "azure-2017" / "admission" / "regime")
+        return _reduced(args, REGIME_PARAMS)
+    return _reduced(args, PAPER_ADMISSION_PARAMS)
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    path = _params_path(args.params)
+    # the naive variant costs deployments x grid per arrival: a quarter-year is enough
+    hours = 720.0 if args.quick else HOURS_PER_YEAR / 4
+    runs = 1
+    rate, naive_s, inc_s = math.nan, math.nan, 1.0
+    if not (args.table2_only or args.regime):
+        print(f"part 1: second moment, C={args.cores}, {runs} x {hours:g} h, {args.steps} steps")
+        rate, naive_s, inc_s = moment_speed(path, args.cores, hours, runs, args.steps)
+    params = _part2_params(args, path)
     print(f"part 2: Table 2 and Fig. 1 with tuning: {params}")
-    wall, cpu = table2(path, params, args)
+    summary, wall, cpu = table2(path, params, args)
     extra = (
         f" table2_wall_s={wall:.0f} table2_cpu_s={cpu:.0f} table2_runs={params.runs}"
         f" table2_hours={params.horizon_hours:g} table2_steps={params.lookahead_steps}"
+        f" workers={args.workers}"
     )
+    if args.regime:
+        extra += _regime_lines(summary)
     print(
         f"RESULT cluster_years_per_cpu_s={rate:.4g} naive_ratio={naive_s / inc_s:.3g}"
         f" steps={args.steps} cores={args.cores}{extra}"

@@ -79,6 +79,9 @@ class RunResult:
     bucket: int = 0
     #: the run's badness measure (App. D, Def. D.1); None without importance sampling
     badness: float | None = None
+    #: arrivals that fit the cluster now (and, for the first moment, under T·C now) but that a
+    #: look-ahead step of a moment policy rejected: where it decided otherwise than the zeroth
+    lookahead_rejections: int = 0
 
 
 class _Deployment:
@@ -270,7 +273,8 @@ class _Cluster:
         self.deployment_area = 0.0
         self.t = 0.0
         self.counts = dict.fromkeys(
-            ("scaleouts", "failures", "accepted", "core_deaths", "shutdowns", "zero"), 0
+            ("scaleouts", "failures", "accepted", "core_deaths", "shutdowns", "zero", "lookahead"),
+            0,
         )
         uses_moments = cfg.policy in ("first", "second", "first-marginal", "second-marginal")
         self.moments = (
@@ -329,7 +333,7 @@ class _Cluster:
             # look-ahead step 0: the size now is known exactly, no moments needed to reject
             return False
         assert self.moments is not None
-        return self.moments.admits(
+        admitted = self.moments.admits(
             self.arrival_snapshot(i, n),
             self.t,
             cfg.policy,
@@ -337,6 +341,8 @@ class _Cluster:
             cfg.cores,
             cfg.marginal_cores,
         )
+        self.counts["lookahead"] += not admitted
+        return admitted
 
     def handle_event(self, i: int) -> None:
         d = self.deps[i]
@@ -430,4 +436,5 @@ def simulate_cluster(cfg: ClusterConfig, seed: tuple[int, ...], run: int) -> Run
         weight=weight,
         bucket=bucket,
         badness=bm,
+        lookahead_rejections=k["lookahead"],
     )

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.admission.drift import SizeDrift, size_drift
 from tracelab.analysis.admission.importance import ImportanceSampling, importance_scheme
 from tracelab.analysis.admission.model import AdmissionPriors, admission_priors
 from tracelab.analysis.admission.sim import (
@@ -25,8 +26,8 @@ from tracelab.analysis.admission.sim import (
     pilot_badness,
     simulate_cluster,
 )
-from tracelab.analysis.admission.stats import PolicyResult, policy_result
-from tracelab.analysis.admission.tuning import Bracket, bisect_threshold
+from tracelab.analysis.admission.stats import PolicyResult, gain_interval, policy_result
+from tracelab.analysis.admission.tuning import Bisection, Bracket
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import (
@@ -210,6 +211,8 @@ class AdmissionSummary:
     importance_sampling: bool
     params: AdmissionParams
     importance: ImportanceSampling | None = None
+    #: what the priors predict for a deployment's size over the look-ahead (``drift.py``)
+    drift: SizeDrift | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -226,6 +229,7 @@ class AdmissionSummary:
             "upper_bound": None if self.upper_bound is None else self.upper_bound.to_dict(),
             "importance_sampling": self.importance_sampling,
             "importance": None if self.importance is None else self.importance.to_dict(),
+            "drift": None if self.drift is None else self.drift.to_dict(),
             # the options, and what the stage derived from them and the params document
             "parameters": asdict(self.params)
             | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},
@@ -235,6 +239,11 @@ class AdmissionSummary:
 def run_cluster(cfg: ClusterConfig, seed: int, stream: int, run: int) -> RunResult:
     """One run (module level so a Dask worker can unpickle it); seeded by (seed, stream, run)."""
     return simulate_cluster(cfg, (seed, stream, run), run)
+
+
+def run_task(seed: int, task: tuple[ClusterConfig, int, int]) -> RunResult:
+    """:func:`run_cluster` of one ``(config, stream, run)`` item of a batch."""
+    return run_cluster(task[0], seed, task[1], task[2])
 
 
 class _Runner:
@@ -247,12 +256,15 @@ class _Runner:
         self.done = 0
         self.seed = seed
 
-    def runs(self, cfg: ClusterConfig, stream: int, n: int) -> list[RunResult]:
-        fn = functools.partial(run_cluster, cfg, self.seed, stream)
-        out: list[RunResult] = self.map_fn(fn, list(range(n)))
-        self.done += n
+    def batch(self, cfgs: list[ClusterConfig], stream: int, n: int) -> list[list[RunResult]]:
+        """Runs ``0 .. n-1`` of every configuration in one ``map_fn`` call (so workers are
+        busy with all of them at once); a run's seed depends on (seed, stream, run) only, so
+        the results are those of one call per configuration, in any order."""
+        tasks = [(cfg, stream, run) for cfg in cfgs for run in range(n)]
+        out: list[RunResult] = self.map_fn(functools.partial(run_task, self.seed), tasks)
+        self.done += len(tasks)
         self.progress(self.done, self.total, "runs")
-        return out
+        return [out[i * n : (i + 1) * n] for i in range(len(cfgs))]
 
 
 def pilot_chunk(cfg: ClusterConfig, seed: int, runs: tuple[int, ...]) -> list[float]:
@@ -289,36 +301,47 @@ def _utilization(results: list[RunResult]) -> float:
     return sum(r.weight * r.utilization for r in results) / total
 
 
-def _tune(
-    base: ClusterConfig, params: AdmissionParams, runner: _Runner, rows: list[dict[str, Any]]
-) -> Bracket:
-    """The policy's tuning bracket on the tuning seeds (``tuning.py``); one row per step."""
-
-    def evaluate(threshold: float) -> tuple[float, float]:
-        res = runner.runs(replace(base, threshold=threshold), _TUNE, params.runs)
-        return _failure_rate(res), _utilization(res)
-
-    bracket, steps = bisect_threshold(
-        base.policy,
-        evaluate,
-        sla=params.sla,
-        max_steps=params.tuning_iterations,
-        tolerance=params.tuning_tolerance,
-        resolution=params.tuning_resolution,
-    )
+def _tune_all(
+    configs: list[ClusterConfig],
+    params: AdmissionParams,
+    runner: _Runner,
+    rows: list[dict[str, Any]],
+) -> list[Bracket]:
+    """Every configuration's tuning bracket on the tuning seeds (``tuning.py``), advanced in
+    rounds: each round evaluates the next threshold of every unsettled bisection in one batch.
+    One row per step, configuration by configuration."""
+    bisections = [
+        Bisection(
+            c.policy,
+            sla=params.sla,
+            max_steps=params.tuning_iterations,
+            tolerance=params.tuning_tolerance,
+            resolution=params.tuning_resolution,
+        )
+        for c in configs
+    ]
+    while active := [i for i, b in enumerate(bisections) if not b.done]:
+        cfgs = [replace(configs[i], threshold=bisections[i].threshold) for i in active]
+        for i, res in zip(active, runner.batch(cfgs, _TUNE, params.runs), strict=True):
+            b = bisections[i]
+            b.record(_failure_rate(res), _utilization(res))
+            if b.done:
+                # the total assumed every bisection step: one that settled early needs fewer
+                runner.total -= params.runs * (params.tuning_iterations - len(b.steps))
     rows += [
         {
-            "policy": base.policy,
-            "observations": base.observations,
+            "policy": c.policy,
+            "observations": c.observations,
             "iteration": st.step,
             "threshold": st.threshold,
             "failure_rate": st.failure_rate,
             "utilization": st.utilization,
             "feasible": st.feasible,
         }
-        for st in steps
+        for c, b in zip(configs, bisections, strict=True)
+        for st in b.steps
     ]
-    return bracket
+    return [b.bracket() for b in bisections]
 
 
 def _run_rows(
@@ -384,24 +407,20 @@ def admission_results(
     tuning: list[dict[str, Any]] = []
     run_rows: list[dict[str, Any]] = []
     results: list[PolicyResult] = []
-    for cfg in configs:
-        bracket = _tune(cfg, params, runner, tuning)
-        # the total assumed every bisection step: a bracket that settled early needs fewer
-        runner.total -= params.runs * (params.tuning_iterations - bracket.steps)
-        threshold = bracket.threshold_low
-        verified = runner.runs(replace(cfg, threshold=threshold), _VERIFY, params.runs)
-        run_rows += _run_rows(cfg.policy, cfg.observations, threshold, verified)
-        result = policy_result(
-            cfg.policy, cfg.observations, bracket.low, verified, params.sla, params
-        )
+    brackets = _tune_all(configs, params, runner, tuning)
+    verify = [replace(c, threshold=b.threshold_low) for c, b in zip(configs, brackets, strict=True)]
+    if params.upper_bound:
+        verify.append(replace(configs[0], policy="accept-all", observations=0, threshold=1.0))
+    verified = runner.batch(verify, _VERIFY, params.runs)
+    for cfg, bracket, res in zip(verify, brackets, verified, strict=False):
+        run_rows += _run_rows(cfg.policy, cfg.observations, cfg.threshold, res)
+        result = policy_result(cfg.policy, cfg.observations, bracket.low, res, params.sla, params)
         results.append(_with_bracket(result, bracket))
     upper = None
     if params.upper_bound:
-        cfg = replace(configs[0], policy="accept-all", observations=0, threshold=1.0)
-        verified = runner.runs(cfg, _VERIFY, params.runs)
-        run_rows += _run_rows("accept-all", 0, 1.0, verified)
-        upper = policy_result("accept-all", 0, 1.0, verified, None, params)
-    results = _with_gains(results)
+        run_rows += _run_rows("accept-all", 0, 1.0, verified[-1])
+        upper = policy_result("accept-all", 0, 1.0, verified[-1], None, params)
+    results = _with_gains(results, verified, params)
     summary = AdmissionSummary(
         prior=params.prior,
         records=priors.records,
@@ -415,9 +434,17 @@ def admission_results(
         importance_sampling=importance is not None,
         params=params,
         importance=importance,
+        drift=_drift(priors, params),
     )
     write_stage_outputs(out_dir, _tables(results, tuning, run_rows), summary.to_dict())
     return summary
+
+
+def _drift(priors: AdmissionPriors, params: AdmissionParams) -> SizeDrift:
+    """The look-ahead drift of a one-core arrival and of one of the mean initial size 1 + E[s]."""
+    mean_size = 1 + round(priors.size_shape / priors.size_rate)
+    sizes = tuple(sorted({1, mean_size}))
+    return size_drift(priors, params.lookahead_hours, params.lookahead_steps, sizes)
 
 
 def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
@@ -431,9 +458,19 @@ def _with_bracket(result: PolicyResult, bracket: Bracket) -> PolicyResult:
     )
 
 
-def _with_gains(results: list[PolicyResult]) -> list[PolicyResult]:
-    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3)."""
-    base = next((r for r in results if r.policy == "zeroth"), None)
-    if base is None or base.utilization <= 0:
+def _with_gains(
+    results: list[PolicyResult],
+    runs: list[list[RunResult]],
+    options: AdmissionParams,
+) -> list[PolicyResult]:
+    """Relative utilization gain over the zeroth-moment baseline (Cluster Admission §5.3), with
+    its paired interval over the verification runs (``runs[i]`` are ``results[i]``'s)."""
+    base = next((i for i, r in enumerate(results) if r.policy == "zeroth"), None)
+    if base is None or results[base].utilization <= 0:
         return results
-    return [replace(r, gain_vs_zeroth=r.utilization / base.utilization - 1.0) for r in results]
+    out = []
+    for r, res in zip(results, runs, strict=False):
+        low, high = gain_interval(res, runs[base], options.bootstrap, options.seed)
+        gain = r.utilization / results[base].utilization - 1.0
+        out.append(replace(r, gain_vs_zeroth=gain, gain_ci_low=low, gain_ci_high=high))
+    return out

@@ -84,6 +84,13 @@ class PolicyResult:
     bracket_utilization_high: float | None = None
     tuning_steps: int | None = None
     tuning_settled: bool | None = None
+    #: verification arrivals a look-ahead step rejected although they fit now (0: the policy
+    #: decided as the zeroth at its T would)
+    lookahead_rejections: int = 0
+    #: percentile bootstrap 95% interval of ``gain_vs_zeroth``, resampling run indices (a
+    #: policy's verification run r and the zeroth's share their arrivals: a paired comparison)
+    gain_ci_low: float | None = None
+    gain_ci_high: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -126,6 +133,21 @@ def _percentile_ci(
     """Percentile bootstrap 95% CI of sum(num)/sum(den), resampling runs (failures cluster in
     runs, so runs, not scale-outs, are the independent units)."""
     return ratio_interval(num, den, resamples, seed)
+
+
+def gain_interval(
+    runs: list[RunResult], baseline: list[RunResult], resamples: int, seed: int
+) -> tuple[float, float]:
+    """Percentile bootstrap 95% interval of the relative gain Σ w·u / Σ w·u₀ − 1 over the
+    baseline, resampling run indices with both policies' runs together: verification run r of
+    every policy has the same arrivals (seed, stream 1, r), so the comparison is paired and
+    what the runs share (a busy month, a large early deployment) cancels out of the ratio."""
+    if [r.run for r in runs] != [r.run for r in baseline]:
+        raise ValueError("the gain pairs runs by index: both policies need the same runs")
+    num = np.array([r.weight * r.utilization for r in runs], dtype=np.float64)
+    den = np.array([r.weight * r.utilization for r in baseline], dtype=np.float64)
+    low, high = ratio_interval(num, den, resamples, seed)
+    return low - 1.0, high - 1.0
 
 
 def policy_result(
@@ -171,4 +193,5 @@ def policy_result(
         accepted=accepted,
         arrivals=arrivals,
         accepted_share=accepted / arrivals if arrivals else 0.0,
+        lookahead_rejections=sum(r.lookahead_rejections for r in runs),
     )

@@ -55,6 +55,74 @@ class Bracket:
         return asdict(self)
 
 
+class Bisection:
+    """One policy's bisection, driven from outside: :attr:`threshold` is the next point to
+    evaluate, :meth:`record` takes its (failure rate, utilization). The stage advances every
+    policy's bisection one step at a time, so each round's runs of all policies go out as one
+    batch; :func:`bisect_threshold` drives one with a callback.
+
+    The first step evaluates the top of the range (feasible there: nothing to tune); each later
+    step the midpoint of the bracket. Done when both ends are evaluated and their utilizations
+    differ by at most ``tolerance``, when the bracket is at most ``resolution`` × the range wide,
+    or after ``max_steps`` evaluations.
+    """
+
+    def __init__(
+        self, policy: str, *, sla: float, max_steps: int, tolerance: float, resolution: float = 0.0
+    ) -> None:
+        self.policy = policy
+        self.sla = sla
+        self.max_steps = max_steps
+        self.tolerance = tolerance
+        self.lo, self.hi = threshold_bounds(policy)
+        self.width = resolution * (self.hi - self.lo)
+        self.util_lo: float | None = None
+        self.util_hi: float | None = None
+        self.steps: list[TuningStep] = []
+        self.point = self.hi
+        self.settled = False
+
+    @property
+    def done(self) -> bool:
+        return self.settled or len(self.steps) >= self.max_steps
+
+    @property
+    def threshold(self) -> float:
+        """The next threshold to evaluate, as the policy uses it."""
+        return threshold_value(self.policy, self.point)
+
+    def record(self, rate: float, util: float) -> None:
+        """The failure rate and utilization at :attr:`threshold`; moves to the next point."""
+        feasible = rate <= self.sla
+        self.steps.append(
+            TuningStep(len(self.steps), self.point, self.threshold, rate, util, feasible)
+        )
+        if feasible:
+            self.lo, self.util_lo = self.point, util
+        else:
+            self.hi, self.util_hi = self.point, util
+        self.settled = (
+            self.lo == self.hi
+            or self.hi - self.lo <= self.width
+            or _narrow(self.util_lo, self.util_hi, self.tolerance)
+        )
+        if not self.settled:
+            self.point = threshold_midpoint(self.policy, self.lo, self.hi)
+
+    def bracket(self) -> Bracket:
+        """Where the bisection stopped (or stands)."""
+        return Bracket(
+            low=self.lo,
+            high=self.hi,
+            threshold_low=threshold_value(self.policy, self.lo),
+            threshold_high=threshold_value(self.policy, self.hi),
+            utilization_low=self.util_lo,
+            utilization_high=self.util_hi,
+            steps=len(self.steps),
+            settled=self.settled,
+        )
+
+
 def bisect_threshold(
     policy: str,
     evaluate: Callable[[float], tuple[float, float]],
@@ -64,45 +132,12 @@ def bisect_threshold(
     tolerance: float,
     resolution: float = 0.0,
 ) -> tuple[Bracket, list[TuningStep]]:
-    """Bisect ``policy``'s range with ``evaluate(threshold) -> (failure rate, utilization)``.
-
-    The first step evaluates the top of the range (feasible there: nothing to tune); each later
-    step the midpoint of the bracket. Stops when both ends are evaluated and their utilizations
-    differ by at most ``tolerance``, when the bracket is at most ``resolution`` × the range wide,
-    or after ``max_steps`` evaluations.
-    """
-    lo, hi = threshold_bounds(policy)
-    width = resolution * (hi - lo)
-    util_lo: float | None = None
-    util_hi: float | None = None
-    steps: list[TuningStep] = []
-    point = hi
-    settled = False
-    while len(steps) < max_steps:
-        rate, util = evaluate(threshold_value(policy, point))
-        feasible = rate <= sla
-        steps.append(
-            TuningStep(len(steps), point, threshold_value(policy, point), rate, util, feasible)
-        )
-        if feasible:
-            lo, util_lo = point, util
-        else:
-            hi, util_hi = point, util
-        settled = lo == hi or hi - lo <= width or _narrow(util_lo, util_hi, tolerance)
-        if settled:
-            break
-        point = threshold_midpoint(policy, lo, hi)
-    bracket = Bracket(
-        low=lo,
-        high=hi,
-        threshold_low=threshold_value(policy, lo),
-        threshold_high=threshold_value(policy, hi),
-        utilization_low=util_lo,
-        utilization_high=util_hi,
-        steps=len(steps),
-        settled=settled,
-    )
-    return bracket, steps
+    """Bisect ``policy``'s range with ``evaluate(threshold) -> (failure rate, utilization)``
+    (:class:`Bisection`'s rules)."""
+    b = Bisection(policy, sla=sla, max_steps=max_steps, tolerance=tolerance, resolution=resolution)
+    while not b.done:
+        b.record(*evaluate(b.threshold))
+    return b.bracket(), b.steps
 
 
 def _narrow(low: float | None, high: float | None, tolerance: float) -> bool:

@@ -7,9 +7,11 @@ piece finishes, and a piece's exception comes back as its result instead of endi
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, as_completed
-from typing import Protocol, TypeVar
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from contextlib import contextmanager
+from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -43,3 +45,18 @@ def in_threads(workers: int) -> Runner:
             pool.shutdown(wait=True, cancel_futures=True)
 
     return run
+
+
+@contextmanager
+def process_map(
+    workers: int,
+) -> Iterator[Callable[[Callable[[Any], Any], Sequence[Any]], list[Any]]]:
+    """A stage's ``map_fn`` on ``workers`` processes of this machine (serial for one): results
+    in the items' order, each item handed to the next free process (pieces of uneven cost).
+    Processes are spawned, not forked: a fork inherits Polars' thread pool in whatever state
+    it was and can hang; they end when the block does."""
+    if workers <= 1:
+        yield lambda work, items: [work(item) for item in items]
+        return
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield lambda work, items: list(pool.map(work, items))

@@ -106,6 +106,11 @@ class PolicyRow:
     #: the tuning bracket's infeasible end (None: upper bound, or outputs without it)
     threshold_high: float | None = None
     tuning_settled: bool | None = None
+    #: the gain's paired interval over the verification runs (None: not computed)
+    gain_ci_low: float | None = None
+    gain_ci_high: float | None = None
+    #: verification arrivals that fit now but a look-ahead step rejected (None: not recorded)
+    lookahead_rejections: int | None = None
 
 
 def _opt_float(value: Any) -> float | None:
@@ -157,6 +162,11 @@ def _row(d: dict[str, Any]) -> PolicyRow:
         accepted_share=float(d.get("accepted_share", float("nan"))),
         threshold_high=_opt_float(d.get("threshold_high")),
         tuning_settled=None if d.get("tuning_settled") is None else bool(d["tuning_settled"]),
+        gain_ci_low=_opt_float(d.get("gain_ci_low")),
+        gain_ci_high=_opt_float(d.get("gain_ci_high")),
+        lookahead_rejections=(
+            None if d.get("lookahead_rejections") is None else int(d["lookahead_rejections"])
+        ),
     )
 
 
@@ -555,19 +565,26 @@ def _importance_section(imp: dict[str, Any]) -> Section:
     )
 
 
+def _cluster_shape(n: AdmissionNumbers, key: str) -> Paragraph:
+    """C, the arrival rate, the runs and their horizon (keys prefixed with ``key``)."""
+    return (
+        Number(f"{key}cores", float(n.cores), ",.0f", "cores"),
+        ", deployments arriving at λ = ",
+        Number(f"{key}arrival_rate", n.arrival_rate_per_hour, "", "per hour"),
+        ", ",
+        Number(f"{key}runs", float(n.runs), ".0f"),
+        " runs of ",
+        Number(f"{key}horizon_hours", n.horizon_hours, ",.0f", "hours"),
+    )
+
+
 def _setup_section(n: AdmissionNumbers) -> Section:
     recorded = n.summary.get("parameters", {})
     return Section(
         title="Set-up of this run",
         this_run=(
             "One cluster of C = ",
-            Number("cores", float(n.cores), ",.0f", "cores"),
-            ", deployments arriving at λ = ",
-            Number("arrival_rate", n.arrival_rate_per_hour, "", "per hour"),
-            ", ",
-            Number("runs", float(n.runs), ".0f"),
-            " runs of ",
-            Number("horizon_hours", n.horizon_hours, ",.0f", "hours"),
+            *_cluster_shape(n, ""),
             " per threshold and for verification, SLA: at most ",
             Number("sla", n.sla),
             f" of scale-outs may fail; {n.lookahead_steps} steps per look-ahead horizon; priors "
@@ -639,6 +656,140 @@ def _headline(n: AdmissionNumbers, zeroth: PolicyRow | None) -> Paragraph:
     )
 
 
+PAPER_DRIFT = (
+    "“On the cluster admission problem” §4–5: the moment policies look ahead of “now” because a "
+    "deployment's size changes after it is admitted; they gain over the zeroth-moment policy where "
+    "the belief tells growing deployments from shrinking ones. App. B's Figures 6–8 show the "
+    "fitted Gamma priors of the core-lifetime rate, the normalised scale-out rate and the "
+    "scale-out size that set this drift; their values are not legible in our copy."
+)
+
+
+def gain_verdict(r: PolicyRow) -> str:
+    """Whether the policy's paired gain interval lies above, below or around zero."""
+    if r.gain_ci_low is None or r.gain_ci_high is None:
+        return "no interval"
+    if r.gain_ci_low > 0.0:
+        return "gains" if r.sla_met else "gains, but misses the SLA"
+    if r.gain_ci_high < 0.0:
+        return "loses"
+    return "no gain resolved"
+
+
+def gain_cell(r: PolicyRow) -> str:
+    """The gain and its paired interval in percent."""
+
+    def pct(x: float | None) -> float | None:
+        return None if x is None else 100.0 * x
+
+    return fmt_ci(pct(r.gain_vs_zeroth), pct(r.gain_ci_low), pct(r.gain_ci_high), "%")
+
+
+def _gain_rows(n: AdmissionNumbers) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        (
+            r.policy,
+            gain_cell(r),
+            gain_verdict(r),
+            "–" if r.lookahead_rejections is None else f"{r.lookahead_rejections:,}",
+            "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
+        )
+        for r in n.table2
+        if r.policy != "zeroth"
+    )
+
+
+def _drift_rows(drift: Mapping[str, Any]) -> tuple[tuple[str, ...], ...]:
+    return tuple(
+        (f"{int(size)} core(s)", *(fmt(float(x)) for x in ratios))
+        for size, ratios in zip(drift["sizes"], drift["expected_ratio"], strict=True)
+    )
+
+
+def _drift_paragraph(drift: Mapping[str, Any], key: str) -> Paragraph:
+    return (
+        " What the fitted priors predict (computed by the stage from the params export): a "
+        "deployment scales out ",
+        Number(f"{key}scaleouts_per_core_lifetime", float(drift["scaleouts_per_core_lifetime"])),
+        " times per core lifetime on average (E[r/λ]); ",
+        Number(f"{key}growing_share", float(drift["growing_share"]), "%"),
+        " of arriving deployments have r/λ > 1 and grow in expectation, the rest only shrink. "
+        "For an arrival of one core the policies' belief predicts at most ",
+        Number(f"{key}peak_ratio", float(drift["peak_ratio"])),
+        " times its size, ",
+        Number(f"{key}peak_hours", float(drift["peak_hours"]), "", "h"),
+        " ahead; the table gives E[size] / size now at the end of each look-ahead horizon.",
+    )
+
+
+def _gain_text(n: AdmissionNumbers, key: str) -> tuple[Paragraph, list[HtmlTable]]:
+    """Whether the first- and second-moment policies gain over the zeroth, and the drift that
+    decides it; every number from ``policies.parquet`` and ``summary.json``'s ``drift``."""
+    drift = n.summary.get("drift")
+    first = next((r for r in n.table2 if r.policy == "first"), None)
+    rows = _gain_rows(n)
+    text: Paragraph = (
+        "Gain over the zeroth-moment policy, utilization ratio − 1 with its 95% interval "
+        "paired over the verification runs (run r of every policy sees the same arrivals): ",
+        "; ".join(f"{r[0]}: {r[2]}" for r in rows) + "." if rows else "no moment policy ran.",
+    )
+    if first is not None and first.lookahead_rejections == 0:
+        text += (
+            " The first-moment policy's look-ahead rejected no verification arrival that fit "
+            "under T·C now: it decided as the zeroth-moment policy at its T.",
+        )
+    tables = [
+        HtmlTable(
+            "Gain over the zeroth-moment policy (paired 95% interval) and look-ahead rejections "
+            "(verification arrivals that fit now but a later look-ahead step rejected)",
+            ("policy", "gain", "verdict", "look-ahead rejections", "SLA met"),
+            rows,
+        )
+    ]
+    if drift is not None:
+        text += _drift_paragraph(drift, key)
+        tables.append(
+            HtmlTable(
+                "Expected size / size now of an arriving deployment, as the policies' belief "
+                "predicts it (priors updated with the initial size)",
+                ("arriving with", *(f"{fmt(float(h))} h ahead" for h in drift["hours"])),
+                _drift_rows(drift),
+            )
+        )
+    return text, tables
+
+
+def _lookahead_section(n: AdmissionNumbers) -> Section:
+    text, tables = _gain_text(n, "")
+    return Section(
+        title="Does the look-ahead gain here?",
+        this_run=text,
+        paper=PAPER_DRIFT,
+        tables=tuple(tables),
+    )
+
+
+#: the paper's-regime record ``bench/admission.py --regime`` writes inside the stage's folder
+REGIME_FOLDER = "regime"
+
+
+def _regime_section(n: AdmissionNumbers) -> Section:
+    """Table 2 of the paper's-regime run (``bench/admission.py --regime``), from its own files."""
+    text, tables = _gain_text(n, "regime_")
+    setup: Paragraph = (
+        "Recorded by bench/admission.py --regime (its own summary.json and tables in "
+        f"results/azure-2017/{STAGE}/{REGIME_FOLDER}): one cluster of C = ",
+        *_cluster_shape(n, "regime_"),
+        f" per threshold and for verification, {n.lookahead_steps} steps per look-ahead horizon. ",
+    )
+    return Section(
+        title="In the paper's regime (bench/admission.py --regime)",
+        this_run=setup + text,
+        paper=PAPER_TABLE2,
+        tables=(_table2(n), *tables),
+    )
+
+
 def _bisection_text(n: AdmissionNumbers) -> str:
     """What the tuning could resolve, from the tuning table and the recorded step count."""
     brackets = tuning_brackets(n.tuning)
@@ -676,7 +827,8 @@ def _figure1_section(ctx: PageContext, n: AdmissionNumbers) -> Section:
 
 def admission_sections(ctx: PageContext) -> Sequence[Section]:
     """“On the cluster admission problem” Table 2, Fig. 1 and the tuning, from ``results/azure-2017/admission``."""
-    n = admission_numbers(ctx.results(STAGE))
+    stage_dir = ctx.results(STAGE)
+    n = admission_numbers(stage_dir)
     if not n.table2:
         raise InputsMissing("policies.parquet has no policy without prior observations")
     zeroth = next((r for r in n.table2 if r.policy == "zeroth"), None)
@@ -690,6 +842,10 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
             tables=(_table2(n),),
         ),
     ]
+    sections.append(_lookahead_section(n))
+    regime = stage_dir / REGIME_FOLDER
+    if (regime / "summary.json").is_file():
+        sections.append(_regime_section(admission_numbers(regime)))
     if n.importance is not None:
         sections.append(_importance_section(n.importance))
     if n.figure1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,8 +13,9 @@ from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.admission.stage import AdmissionParams, admission_results
 from tracelab.analysis.common.stage_api import option_values
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.reports.model import InputsMissing, Number, PageContext
-from tracelab.reports.numfmt import fmt
+from tracelab.reports.numfmt import fmt, fmt_ci
 from tracelab.reports.pages.admission import (
     PolicyRow,
     _utilization_range,
@@ -21,7 +23,10 @@ from tracelab.reports.pages.admission import (
     admission_sections,
     best_meeting_sla,
     failure_text,
+    gain_cell,
+    gain_verdict,
 )
+from tracelab.reports.pages.admission import _row as admission_numbers_row
 
 PARAMS = AdmissionParams(
     cores=40,
@@ -136,6 +141,88 @@ def test_zero_failures_are_an_upper_bound_with_the_count() -> None:
     # 0 failures in 300 scale-outs: 95% one-sided bound 1 - 0.05^(1/300) = 0.009937
     assert failure_text(_row("zeroth", 0.477, True), weighted=False) == "< 0.00994 (0 of 300, 95%)"
     assert failure_text(_row("first", 0.531, False), weighted=False) == "0.03 [0, 0.07]"
+
+
+def test_gain_verdict_reads_the_paired_interval() -> None:
+    """Above zero: a gain (only at the SLA if the policy met it); below: a loss; across: none."""
+
+    def row(low: float, high: float, met: bool) -> PolicyRow:
+        return replace(
+            _row("second", 0.5, met), gain_vs_zeroth=(low + high) / 2, gain_ci_low=low,
+            gain_ci_high=high,
+        )  # fmt: skip
+
+    assert gain_verdict(row(0.01, 0.03, True)) == "gains"
+    assert gain_cell(row(-0.0193, -0.0153, True)) == "-1.73 [-1.93, -1.53] %"
+    assert gain_verdict(row(0.01, 0.03, False)) == "gains, but misses the SLA"
+    assert gain_verdict(row(-0.03, -0.01, True)) == "loses"
+    assert gain_verdict(row(-0.01, 0.01, True)) == "no gain resolved"
+    assert gain_verdict(_row("second", 0.5, True)) == "no interval"
+    # outputs written before the count existed do not read as "no look-ahead rejection"
+    older = {**_row("first", 0.5, True).__dict__, "ci_low": 0.45, "ci_high": 0.55}
+    older = {
+        **{k: v for k, v in older.items() if k not in ("ci_low", "ci_high")},
+        "utilization_ci_low": 0.45,
+        "utilization_ci_high": 0.55,
+    }
+    assert admission_numbers_row(older).lookahead_rejections is None
+
+
+def test_lookahead_section_shows_the_stages_gains_and_drift(data_dir: Path, tmp_path: Path) -> None:
+    ctx = PageContext(data_dir=data_dir, out_dir=tmp_path, trace="azure-2017")
+    (section,) = [s for s in admission_sections(ctx) if s.title == "Does the look-ahead gain here?"]
+    stage = data_dir / "results" / "azure-2017" / "admission"
+    first = (
+        pl.read_parquet(stage / "policies.parquet")
+        .filter((pl.col("policy") == "first") & (pl.col("observations") == 0))
+        .row(0, named=True)
+    )
+    gains, drift_table = section.tables
+    (row,) = gains.rows
+    assert row[0] == "first"
+    assert row[1] == gain_cell(admission_numbers_row(first))
+    assert row[3] == f"{first['lookahead_rejections']:,}"
+    drift = read_summary(stage)["drift"]
+    numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
+    assert numbers["growing_share"] == drift["growing_share"]
+    assert numbers["peak_ratio"] == drift["peak_ratio"]
+    assert [r[0] for r in drift_table.rows] == [f"{k} core(s)" for k in drift["sizes"]]
+    assert drift_table.rows[0][1:] == tuple(fmt(x) for x in drift["expected_ratio"][0])
+
+
+def test_regime_record_gets_its_own_section_from_its_own_files(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """bench/admission.py --regime writes a whole stage record into the stage's folder's
+    ``regime``; the page shows its Table 2 and gains from those files, beside this run's."""
+    stage = data_dir / "results" / "azure-2017" / "admission"
+    ctx = PageContext(data_dir=data_dir, out_dir=tmp_path, trace="azure-2017")
+    assert not [s for s in admission_sections(ctx) if "regime" in s.title]
+    regime = replace(PARAMS, horizon_hours=96.0, observations=())
+    summary = admission_results(regime, data_dir, stage / "regime")
+    try:
+        ctx = PageContext(data_dir=data_dir, out_dir=tmp_path, trace="azure-2017")
+        (section,) = [s for s in admission_sections(ctx) if "regime" in s.title]
+    finally:
+        shutil.rmtree(stage / "regime")
+    numbers = {f.key: f.value for f in section.this_run if isinstance(f, Number)}
+    assert numbers["regime_horizon_hours"] == 96.0
+    table2, gains, _ = section.tables
+    assert [r[0] for r in table2.rows] == ["zeroth", "first", "no-SLA upper bound"]
+    _, first = summary.results
+    assert table2.rows[1][2] == fmt_ci(
+        first.utilization, first.utilization_ci_low, first.utilization_ci_high
+    )
+    assert gains.rows == (
+        (
+            "first",
+            gain_cell(admission_numbers_row(first.to_dict())),
+            gain_verdict(admission_numbers_row(first.to_dict())),
+            f"{first.lookahead_rejections:,}",
+            "yes" if first.sla_met else "NO",
+        ),
+    )
+    assert ctx.reads == ["results/azure-2017/admission"]
 
 
 def test_the_stage_run_through_the_registry_records_its_parameters_and_the_page_shows_them(

@@ -30,14 +30,19 @@ from tracelab.analysis.admission.stage import (
     _failure_rate,
     _importance,
     _Runner,
-    _tune,
+    _tune_all,
     _utilization,
     _with_gains,
     admission_results,
     pilot_chunk,
     run_cluster,
 )
-from tracelab.analysis.admission.stats import policy_result, threshold_bounds, utilization_ci
+from tracelab.analysis.admission.stats import (
+    gain_interval,
+    policy_result,
+    threshold_bounds,
+    utilization_ci,
+)
 from tracelab.analysis.admission.tuning import bisect_threshold
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
@@ -167,10 +172,33 @@ def test_gains_are_relative_to_the_zeroth_moment_policy() -> None:
     options = AdmissionParams(bootstrap=200)
     zeroth = policy_result("zeroth", 0, 0.5, [_run(0, 0.5, 1, 0), _run(1, 0.5, 1, 0)], 1, options)
     second = policy_result("second", 0, -3, [_run(0, 0.6, 1, 0), _run(1, 0.6, 1, 0)], 1, options)
-    gained = _with_gains([second, zeroth])
+    runs = [[_run(0, 0.6, 1, 0), _run(1, 0.6, 1, 0)], [_run(0, 0.5, 1, 0), _run(1, 0.5, 1, 0)]]
+    gained = _with_gains([second, zeroth], runs, options)
     assert gained[0].gain_vs_zeroth == pytest.approx(0.2)  # 0.6 / 0.5 − 1
     assert gained[1].gain_vs_zeroth == pytest.approx(0.0)
-    assert _with_gains([second])[0].gain_vs_zeroth is None
+    assert _with_gains([second], runs[:1], options)[0].gain_vs_zeroth is None
+
+
+def test_gain_interval_pairs_each_run_with_the_baselines_run_of_the_same_seeds() -> None:
+    """Utilization varies a lot between runs (0.4–0.7) but the policy holds 10% more than the
+    zeroth in every run: the paired interval is the point 0.1 itself, while the policies'
+    own intervals (over runs) overlap widely. Unpaired (the baseline's runs in another order)
+    the same values would give a wide interval around 0.1."""
+    options = AdmissionParams(bootstrap=500)
+    base = [0.4, 0.7, 0.5, 0.6, 0.45]
+    zeroth_runs = [_run(i, u, 100, 0) for i, u in enumerate(base)]
+    second_runs = [_run(i, 1.1 * u, 100, 0) for i, u in enumerate(base)]
+    zeroth = policy_result("zeroth", 0, 0.5, zeroth_runs, 1, options)
+    second = policy_result("second", 0, -3, second_runs, 1, options)
+    assert second.utilization_ci_low < zeroth.utilization_ci_high  # the intervals overlap
+    gained, _ = _with_gains([second, zeroth], [second_runs, zeroth_runs], options)
+    assert gained.gain_vs_zeroth == pytest.approx(0.1)
+    assert (gained.gain_ci_low, gained.gain_ci_high) == (pytest.approx(0.1), pytest.approx(0.1))
+    shuffled = [_run(i, base[(i + 1) % 5], 100, 0) for i in range(5)]
+    low, high = gain_interval(second_runs, shuffled, 500, 0)
+    assert low < 0.0 < 0.2 < high
+    with pytest.raises(ValueError, match="same runs"):
+        gain_interval(second_runs[:4], zeroth_runs, 500, 0)
 
 
 def test_configurations_cover_table_2_and_figure_1() -> None:
@@ -476,9 +504,9 @@ def test_stage_judges_the_given_sla_and_runs_on_the_given_seed(tmp_path: Path) -
 def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
     tolerance: float, resolution: float
 ) -> None:
-    """_tune bisects with the stage's SLA, step limit, tolerance and resolution: on a made-up
-    curve (utilization 0.8·T; failure rate 0.01·(T − 0.5) above T = 0.5, so the SLA 1e-3 is
-    crossed at T = 0.6) its steps are bisect_threshold's with the same options. Either rule
+    """_tune_all bisects with the stage's SLA, step limit, tolerance and resolution: on a
+    made-up curve (utilization 0.8·T; failure rate 0.01·(T − 0.5) above T = 0.5, so the SLA 1e-3
+    is crossed at T = 0.6) its steps are bisect_threshold's with the same options. Either rule
     alone stops once the bracket is 1/16 wide: tolerance 0.05 (utilizations 0.05 apart) or
     resolution 0.1 (narrower than a tenth of [0, 1]); the other is set not to bite, and the
     defaults (0.002, 1/64) would go on."""
@@ -486,9 +514,11 @@ def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
     def curve(threshold: float) -> tuple[int, float]:
         return round(1e6 * 0.01 * max(threshold - 0.5, 0.0)), 0.8 * threshold
 
-    def fake_map(fn, runs):  # type: ignore[no-untyped-def]
-        failures, utilization = curve(fn.args[0].threshold)
-        return [_run(r, utilization, 1_000_000, failures) for r in runs]
+    def fake_map(fn, tasks):  # type: ignore[no-untyped-def]
+        return [
+            _run(run, curve(cfg.threshold)[1], 1_000_000, curve(cfg.threshold)[0])
+            for cfg, _, run in tasks
+        ]
 
     params = AdmissionParams(
         runs=2,
@@ -500,7 +530,7 @@ def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
     base = _configs(dataclasses.replace(params, policies=("zeroth",)), PRIORS)[0]
     runner = _Runner(fake_map, lambda *_: None, 100, 0)
     rows: list[dict[str, object]] = []
-    bracket = _tune(base, params, runner, rows)
+    [bracket] = _tune_all([base], params, runner, rows)
 
     def evaluate(threshold: float) -> tuple[float, float]:
         failures, utilization = curve(threshold)
@@ -513,6 +543,54 @@ def test_tuning_stops_where_the_asked_tolerance_and_resolution_say(
     assert [r["threshold"] for r in rows] == [1.0, 0.5, 0.75, 0.625, 0.5625]
     assert (bracket.threshold_low, bracket.threshold_high) == (0.5625, 0.625)
     assert bracket == expected
+
+
+def test_tuning_rounds_batch_every_unsettled_policy_and_keep_each_ones_steps() -> None:
+    """All policies' bisections advance together, each round's runs in one map call, and each
+    policy's steps are those of its bisection alone. Failure rate (T − 0.5)/100 above T = 0.5
+    for every policy, SLA 1e-3 (crossed at T = 0.6), utilization 0.8·T, resolution 1/16 only:
+    zeroth on [0, 1] stops at a bracket 1/16 wide after 1, 0.5, 0.75, 0.625, 0.5625 (5 steps);
+    first on [0, 2] needs a bracket 1/8 wide: 2, 1, 0.5, 0.75, 0.625 (5 steps); second on
+    log10 T ∈ [−8, 0] is feasible at 10^-8 … 10^-0.5 and infeasible at 1: 0, −4, −2, −1, −0.5
+    (bracket 1/16 of 8 = 0.5 wide after 5 steps). So 5 rounds of 3 policies × 2 runs."""
+
+    def rate(threshold: float) -> float:
+        return max(threshold - 0.5, 0.0) / 100
+
+    calls: list[list[tuple[str, float]]] = []
+
+    def fake_map(fn, tasks):  # type: ignore[no-untyped-def]
+        calls.append([(cfg.policy, cfg.threshold) for cfg, _, _ in tasks])
+        return [
+            _run(run, 0.8 * cfg.threshold, 1_000_000, round(1e6 * rate(cfg.threshold)))
+            for cfg, _, run in tasks
+        ]
+
+    params = AdmissionParams(
+        runs=2, sla=1e-3, tuning_iterations=12, tuning_tolerance=0.0, tuning_resolution=1 / 16
+    )
+    configs = _configs(params, PRIORS)
+    rows: list[dict[str, object]] = []
+    brackets = _tune_all(configs, params, _Runner(fake_map, lambda *_: None, 100, 0), rows)
+    assert [len(c) for c in calls] == [6] * 5
+    assert {p for p, _ in calls[0]} == {"zeroth", "first", "second"}
+    for cfg, bracket in zip(configs, brackets, strict=True):
+        alone, steps = bisect_threshold(
+            cfg.policy,
+            lambda t: (rate(t), 0.8 * t),
+            sla=1e-3,
+            max_steps=12,
+            tolerance=0.0,
+            resolution=1 / 16,
+        )
+        assert bracket == alone
+        mine = [r["threshold"] for r in rows if r["policy"] == cfg.policy]
+        assert mine == [s.threshold for s in steps]
+    assert [r["threshold"] for r in rows if r["policy"] == "first"] == [2.0, 1.0, 0.5, 0.75, 0.625]
+    second = [r["threshold"] for r in rows if r["policy"] == "second"]
+    assert second == pytest.approx([1.0, 1e-4, 1e-2, 1e-1, 10**-0.5])
+    # rows come configuration by configuration, as the table is read
+    assert [r["policy"] for r in rows] == ["zeroth"] * 5 + ["first"] * 5 + ["second"] * 5
 
 
 def test_intervals_resample_as_often_as_asked_from_the_seed_asked() -> None:
