@@ -47,11 +47,12 @@ from tracelab.analysis.statistics.needs import (
 from tracelab.analysis.statistics.options import AnalyzeOptions
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
+from tracelab.analysis.traces import traces_feeding
 from tracelab.flows.settings import Settings, duckdb_connection
 
 STAGES = ANALYSES
 _LOG = logging.getLogger("tracelab.analyze")
-SUPPORTED_TRACES: tuple[str, ...] = ("google-2011",)
+SUPPORTED_TRACES: tuple[str, ...] = traces_feeding("analyze")
 USAGE_STATS = "fct_task_usage_stats"
 HISTOGRAMS = "fct_task_usage_histograms"
 TASK_TIMES = "fct_task_times"
@@ -82,7 +83,7 @@ def check_inputs(settings: Settings, trace: str, stages: tuple[str, ...]) -> Non
     if trace not in SUPPORTED_TRACES:
         raise TracelabError(
             f"analyze supports {', '.join(SUPPORTED_TRACES)}, not {trace!r} "
-            "(the azure-2017 fits are `tracelab fit --trace azure-2017`)"
+            f"(the priors of {', '.join(traces_feeding('fit'))} are `tracelab fit --trace ...`)"
         )
     unknown = [s for s in stages if s not in STAGES]
     if unknown:

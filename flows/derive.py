@@ -24,6 +24,7 @@ from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.derive import DeriveOptions
+from tracelab.analysis.traces import TRACE_IDS, azure2017, google2011
 from tracelab.flows.scaleout import runner_for
 from tracelab.flows.settings import Settings, duckdb_connection
 
@@ -102,7 +103,7 @@ def run_checks(
 
 def run_derive(
     settings: Settings,
-    trace: str = "google-2011",
+    trace: str = TRACE_IDS[0],
     tables: tuple[str, ...] = (),
     check_invariants: bool = True,
     show_progress: bool = False,
@@ -160,7 +161,7 @@ def run_derive(
 
 
 #: the report page to open after a derive (the azure tables are shown on the priors page)
-_FIRST_PAGE = {"google-2011": "google-transitions", "azure-2017": "azure-priors"}
+_FIRST_PAGE = {google2011.ID: "google-transitions", azure2017.ID: "azure-priors"}
 
 
 def summary_table(run: DeriveRun) -> Table:

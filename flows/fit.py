@@ -102,7 +102,7 @@ def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path,
     the stage's params.json and the number of deployments fitted."""
     steps = 2 if params.vmtable else 1
     if params.vmtable:
-        print("[fit] 1/2 deriving the azure-2017 tables from --vmtable ...", file=sys.stderr)
+        print(f"[fit] 1/2 deriving the {TRACE} tables from --vmtable ...", file=sys.stderr)
         derive_azure(settings, Path(params.vmtable), params.shutdown_min_vms)
     print(
         f"[fit] {steps}/{steps} fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
@@ -174,7 +174,7 @@ def _write_trace_priors(
 
 
 #: the report page of each trace's priors besides azure-2017's
-_PRIORS_PAGE = {alibaba.TRACE: "alibaba-priors", google2019.TRACE: "google-2019-priors"}
+_PRIORS_PAGE = {alibaba.TRACE: "alibaba-priors", google2019.TRACE: f"{google2019.TRACE}-priors"}
 
 
 def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:

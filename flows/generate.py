@@ -23,8 +23,8 @@ DEFAULT_SCALE = "small"
 
 
 def generate_sample(
-    trace: str = "google-2011",
-    out: str = "data/raw/google-2011",
+    trace: str = GENERATED_TRACES[0],
+    out: str = f"data/raw/{GENERATED_TRACES[0]}",
     seed: int = 0,
     scale: str = "small",
     target_mb: float | None = None,

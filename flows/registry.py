@@ -274,7 +274,7 @@ STAGES: tuple[Stage, ...] = (
             "google-task-times",
             "google-usage",
             "google-utilization-change",
-            "google-2019-machines",
+            f"{google2019.ID}-machines",
             "compare-traces",
         ),
         upstream=("ingest",),
@@ -312,7 +312,7 @@ STAGES: tuple[Stage, ...] = (
         code=_fit,
         inputs=(derived_table("fct_azure_deployments"),),
         outputs=(stage_results("priors", producer="fit"),),
-        pages=("azure-priors", "alibaba-priors", "google-2019-priors"),
+        pages=("azure-priors", "alibaba-priors", f"{google2019.ID}-priors"),
         upstream=("derive",),
         methods="§2.6, §2.7",
         trace_inputs=(

@@ -176,19 +176,7 @@ def comparisons(read: Reader) -> tuple[TraceComparison, ...]:
 
 
 #: traces the comparison leaves out whatever the data directory holds, and why
-NOT_COMPARABLE: dict[str, str] = {
-    "azure-2017": (
-        "its VM table has one row per VM (created, deleted, size, a CPU utilisation summary) "
-        "and no life-cycle events: no submission, schedule or terminal outcome, hence no queue "
-        "or scheduling delay, and no machine events; its VM lifetimes are on the azure-priors "
-        "page"
-    ),
-    "azure-2019": (
-        "like azure-2017's, its VM table has one row per VM (created, deleted, size buckets, a "
-        "CPU utilisation summary) and no life-cycle events: no submission, schedule or terminal "
-        "outcome, no queue and no machine events"
-    ),
-}
+NOT_COMPARABLE: dict[str, str] = {t.id: t.not_comparable for t in TRACES if t.not_comparable}
 
 
 def left_out(compared: Sequence[str], known: Sequence[str]) -> dict[str, str]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from tracelab.analysis.common.stage_api import option
 from tracelab.analysis.lake.derive import DeriveParams
+from tracelab.analysis.traces import azure2017, azure2019
 
 #: the derived tables' defaults: --shutdown-min-vms with --vmtable starts at derive's
 _SQL = DeriveParams()
@@ -69,6 +70,6 @@ AZURE_ONLY_OPTIONS = (
 
 def options_for(trace: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
     """``recorded`` (a summary's parameters) without the options the trace's fit does not read."""
-    if trace == "azure-2017":
+    if trace in (azure2017.ID, azure2019.ID):
         return dict(recorded)
     return {k: v for k, v in recorded.items() if k not in AZURE_ONLY_OPTIONS}

@@ -52,4 +52,10 @@ SPEC = TraceSpec(
     derived_infix="azure",
     stages=("derive", "fit", "export", "admission", "placement"),
     wrong_shape_hint=" — is this the original headerless vmtable?",
+    not_comparable=(
+        "its VM table has one row per VM (created, deleted, size, a CPU utilisation summary) "
+        "and no life-cycle events: no submission, schedule or terminal outcome, hence no queue "
+        "or scheduling delay, and no machine events; its VM lifetimes are on the azure-priors "
+        "page"
+    ),
 )

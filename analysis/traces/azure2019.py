@@ -82,4 +82,9 @@ SPEC = TraceSpec(
     view_prefix="azure2019_",
     stages=("derive", "fit", "export"),
     wrong_shape_hint=" — is this the original headerless V2 table?",
+    not_comparable=(
+        "like V1's, its VM table has one row per VM (created, deleted, size buckets, a CPU "
+        "utilisation summary) and no life-cycle events: no submission, schedule or terminal "
+        "outcome, no queue and no machine events"
+    ),
 )

@@ -177,6 +177,8 @@ class TraceSpec:
     outcomes: Mapping[str, int | str] = field(default_factory=lambda: MappingProxyType({}))
     #: where the comparison of traces finds this trace's metrics; None leaves it out
     comparison: TraceTables | None = None
+    #: why the comparison of traces leaves it out, when it has no comparison tables
+    not_comparable: str = ""
     #: stages (registry names) whose inputs this trace provides
     stages: tuple[str, ...] = ()
     #: a hint for a trace-specific quirk shown when a file has the wrong shape

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
+from tracelab.analysis.traces import alibaba2018, azure2017, google2011, google2019
 from tracelab.reports.model import PageSpec
 from tracelab.reports.pages import admission as adm
 from tracelab.reports.pages import alibaba_priors as alp
@@ -18,10 +19,10 @@ from tracelab.reports.pages import placement as plc
 from tracelab.reports.pages import priors as pr
 from tracelab.reports.pages import vcsched as yld
 
-_G = "google-2011"
-_DERIVE = "tracelab derive --trace google-2011"
-_ANALYZE = "tracelab analyze --trace google-2011"
-_FIT = "tracelab fit --trace azure-2017"
+_G, _A, _AL, _G19 = google2011.ID, azure2017.ID, alibaba2018.ID, google2019.ID
+_DERIVE = f"tracelab derive --trace {_G}"
+_ANALYZE = f"tracelab analyze --trace {_G}"
+_FIT = f"tracelab fit --trace {_A}"
 
 
 def _derived(table: str, trace: str = _G) -> str:
@@ -161,11 +162,11 @@ AZURE_PAGES: tuple[PageSpec, ...] = (
     PageSpec(
         "azure-priors",
         "Gamma priors of the deployment model",
-        "azure-2017",
+        _A,
         "fit/priors",
         (
-            _result("priors", "params.json", "azure-2017"),
-            _result("priors", "deployment_mles.parquet", "azure-2017"),
+            _result("priors", "params.json", _A),
+            _result("priors", "deployment_mles.parquet", _A),
         ),
         _FIT,
         pr.priors_sections,
@@ -175,20 +176,20 @@ AZURE_PAGES: tuple[PageSpec, ...] = (
 ALIBABA_PAGES: tuple[PageSpec, ...] = (
     PageSpec(
         "alibaba-priors",
-        "Gamma priors of alibaba-2018",
-        "alibaba-2018",
+        f"Gamma priors of {_AL}",
+        _AL,
         "fit/priors",
-        (_result("priors", "params.json", "alibaba-2018"),),
-        "tracelab fit --trace alibaba-2018",
+        (_result("priors", "params.json", _AL),),
+        f"tracelab fit --trace {_AL}",
         alp.alibaba_priors_sections,
     ),
     PageSpec(
-        "google-2019-priors",
-        "Gamma priors of google-2019",
-        "google-2019",
+        f"{_G19}-priors",
+        f"Gamma priors of {_G19}",
+        _G19,
         "fit/priors",
-        (_result("priors", "params.json", "google-2019"),),
-        "tracelab fit --trace google-2019",
+        (_result("priors", "params.json", _G19),),
+        f"tracelab fit --trace {_G19}",
         g19p.google2019_priors_sections,
     ),
 )
@@ -224,7 +225,7 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
         _G,
         "packing",
         (_result("packing", "summary.json"),),
-        "tracelab pack --trace google-2011",
+        f"tracelab pack --trace {_G}",
         pck.packing_sections,
     ),
     PageSpec(
@@ -233,24 +234,24 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
         _G,
         "yield",
         (_result("yield", "summary.json"),),
-        "tracelab yield --trace google-2011",
+        f"tracelab yield --trace {_G}",
         yld.yield_sections,
     ),
     PageSpec(
         "azure-admission",
         "Cluster admission control",
-        "azure-2017",
+        _A,
         "admission",
-        (_result("admission", "summary.json", "azure-2017"),),
+        (_result("admission", "summary.json", _A),),
         "tracelab admit",
         adm.admission_sections,
     ),
     PageSpec(
         "azure-placement",
         "Lifetime-aware VM placement",
-        "azure-2017",
+        _A,
         "placement",
-        (_result("placement", "summary.json", "azure-2017"),),
+        (_result("placement", "summary.json", _A),),
         "tracelab place",
         plc.placement_sections,
     ),
@@ -258,15 +259,15 @@ CONSUMER_PAGES: tuple[PageSpec, ...] = (
 
 GOOGLE_2019_DERIVED_PAGES: tuple[PageSpec, ...] = (
     PageSpec(
-        "google-2019-machines",
-        "Machines and capacity of google-2019",
-        "google-2019",
+        f"{_G19}-machines",
+        f"Machines and capacity of {_G19}",
+        _G19,
         "derive",
         (
-            _derived("agg_g2019_machine_capacity", "google-2019"),
-            _derived("agg_g2019_machine_capacity_mix", "google-2019"),
+            _derived("agg_g2019_machine_capacity", _G19),
+            _derived("agg_g2019_machine_capacity_mix", _G19),
         ),
-        "tracelab derive --trace google-2019",
+        f"tracelab derive --trace {_G19}",
         g19m.google2019_machines_sections,
     ),
 )

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 from matplotlib.patches import Patch
 
-from tracelab.analysis.admission.stage import AdmissionParams
+from tracelab.analysis.admission.stage import TRACE, AdmissionParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.model import (
     Figure,
@@ -175,7 +175,7 @@ def admission_numbers(stage_dir: Path) -> AdmissionNumbers:
     files = [stage_dir / n for n in ("summary.json", "policies.parquet", "tuning.parquet")]
     missing = [f.name for f in files if not f.is_file()]
     if missing:
-        raise InputsMissing(f"missing {', '.join(missing)} in results/azure-2017/{STAGE}")
+        raise InputsMissing(f"missing {', '.join(missing)} in results/{TRACE}/{STAGE}")
     summary = json.loads(files[0].read_text(encoding="utf-8"))
     policies = pl.read_parquet(files[1])
     lacking = [c for c in _POLICY_COLUMNS if c not in policies.columns]
@@ -778,7 +778,7 @@ def _regime_section(n: AdmissionNumbers) -> Section:
     text, tables = _gain_text(n, "regime_")
     setup: Paragraph = (
         "Recorded by bench/admission.py --regime (its own summary.json and tables in "
-        f"results/azure-2017/{STAGE}/{REGIME_FOLDER}): one cluster of C = ",
+        f"results/{TRACE}/{STAGE}/{REGIME_FOLDER}): one cluster of C = ",
         *_cluster_shape(n, "regime_"),
         f" per threshold and for verification, {n.lookahead_steps} steps per look-ahead horizon. ",
     )

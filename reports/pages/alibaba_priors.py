@@ -12,6 +12,7 @@ from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
 from tracelab.analysis.priors.alibaba import STAGE
 from tracelab.analysis.priors.options import FitOptions, options_for
+from tracelab.analysis.traces import alibaba2018, google2011
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
     Fragment,
@@ -41,7 +42,8 @@ _WHAT: dict[str, str] = {
 
 _PAPER = (
     "No paper fits this trace with the model. The model's priors are Gamma (docs/methods.md §2.7, "
-    "as Janus & Rzadca fit them on google-2011); these are the ones alibaba-2018's tables support: "
+    f"as Janus & Rzadca fit them on {google2011.ID}); these are the ones {alibaba2018.ID}'s tables "
+    "support: "
     "it has no 5-minute usage samples (one average and peak per instance), so there is no inst "
     "or std prior, and no window count to pick long tasks."
 )

@@ -17,6 +17,7 @@ from tracelab.analysis.statistics.calibration import (
     VERDICT_NOT_COMPARABLE,
     CalibrationOptions,
 )
+from tracelab.analysis.traces import azure2017, google2011
 from tracelab.reports.frames import collect, read_json, scan
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
@@ -158,5 +159,5 @@ def _named(text: str) -> str:
 def _data_source(data_dir: Path) -> str:
     """Which data the run read, per trace with a lake: the published trace's files or the
     generated sample (from the manifest's record of each file's kind)."""
-    sources = data_sources(data_dir, ("google-2011", "azure-2017"))
+    sources = data_sources(data_dir, (google2011.ID, azure2017.ID))
     return sources.get("all", "no ingested data")

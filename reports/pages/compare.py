@@ -17,6 +17,7 @@ from tracelab.analysis.compare.metrics import (
     left_out,
 )
 from tracelab.analysis.lake.schemas import TRACES
+from tracelab.analysis.traces import google2011
 from tracelab.analysis.traces.model import OUTCOMES
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
@@ -209,7 +210,8 @@ def _usage_section(rows: Sequence[TraceComparison]) -> Section:
     return Section(
         title="Usage against request",
         this_run=(
-            "Median over rows of used / requested CPU; what a row is differs by trace (google-2011 "
+            "Median over rows of used / requested CPU; what a row is differs by trace "
+            f"({google2011.ID} "
             "records requests per task event and usage per 5-minute window, so its rows are "
             "windows of the whole cell).",
         ),

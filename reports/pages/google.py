@@ -18,12 +18,13 @@ import polars as pl
 from matplotlib.patches import Rectangle
 
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
+from tracelab.analysis.traces import google2011
 from tracelab.reports.figures import FloatArray, PlottedData, ecdf, human_label, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
 from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
 from tracelab.reports.numfmt import fmt, fmt_pct
 
-TRACE = "google-2011"
+TRACE = google2011.ID
 EVENT_NAMES = (
     "SUBMIT",
     "SCHEDULE",

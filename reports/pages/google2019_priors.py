@@ -11,6 +11,8 @@ from typing import Any
 
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.priors.google2019 import CPU_UNIT
+from tracelab.analysis.traces import google2011, google2019
+from tracelab.analysis.traces.model import terminal_codes
 from tracelab.reports.model import (
     Fragment,
     Number,
@@ -21,15 +23,16 @@ from tracelab.reports.model import (
 from tracelab.reports.numfmt import fmt_int
 from tracelab.reports.pages.alibaba_priors import priors_sections, record_prose
 
-#: v3's terminal event types (clusterdata_trace_format_v3.proto)
-_ENDS = {"4": "EVICT", "5": "FAIL", "6": "FINISH", "7": "KILL", "8": "LOST", "none": "not ended"}
+#: v3's terminal event types, by their codes as the summary writes them
+_ENDS = {str(code): name.upper() for code, name in terminal_codes(google2019.OUTCOME_CODES).items()}
+_ENDS["none"] = "not ended"
 
 _PAPER = (
     "No paper fits this trace with the model. The model's priors are Gamma (docs/methods.md §2.7, "
-    "as Janus & Rzadca fit them on google-2011): v3 has all three of google-2011's samples (the "
+    f"as Janus & Rzadca fit them on {google2011.ID}): v3 has all three of {google2011.ID}'s samples (the "
     "execution times of finished instances; the inst mean and std of long instances, inst being "
     "one randomly sampled second per 5-minute window), so all three are fitted, with CPU in v3's "
-    f"{CPU_UNIT} (normalized compute units), not google-2011's normalised cores. Not supported: "
+    f"{CPU_UNIT} (normalized compute units), not {google2011.ID}'s normalised cores. Not supported: "
     "the Azure deployment model's priors (§2.6: core lifetime rate, scale-out rate and size, "
     "shutdown), which are defined on deployments of VMs with whole cores; v3 has neither (a "
     "collection is a job whose instances arrive with it, and requests are fractions of an NCU). "

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.placement.model import TRACE
 from tracelab.analysis.placement.stage import PlacementParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, read_json, scan
@@ -156,7 +157,7 @@ def _slug(key: str) -> str:
 def _folder(ctx: PageContext) -> Path:
     folder = ctx.results(STAGE)
     if not (folder / "summary.json").is_file():
-        raise InputsMissing("missing results/azure-2017/placement/summary.json")
+        raise InputsMissing(f"missing results/{TRACE}/{STAGE}/summary.json")
     return folder
 
 
@@ -358,7 +359,7 @@ def _curve_figure(ctx: PageContext, curve: pl.DataFrame) -> list[Figure]:
 def _read(folder: Path, table: str, columns: tuple[str, ...]) -> pl.DataFrame:
     path = folder / f"{table}.parquet"
     if not path.is_file():
-        raise InputsMissing(f"missing results/azure-2017/placement/{table}.parquet")
+        raise InputsMissing(f"missing results/{TRACE}/{STAGE}/{table}.parquet")
     return collect(scan(path, columns))
 
 

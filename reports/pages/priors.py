@@ -20,6 +20,7 @@ import numpy.typing as npt
 
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.analysis.statistics.gamma_fits import gamma_cdf
+from tracelab.analysis.traces import azure2017
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
@@ -196,7 +197,7 @@ _SHUTDOWN_WHY = (
 def _records(ctx: PageContext) -> dict[str, FittedParameter]:
     folder = ctx.results("priors")
     if not (folder / "params.json").is_file():
-        raise InputsMissing("missing results/azure-2017/priors/params.json")
+        raise InputsMissing(f"missing results/{azure2017.ID}/priors/params.json")
     return {r.name: r for r in read_stage_params(folder)}
 
 
