@@ -1,6 +1,5 @@
--- google-2011: machines and their capacity over time, per timestamp of machine_events (the
--- parallel of google-2019's agg_g2019_machine_capacity, same columns).
--- 2011 machine event types: 0 ADD, 1 REMOVE, 2 UPDATE (capacity changed while not removed).
+-- machines and their capacity over time, per timestamp of the trace's machine events
+-- (stg_machine_events: every trace whose staging provides it).
 -- per machine, in (time, source_file, source_row) order, a machine is up after ADD or UPDATE and
 -- down after REMOVE; its capacity is that of its last ADD or UPDATE. each event changes the
 -- totals by (after - before), so a REMOVE of a machine never added in the data changes nothing.
@@ -16,13 +15,13 @@ states as (
     select
         time,
         machine_id,
-        event_type,
-        event_type in (0, 2) as up_after,
-        case when event_type in (0, 2) then cpus end as cpus_after,
-        case when event_type in (0, 2) then memory end as memory_after,
+        event,
+        event in ('add', 'update') as up_after,
+        case when event in ('add', 'update') then cpus end as cpus_after,
+        case when event in ('add', 'update') then memory end as memory_after,
         source_file,
         source_row,
-    from machine_events
+    from stg_machine_events
     where time < $time_after_window_us
 ),
 
@@ -39,9 +38,9 @@ moves as (
 per_time as (
     select
         time,
-        count(*) filter (where event_type = 0) as adds,
-        count(*) filter (where event_type = 1) as removes,
-        count(*) filter (where event_type = 2) as updates,
+        count(*) filter (where event = 'add') as adds,
+        count(*) filter (where event = 'remove') as removes,
+        count(*) filter (where event = 'update') as updates,
         sum(up_after::int - up_before::int) as machines_change,
         sum(coalesce(cpus_after, 0) - coalesce(cpus_before, 0) order by source_file, source_row)
             as cpus_change,

@@ -1,23 +1,24 @@
--- google-2011: the capacity mix of the cell: machines and their total capacity per (CPU, memory)
--- capacity, at the window's start and at its end (the figures Google's colab prints per cell).
--- a machine's state is that of its last machine_events row in (time, source_file, source_row)
--- order: up after ADD (0) or UPDATE (2), down after REMOVE (1); its capacity is that row's.
--- window_start: the rows before $window_start_us (the machines at time 0, "before the window");
--- window_end: every row before 2^63-1 (a REMOVE at 2^63-1 happened after the window, so the
--- machine was still up at its end). capacities are normalized (the largest machine = 1); a
--- machine whose capacity the trace blanks is counted in the (null, null) row, its totals null.
+-- the capacity mix of the cell: machines and their total capacity per (CPU, memory) capacity,
+-- at the window's start and at its end (the figures Google's colab prints per cell), over the
+-- trace's machine events (stg_machine_events). a machine's state is that of its last event in
+-- (time, source_file, source_row) order: up after an add or update, down after a remove; its
+-- capacity is that event's. window_start: the events before $window_start_us (the machines at
+-- time 0, "before the window"); window_end: every event before 2^63-1 (a remove at 2^63-1
+-- happened after the window, so the machine was still up at its end). capacities are
+-- normalized (the largest machine = 1); a machine whose capacity the trace blanks is counted in
+-- the (null, null) row, its totals null.
 with
 
-machine_events as (
+events as (
     select
         time,
         machine_id,
-        event_type,
+        event,
         cpus,
         memory,
         source_file,
         source_row,
-    from machine_events
+    from stg_machine_events
     where time < $time_after_window_us
 ),
 
@@ -34,16 +35,16 @@ snapshots as (
 last_state as (
     select
         snapshots.snapshot,
-        machine_events.machine_id,
-        machine_events.event_type,
-        machine_events.cpus,
-        machine_events.memory,
+        events.machine_id,
+        events.event,
+        events.cpus,
+        events.memory,
     from snapshots
-    inner join machine_events on machine_events.time < snapshots.before_time
+    inner join events on events.time < snapshots.before_time
     qualify row_number() over (
-        partition by snapshots.snapshot, machine_events.machine_id
-        order by machine_events.time desc, machine_events.source_file desc,
-            machine_events.source_row desc
+        partition by snapshots.snapshot, events.machine_id
+        order by events.time desc, events.source_file desc,
+            events.source_row desc
     ) = 1
 ),
 
@@ -58,7 +59,7 @@ final as (
         count(*) * cpus as cpus_total,
         count(*) * memory as memory_total,
     from last_state
-    where event_type in (0, 2)
+    where event in ('add', 'update')
     group by snapshot, cpus, memory
     order by snapshot = 'window_end', cpus nulls first, memory nulls first
 )

@@ -264,8 +264,8 @@ GOOGLE_2019_DERIVED_PAGES: tuple[PageSpec, ...] = (
         _G19,
         "derive",
         (
-            _derived("agg_g2019_machine_capacity", _G19),
-            _derived("agg_g2019_machine_capacity_mix", _G19),
+            _derived("agg_machine_capacity", _G19),
+            _derived("agg_machine_capacity_mix", _G19),
         ),
         f"tracelab derive --trace {_G19}",
         g19m.google2019_machines_sections,

@@ -1,6 +1,6 @@
 """The google-2019 machines page: machines up and their capacity over the window, and the capacity
-mix at its start and end, from derive's ``agg_g2019_machine_capacity`` and
-``agg_g2019_machine_capacity_mix`` (machine_events alone suffice: the real cell-a shard is that).
+mix at its start and end, from derive's ``agg_machine_capacity`` and
+``agg_machine_capacity_mix`` (machine_events alone suffice: the real cell-a shard is that).
 
 ``machine_numbers`` computes everything the page states from the two tables (pure); the figure
 functions draw; ``google2019_machines_sections`` composes the prose.
@@ -57,7 +57,7 @@ def machine_numbers(capacity: pl.DataFrame, mix: pl.DataFrame) -> MachineNumbers
     """From the capacity series (one row per machine_events timestamp; time 0 holds the machines
     present before the window) and the capacity mix at ``window_start`` and ``window_end``."""
     if capacity.height == 0:
-        raise NotEnoughData("agg_g2019_machine_capacity: needs ≥ 1 row; found 0")
+        raise NotEnoughData("agg_machine_capacity: needs ≥ 1 row; found 0")
     inside = capacity.filter(pl.col("time") > 0)
     last = capacity.sort("time").tail(1)
     span = int(inside.select(pl.col("time").max()).item() or 0)
@@ -92,8 +92,8 @@ def machine_numbers(capacity: pl.DataFrame, mix: pl.DataFrame) -> MachineNumbers
 
 def google2019_machines_sections(ctx: PageContext) -> Sequence[Section]:
     """Machines over time, then the capacity mix."""
-    lf = scan(ctx.derived("agg_g2019_machine_capacity"), _CAPACITY)
-    mix = collect(scan(ctx.derived("agg_g2019_machine_capacity_mix"), _MIX).select(_MIX))
+    lf = scan(ctx.derived("agg_machine_capacity"), _CAPACITY)
+    mix = collect(scan(ctx.derived("agg_machine_capacity_mix"), _MIX).select(_MIX))
     capacity = collect(lf)
     nums = machine_numbers(capacity, mix)
     return (

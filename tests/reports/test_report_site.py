@@ -316,7 +316,7 @@ def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
             "memory_total": [1.0],
             "machines_without_capacity": [0],
         }
-    ).write_parquet(derived / "agg_g2019_machine_capacity.parquet")
+    ).write_parquet(derived / "agg_machine_capacity.parquet")
     pl.DataFrame(
         {
             "snapshot": ["window_start", "window_start", "window_end", "window_end"],
@@ -324,7 +324,7 @@ def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
             "memory": [0.5, 0.5, 0.5, 0.5],
             "machines": [1, 1, 1, 1],
         }
-    ).write_parquet(derived / "agg_g2019_machine_capacity_mix.parquet")
+    ).write_parquet(derived / "agg_machine_capacity_mix.parquet")
     build = build_site(tmp_path, specs=[PAGE_SPECS["google-2019-machines"]], strict=True)
     page = read_refs(build.run_dir / "google-2019-machines.html")
     assert (page.numbers["machines_start"], page.numbers["machines_end"]) == (2, 2)
