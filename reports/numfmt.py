@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracelab.analysis.common.intervals import clopper_pearson, t_half_width
+
 DASH = "–"
 #: below this and from ``_SCI_HIGH`` up a number is written as mantissa e exponent
 _SCI_LOW = 1e-3
@@ -117,15 +119,7 @@ def binomial_rate(events: int, trials: int, level: float = 0.95) -> Rate:
         return Rate(events, 0, math.nan, math.nan, level)
     if events == 0:
         return Rate(0, trials, 0.0, 1.0 - (1.0 - level) ** (1.0 / trials), level)
-    from scipy import stats  # here: every command that reads this module would pay for scipy
-
-    alpha = 1.0 - level
-    low = float(stats.beta.ppf(alpha / 2, events, trials - events + 1))
-    high = (
-        1.0
-        if events == trials
-        else float(stats.beta.ppf(1 - alpha / 2, events + 1, trials - events))
-    )
+    low, high = clopper_pearson(events, trials, level)
     return Rate(events, trials, low, high, level)
 
 
@@ -156,9 +150,7 @@ def mean_interval(values: Sequence[float] | np.ndarray, level: float = 0.95) -> 
     mean = float(x.mean())
     if n < 2:
         return Mean(mean, math.nan, math.nan, n, level)
-    from scipy import stats  # here: every command that reads this module would pay for scipy
-
-    half = float(stats.t.ppf(0.5 + level / 2, n - 1) * x.std(ddof=1) / math.sqrt(n))
+    half = t_half_width(float(x.std(ddof=1)), n, level)
     return Mean(mean, mean - half, mean + half, n, level)
 
 

@@ -4,6 +4,7 @@ a lazy import still ties the two modules together."""
 
 from __future__ import annotations
 
+import ast
 import graphlib
 import subprocess
 import sys
@@ -61,3 +62,20 @@ def test_a_lazy_import_closes_a_cycle(tmp_path: Path, monkeypatch: pytest.Monkey
     assert set(cycle) == {"layers_probe", "layers_probe.worker"}
     (package / "worker.py").write_text("def work():\n    from layers_probe.leaf import VALUE\n")
     assert import_cycle("layers_probe") is None
+
+
+def test_reports_compute_no_statistics() -> None:
+    # the report formats and draws what the stages computed: no statistics library of its own
+    importers = []
+    for path in sorted((REPO / "reports").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "scipy" or n.startswith("scipy.") for n in names):
+                importers.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not importers, importers
