@@ -149,7 +149,7 @@ def _derive_run() -> StageRun:
 
 @cache
 def _derive() -> StageCode:
-    from tracelab.analysis.lake.derive import DeriveOptions
+    from tracelab.analysis.lake.derive_options import DeriveOptions
 
     return StageCode(DeriveOptions, _derive_run)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracelab.analysis.common.stage_api import option
-from tracelab.analysis.lake.derive import DeriveParams
+from tracelab.analysis.lake.derive_options import DeriveParams
 from tracelab.analysis.traces import azure2017, azure2019
 
 #: the derived tables' defaults: --shutdown-min-vms with --vmtable starts at derive's

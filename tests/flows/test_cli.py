@@ -43,7 +43,18 @@ def _modules_loaded_by(argv: list[str]) -> set[str]:
 _HEAVY = {"prefect", "sklearn", "matplotlib", "scipy", "polars", "duckdb", "pyarrow", "numpy"}
 
 
-_LIGHT_HELP = ("generate", "ingest", "analyze", "calibrate", "export", "report", "run", "serve")
+_LIGHT_HELP = (
+    "generate",
+    "ingest",
+    "derive",
+    "analyze",
+    "fit",
+    "calibrate",
+    "export",
+    "report",
+    "run",
+    "serve",
+)
 
 
 @pytest.mark.parametrize("command", [*_LIGHT_HELP, "schedule", "sql"])
