@@ -8,7 +8,8 @@ each stage's summary artifact (:mod:`tracelab.flows.observe`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import ParamSpec, TypeVar
 
@@ -57,3 +58,15 @@ def pipeline_flow(
         keep_vanished,
         wrap=as_flow,
     )
+
+
+@contextmanager
+def without_heartbeats() -> Iterator[None]:
+    """Flow runs without Prefect's heartbeats inside the block. A heartbeat only tells a server
+    that a run died (a command's temporary server dies with it), and its thread, which sleeps
+    in one-second steps, holds the end of every flow and subflow for up to a second: most of a
+    fresh `tracelab run`'s overhead."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}):
+        yield

@@ -101,9 +101,9 @@ def run_command(args: argparse.Namespace, settings: Settings) -> int:
         # nothing to run: no flow to show in Prefect, so no Prefect server either
         run = partial(run_pipeline, plan=plan)
     else:
-        from tracelab.flows.prefect_flows import pipeline_flow
+        from tracelab.flows.prefect_flows import pipeline_flow, without_heartbeats
 
-        run = pipeline_flow
+        run = without_heartbeats()(pipeline_flow)
     result = run(
         settings,
         traces=traces,

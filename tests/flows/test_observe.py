@@ -9,7 +9,7 @@ from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, wr
 from tracelab.analysis.export.options import ExportOptions
 from tracelab.flows.observe import artifact_key, summary_markdown
 from tracelab.flows.pipeline import published
-from tracelab.flows.prefect_flows import as_flow
+from tracelab.flows.prefect_flows import as_flow, without_heartbeats
 from tracelab.flows.registry import stage_named
 from tracelab.flows.settings import Settings
 
@@ -65,3 +65,21 @@ def test_a_stage_called_directly_makes_no_flow_run(prefect_harness: None, tmp_pa
         after = client.count_flow_runs()
     assert result.headline == (("records", "1"), ("traces", "azure-2017"))
     assert after == before
+
+
+def test_a_command_runs_its_flows_without_heartbeats(prefect_harness: None) -> None:
+    from prefect import flow
+    from prefect.settings import get_current_settings
+
+    seen: list[int | None] = []
+
+    @flow
+    def probe() -> None:
+        seen.append(get_current_settings().flows.heartbeat_frequency)
+
+    with without_heartbeats():
+        probe()
+    probe()
+    # inside the block the flow sees no heartbeat interval; Prefect's own setting is back after
+    assert seen[0] is None
+    assert seen[1] is not None
