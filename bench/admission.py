@@ -38,10 +38,9 @@ from typing import Any
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 from tracelab.analysis.admission.model import admission_priors
+from tracelab.analysis.admission.options import PAPER_ADMISSION_PARAMS, AdmissionParams
 from tracelab.analysis.admission.sim import ClusterConfig, simulate_cluster
 from tracelab.analysis.admission.stage import (
-    PAPER_ADMISSION_PARAMS,
-    AdmissionParams,
     AdmissionSummary,
     admission_results,
 )

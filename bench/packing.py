@@ -43,9 +43,8 @@ from tracelab.analysis.packing.core import (  # noqa: E402
     packed_machines,
 )
 from tracelab.analysis.packing.inputs import realizations  # noqa: E402
+from tracelab.analysis.packing.options import PAPER_PACKING_PARAMS, PackingParams  # noqa: E402
 from tracelab.analysis.packing.stage import (  # noqa: E402
-    PAPER_PACKING_PARAMS,
-    PackingParams,
     observed_statistics,
     packing_results,
     task_source,

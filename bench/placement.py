@@ -36,10 +36,9 @@ import numpy as np  # noqa: E402
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity, write_stage_params  # noqa: E402
 from tracelab.analysis.export.document import load_params, params_document, write_params_json  # noqa: E402
 from tracelab.analysis.placement.model import lifetime_prior_from_params  # noqa: E402
+from tracelab.analysis.placement.options import PAPER_PLACEMENT_PARAMS, PlacementParams  # noqa: E402
 from tracelab.analysis.placement.replay import replay  # noqa: E402
 from tracelab.analysis.placement.stage import (  # noqa: E402
-    PAPER_PLACEMENT_PARAMS,
-    PlacementParams,
     placement_results,
     replay_inputs,
 )

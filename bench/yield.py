@@ -34,9 +34,8 @@ sys.path.insert(0, str(REPO))
 
 from tracelab.analysis.vcsched.algorithms import Instance, mcb_sort_key  # noqa: E402
 from tracelab.analysis.vcsched.instances import paper_instance  # noqa: E402
+from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams  # noqa: E402
 from tracelab.analysis.vcsched.stage import (  # noqa: E402
-    PAPER_YIELD_PARAMS,
-    YieldParams,
     instance_specs,
     yield_results,
 )

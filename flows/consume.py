@@ -5,7 +5,7 @@ map_fn) -> Summary`` in ``analysis/``; this module hands it a progress printer a
 runs on Dask when the settings ask for it (``--workers`` / ``--dask-address``), records its
 options and returns its headline numbers. No Prefect here: ``tracelab run`` and ``schedule`` wrap
 the stage in a flow (``flows/prefect_flows.py``). The registry (``flows/registry.py``) builds each
-such stage's ``run`` here.
+such stage's ``run`` here from its declaration (``compute``, ``page``).
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def headline_of(summary: dict[str, Any], limit: int = 10) -> tuple[tuple[str, st
 
 
 def consuming_stage(
-    name: str, compute: Callable[..., Any], page: str
+    name: str, compute: Callable[..., Any], page: str | None
 ) -> Callable[[Settings, str, Any], StageResult]:
     """The registry's ``run`` for a consuming stage: ``compute(params, data_dir, out_dir, *,
     progress, map_fn) -> Summary`` given its map and progress, its options recorded."""

@@ -23,7 +23,7 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.lake import derive
-from tracelab.analysis.lake.derive_options import DeriveOptions
+from tracelab.analysis.lake.options import DeriveOptions
 from tracelab.analysis.traces import TRACE_IDS, azure2017, google2011
 from tracelab.flows.scaleout import runner_for
 from tracelab.flows.settings import Settings, duckdb_connection

@@ -13,8 +13,8 @@ docs/derive.md); ``--vmtable`` is V1's only.
 CPU) from ``DATA/derived/alibaba-2018/`` into ``DATA/results/alibaba-2018/priors/``; the azure-only
 options do not apply there. ``--trace google-2019`` likewise fits google-2011's §2.7 Gamma priors
 on v3's tables (:mod:`analysis.priors.google2019`) into ``DATA/results/google-2019/priors/``; a lake
-without instance_events (the real machine_events shard alone) supports none, and :func:`fit_needs`
-says so instead of running.
+without instance_events (the real machine_events shard alone) supports none, and its ``needs``
+(:func:`tracelab.analysis.priors.needs.fit_needs`) says so instead of running.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import polars as pl
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fitted_params import FittedParameter, write_stage_params
-from tracelab.analysis.common.shortfall import Shortfall, recorded_shortfalls
+from tracelab.analysis.common.shortfall import recorded_shortfalls
 from tracelab.analysis.common.stage_api import StageResult
 from tracelab.analysis.common.stage_outputs import record_parameters, write_stage_outputs
 from tracelab.analysis.lake import derive
@@ -42,7 +42,6 @@ from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
     register_vmtable_csv,
-    vmtable_needs,
 )
 from tracelab.flows.settings import Settings, duckdb_connection
 
@@ -175,17 +174,6 @@ def _write_trace_priors(
 
 #: the report page of each trace's priors besides azure-2017's
 _PRIORS_PAGE = {alibaba.TRACE: "alibaba-priors", google2019.TRACE: f"{google2019.TRACE}-priors"}
-
-
-def fit_needs(data_dir: Path, trace: str, params: FitOptions) -> Shortfall | None:
-    """What keeps fit from running on ``trace`` (the registry's ``needs``): google-2019 can lack
-    every table its priors come from (a lake of machine_events alone), azure-2019 its vmtable
-    (the published deployments table alone)."""
-    if trace == google2019.TRACE:
-        return google2019.google2019_needs(data_dir)
-    if trace not in (alibaba.TRACE, TRACE):
-        return vmtable_needs(data_dir, trace)
-    return None
 
 
 def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:

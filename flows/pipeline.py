@@ -45,7 +45,9 @@ from tracelab.flows.registry import (
     TRACES,
     Stage,
     StageRun,
+    missing_input,
     params_json,
+    stage_runner,
     stages_for,
 )
 from tracelab.flows.report import build_report
@@ -142,7 +144,7 @@ def unchanged_since_last_success(
 
 def published(stage: Stage) -> StageRun:
     """The stage's run, publishing its headline numbers as an artifact when inside a flow run."""
-    run = stage.runner()
+    run = stage_runner(stage)
 
     def body(settings: Settings, trace: str, params: object) -> StageResult:
         result = run(settings, trace, params)
@@ -371,7 +373,7 @@ def decide(step: StageStep, settings: Settings, failed_traces: set[str]) -> Deci
     shortfall = stage.shortfall(settings.data_dir, trace, step.params)
     if shortfall is not None:
         return Decision(step, "no data", shortfall.text, shortfall=shortfall)
-    missing = stage.missing_input(settings.data_dir, trace)
+    missing = missing_input(stage, settings.data_dir, trace)
     if missing is not None:
         return Decision(step, "failed", missing)
     state = unchanged_since_last_success(stage, trace, step.fingerprint, settings)

@@ -1,42 +1,37 @@
-"""The stage registry: one declaration per stage, and everything that is derived from it.
+"""The stage registry: every stage's declaration, found in its package, and what derives from it.
 
-A :class:`Stage` names its command, the traces it runs on, its code (the typed options class and
-the flow that runs it, as real references inside a loader function, so ``tracelab --help``
-imports nothing heavy), the catalog entries it reads and writes
-(:mod:`tracelab.analysis.common.datapaths`), the stages upstream of it and its report pages. From
-that one record come the command's options and their range checks
-(:mod:`tracelab.flows.stage_cli`), the input check, the incremental fingerprint and state file,
-the pipeline order (a topological sort of ``upstream``: :func:`run_order`), the report's page list
-and the stage table in ``docs/stages.md``.
+A stage declares itself beside its code (:class:`~tracelab.analysis.common.stage_declaration.Stage`
+in its package's light ``options`` module): its command, the traces it runs on, its options
+class, its computation, what data it needs, the catalog entries it reads and writes
+(:mod:`tracelab.analysis.common.datapaths`) and the stages upstream of it. This module finds the
+declarations by scanning the packages of ``analysis/`` (:func:`discovered_stages`), so adding a
+stage touches only its package, its page, its tests and its docs. From the declarations come the
+command's options and their range checks (:mod:`tracelab.flows.stage_cli`), the input check, the
+incremental fingerprint and state file, the pipeline order (a topological sort of ``upstream``:
+:func:`run_order`), the report's page order (each page names its stage: ``reports/pages/``) and
+the stage table in ``docs/stages.md``.
 """
 
 from __future__ import annotations
 
 import graphlib
+import importlib
 import json
+import re
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
-from functools import cache
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import tracelab.analysis
 from tracelab.analysis.common.datapaths import ALL as ALL  # the `trace` of run-once stages
-from tracelab.analysis.common.datapaths import (
-    DERIVED_FOLDER,
-    LAKE_MANIFEST,
-    PARAMS_EXPORT,
-    STAGE_PARAMS,
-    DataEntry,
-    derived_table,
-    lake_table,
-    stage_results,
-)
+from tracelab.analysis.common.datapaths import DataEntry
 from tracelab.analysis.common.stage_api import StageResult
-from tracelab.analysis.statistics import ANALYSES
-from tracelab.analysis.traces import TRACE_IDS, alibaba2018, google2019, traces_feeding
+from tracelab.analysis.common.stage_declaration import CONSUMING, DECLARATION_MODULE, load
+from tracelab.analysis.common.stage_declaration import Stage as Stage
+from tracelab.analysis.traces import TRACE_IDS
 
 if TYPE_CHECKING:
-    from tracelab.analysis.common.shortfall import Shortfall
     from tracelab.flows.settings import Settings
     from tracelab.reports.model import PageSpec
 
@@ -48,82 +43,6 @@ BEFORE_REGISTRY: tuple[str, ...] = ("generate", "ingest")
 #: ``run(settings, trace, options) -> StageResult``: the stage itself, a plain function (``tracelab
 #: run`` wraps it in a Prefect flow)
 StageRun = Callable[["Settings", str, Any], StageResult]
-#: ``needs(data_dir, trace, options) -> Shortfall | None``: what data the stage needs beyond its
-#: input files (:mod:`tracelab.analysis.common.shortfall`)
-StageNeeds = Callable[[Path, str, Any], "Shortfall | None"]
-
-
-@dataclass(frozen=True)
-class StageCode:
-    """A stage's code: its frozen options dataclass, what loads the function that runs it and,
-    for a stage that can lack data, what it needs (short of it, the stage is not run and says
-    what it found). The run is loaded only to run: reading a stage's options (``--help``, or
-    ``tracelab run`` finding nothing changed) does not import its computation."""
-
-    options: type[Any]
-    load_run: Callable[[], StageRun]
-    needs: StageNeeds | None = None
-
-
-@dataclass(frozen=True)
-class Stage:
-    """One stage of the pipeline, declared once."""
-
-    name: str
-    #: the ``tracelab`` sub-command that runs it
-    command: str
-    help: str
-    traces: tuple[str, ...]
-    #: imports the stage's modules on first use and returns its options class and flow
-    code: Callable[[], StageCode]
-    inputs: tuple[DataEntry, ...]
-    outputs: tuple[DataEntry, ...]
-    #: report page slugs (``reports/pages/__init__.py``), in reading order
-    pages: tuple[str, ...]
-    #: stages whose outputs this one reads (their fingerprints chain into this one's)
-    upstream: tuple[str, ...] = ()
-    #: the section of docs/methods.md the stage implements
-    methods: str = ""
-    #: ``(trace, inputs)``: what the stage reads on that trace instead of ``inputs`` (a stage
-    #: whose traces record different tables: fit reads azure deployments, alibaba task times)
-    trace_inputs: tuple[tuple[str, tuple[DataEntry, ...]], ...] = ()
-    #: its pieces of work can run on Dask (``--workers`` / ``--dask-address``)
-    scales_out: bool = False
-
-    def inputs_for(self, trace: str) -> tuple[DataEntry, ...]:
-        """What the stage reads on ``trace``."""
-        return dict(self.trace_inputs).get(trace, self.inputs)
-
-    def all_inputs(self) -> tuple[DataEntry, ...]:
-        """Every entry the stage reads on any of its traces."""
-        return self.inputs + tuple(e for _, entries in self.trace_inputs for e in entries)
-
-    def params_type(self) -> type[Any]:
-        return self.code().options
-
-    def runner(self) -> StageRun:
-        return self.code().load_run()
-
-    def shortfall(self, data_dir: Path, trace: str, params: object) -> Shortfall | None:
-        """What keeps the stage from running on this data, or None."""
-        needs = self.code().needs
-        return needs(data_dir, trace, params) if needs is not None else None
-
-    def output_paths(self, data_dir: Path, trace: str) -> tuple[Path, ...]:
-        return tuple(o.path(data_dir, trace) for o in self.outputs)
-
-    def output_names(self, trace: str) -> tuple[str, ...]:
-        return tuple(o.relative(trace) for o in self.outputs)
-
-    def missing_input(self, data_dir: Path, trace: str) -> str | None:
-        """One line naming the first missing input and the command that makes it, or None."""
-        for entry in self.inputs_for(trace):
-            if not entry.present(data_dir, trace):
-                return (
-                    f"{data_dir / entry.relative(trace)} is missing (needed by "
-                    f"`tracelab {self.command}`); run `{making_command(entry, trace)}` first"
-                )
-        return None
 
 
 def making_command(entry: DataEntry, trace: str) -> str:
@@ -141,17 +60,22 @@ def making_command(entry: DataEntry, trace: str) -> str:
     return "` or `".join(commands)
 
 
+def missing_input(stage: Stage, data_dir: Path, trace: str) -> str | None:
+    """One line naming the first missing input of ``stage`` and the command that makes it, or
+    None."""
+    for entry in stage.inputs_for(trace):
+        if not entry.present(data_dir, trace):
+            return (
+                f"{data_dir / entry.relative(trace)} is missing (needed by "
+                f"`tracelab {stage.command}`); run `{making_command(entry, trace)}` first"
+            )
+    return None
+
+
 def _derive_run() -> StageRun:
     from tracelab.flows.derive import run_stage
 
     return run_stage
-
-
-@cache
-def _derive() -> StageCode:
-    from tracelab.analysis.lake.derive_options import DeriveOptions
-
-    return StageCode(DeriveOptions, _derive_run)
 
 
 def _analyze_run() -> StageRun:
@@ -160,30 +84,10 @@ def _analyze_run() -> StageRun:
     return run_stage
 
 
-@cache
-def _analyze() -> StageCode:
-    from tracelab.analysis.statistics.options import AnalyzeOptions
-
-    return StageCode(AnalyzeOptions, _analyze_run)
-
-
 def _fit_run() -> StageRun:
     from tracelab.flows.fit import run_stage
 
     return run_stage
-
-
-def _fit_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
-    from tracelab.flows.fit import fit_needs
-
-    return fit_needs(data_dir, trace, params)
-
-
-@cache
-def _fit() -> StageCode:
-    from tracelab.analysis.priors.options import FitOptions
-
-    return StageCode(FitOptions, _fit_run, _fit_needs)
 
 
 def _export_run() -> StageRun:
@@ -192,230 +96,74 @@ def _export_run() -> StageRun:
     return run_stage
 
 
-def _export_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
-    from tracelab.analysis.lake.availability import export_needs
-
-    return export_needs(data_dir, trace, params)
-
-
-@cache
-def _export() -> StageCode:
-    from tracelab.analysis.export.options import ExportOptions
-
-    return StageCode(ExportOptions, _export_run, _export_needs)
+#: the stages whose own flow runs them (they take the settings: connections, workers, folders),
+#: by the ``runs_as`` of their declaration; every other stage is :data:`CONSUMING`
+_OWN_FLOWS: dict[str, Callable[[], StageRun]] = {
+    "derive": _derive_run,
+    "analyze": _analyze_run,
+    "fit": _fit_run,
+    "export": _export_run,
+}
 
 
-def _calibration_run() -> StageRun:
-    from tracelab.analysis.statistics.calibration import calibration_results
+def stage_runner(stage: Stage) -> StageRun:
+    """The function that runs ``stage`` (its computation imported now, not before)."""
+    if stage.runs_as != CONSUMING:
+        return _OWN_FLOWS[stage.runs_as]()
+    if stage.compute is None:
+        raise ValueError(f"stage {stage.name}: a consuming stage declares its compute")
     from tracelab.flows.consume import consuming_stage
 
-    return consuming_stage("calibration", calibration_results, "calibration")
+    return consuming_stage(stage.name, load(stage.compute), stage.page)
 
 
-@cache
-def _calibration() -> StageCode:
-    from tracelab.analysis.statistics.options import CalibrationOptions
-
-    return StageCode(CalibrationOptions, _calibration_run)
-
-
-@cache
-def _packing() -> StageCode:
-    from tracelab.analysis.lake.availability import packing_needs
-    from tracelab.analysis.packing.stage import PackingParams, packing_results
-    from tracelab.flows.consume import consuming_stage
-
-    run = consuming_stage("packing", packing_results, "google-packing")
-    return StageCode(PackingParams, lambda: run, packing_needs)
+def discovered_stages() -> tuple[Stage, ...]:
+    """Every stage declared in a package of ``analysis/`` (the ``STAGES`` of its ``options``
+    module), packages in name order: a new stage's package is found without being listed."""
+    found: list[Stage] = []
+    for root in tracelab.analysis.__path__:
+        for package in sorted(Path(root).iterdir()):
+            if not (package / f"{DECLARATION_MODULE}.py").is_file():
+                continue
+            name = f"{tracelab.analysis.__name__}.{package.name}.{DECLARATION_MODULE}"
+            found += importlib.import_module(name).STAGES
+    return tuple(found)
 
 
-@cache
-def _yield() -> StageCode:
-    from tracelab.analysis.lake.availability import yield_needs
-    from tracelab.analysis.vcsched.stage import YieldParams, yield_results
-    from tracelab.flows.consume import consuming_stage
-
-    run = consuming_stage("yield", yield_results, "google-yield")
-    return StageCode(YieldParams, lambda: run, yield_needs)
+def _methods_key(stage: Stage) -> tuple[tuple[int, ...], str]:
+    """The first section of docs/methods.md the stage implements (``§2.1–2.5`` → (2, 1)), then
+    its name: the order among stages whose upstream stages are all done."""
+    first = re.search(r"§(\d+(?:\.\d+)*)", stage.methods)
+    section = tuple(int(n) for n in first.group(1).split(".")) if first else (1_000,)
+    return section, stage.name
 
 
-@cache
-def _admission() -> StageCode:
-    from tracelab.analysis.admission.stage import AdmissionParams, admission_results
-    from tracelab.flows.consume import consuming_stage
+def run_order(stages: Iterable[Stage]) -> tuple[Stage, ...]:
+    """The stages in an order where each comes after its upstream stages (a topological sort).
 
-    run = consuming_stage("admission", admission_results, "azure-admission")
-    return StageCode(AdmissionParams, lambda: run)
+    Among stages that are ready together, the one of the earlier methods section (then name)
+    comes first, so the order does not depend on where the declarations were found. An upstream
+    name that is not a registry stage must be one of :data:`BEFORE_REGISTRY`.
+    """
+    stages = tuple(stages)
+    by_name = {s.name: s for s in stages}
+    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
+    for s in stages:
+        unknown = set(s.upstream) - set(by_name) - set(BEFORE_REGISTRY)
+        if unknown:
+            raise ValueError(f"stage {s.name}: unknown upstream {', '.join(sorted(unknown))}")
+        sorter.add(s.name, *(u for u in s.upstream if u in by_name))
+    sorter.prepare()  # raises graphlib.CycleError naming the cycle
+    order: list[str] = []
+    while sorter.is_active():
+        ready = sorted(sorter.get_ready(), key=lambda n: _methods_key(by_name[n]))
+        order += ready
+        sorter.done(*ready)
+    return tuple(by_name[n] for n in order)
 
 
-@cache
-def _placement() -> StageCode:
-    from tracelab.analysis.placement.stage import PlacementParams, placement_results
-    from tracelab.flows.consume import consuming_stage
-
-    run = consuming_stage("placement", placement_results, "azure-placement")
-    return StageCode(PlacementParams, lambda: run)
-
-
-STAGES: tuple[Stage, ...] = (
-    Stage(
-        name="derive",
-        command="derive",
-        scales_out=True,
-        help="DuckDB SQL derived tables (queries/) and their invariant checks",
-        traces=traces_feeding("derive"),
-        code=_derive,
-        inputs=(LAKE_MANIFEST,),
-        outputs=(DERIVED_FOLDER,),
-        pages=(
-            "google-transitions",
-            "google-event-cdf",
-            "google-queue",
-            "google-task-times",
-            "google-usage",
-            "google-utilization-change",
-            f"{google2019.ID}-machines",
-            "compare-traces",
-        ),
-        upstream=("ingest",),
-        methods="§1",
-    ),
-    Stage(
-        name="analyze",
-        command="analyze",
-        help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
-        traces=traces_feeding("analyze"),
-        code=_analyze,
-        inputs=(
-            derived_table("fct_task_usage_stats"),
-            derived_table("fct_task_usage_histograms"),
-            derived_table("fct_task_times"),
-        ),
-        outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
-        pages=(
-            "google-inst-vs-avg",
-            "google-variability",
-            "google-time-invariance",
-            "google-clustering",
-            "google-gaussian-sums",
-            "google-gamma-fits",
-        ),
-        upstream=("ingest", "derive"),
-        methods="§2.1–2.5, §2.7",
-    ),
-    Stage(
-        name="fit",
-        command="fit",
-        help="Gamma priors of the Azure deployment model, with censoring; on the other traces "
-        "the Gamma priors each supports (execution time, CPU usage)",
-        traces=traces_feeding("fit"),
-        code=_fit,
-        inputs=(derived_table("fct_azure_deployments"),),
-        outputs=(stage_results("priors", producer="fit"),),
-        pages=("azure-priors", "alibaba-priors", f"{google2019.ID}-priors"),
-        upstream=("derive",),
-        methods="§2.6, §2.7",
-        trace_inputs=(
-            (
-                alibaba2018.ID,
-                (
-                    derived_table("fct_alibaba_task_times"),
-                    derived_table("fct_alibaba_task_usage_stats"),
-                ),
-            ),
-            (
-                google2019.ID,
-                (
-                    derived_table("fct_g2019_instance_times"),
-                    derived_table("fct_g2019_instance_usage_stats"),
-                ),
-            ),
-        ),
-    ),
-    Stage(
-        name="calibration",
-        command="calibrate",
-        help="this run's statistics beside the published figures they should match, with tolerances",
-        traces=traces_feeding("calibration"),
-        code=_calibration,
-        inputs=(
-            stage_results("clustering", "summary.json", producer="analyze"),
-            derived_table("fct_task_times"),
-        ),
-        outputs=(stage_results("calibration"),),
-        pages=("calibration",),
-        upstream=("derive", "analyze", "fit"),
-        methods="§0.3, §2",
-    ),
-    Stage(
-        name="export",
-        command="export",
-        help="the versioned params document every later stage reads",
-        traces=(ALL,),
-        code=_export,
-        inputs=(STAGE_PARAMS,),
-        outputs=(PARAMS_EXPORT,),
-        pages=("params",),
-        upstream=("analyze", "fit"),
-        methods="§4",
-    ),
-    Stage(
-        name="packing",
-        command="pack",
-        scales_out=True,
-        help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
-        traces=traces_feeding("packing"),
-        code=_packing,
-        # the long tasks it draws are checked by its `needs` (analysis/lake/availability.py)
-        inputs=(derived_table("fct_task_usage_stats"), PARAMS_EXPORT),
-        outputs=(stage_results("packing"),),
-        pages=("google-packing",),
-        upstream=("ingest", "derive", "export"),
-        methods="§3.1",
-    ),
-    Stage(
-        name="yield",
-        command="yield",
-        scales_out=True,
-        help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
-        traces=traces_feeding("yield"),
-        code=_yield,
-        # the paper's instances need no data; the trace's need task_events and machine_events
-        # (without them the stage runs the paper's only and says so)
-        inputs=(LAKE_MANIFEST,),
-        outputs=(stage_results("yield"),),
-        pages=("google-yield",),
-        upstream=("ingest",),
-        methods="§3.4",
-    ),
-    Stage(
-        name="admission",
-        command="admit",
-        scales_out=True,
-        help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
-        traces=traces_feeding("admission"),
-        code=_admission,
-        inputs=(PARAMS_EXPORT,),
-        outputs=(stage_results("admission"),),
-        pages=("azure-admission",),
-        upstream=("export",),
-        methods="§3.2",
-    ),
-    Stage(
-        name="placement",
-        command="place",
-        scales_out=True,
-        help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
-        traces=traces_feeding("placement"),
-        code=_placement,
-        inputs=(PARAMS_EXPORT, lake_table("vmtable")),
-        outputs=(stage_results("placement"),),
-        pages=("azure-placement",),
-        upstream=("ingest", "export"),
-        methods="§3.3",
-    ),
-)
-
+#: every stage, in run order
+STAGES: tuple[Stage, ...] = run_order(discovered_stages())
 _BY_NAME = {s.name: s for s in STAGES}
 _BY_COMMAND = {s.command: s for s in STAGES}
 
@@ -428,45 +176,23 @@ def stage_named(name: str) -> Stage:
     return stage
 
 
-def run_order(stages: Iterable[Stage] = STAGES) -> tuple[Stage, ...]:
-    """The stages in an order where each comes after its upstream stages (a topological sort).
-
-    Among stages that are ready together, declaration order decides, so the order is stable.
-    An upstream name that is not a registry stage must be one of :data:`BEFORE_REGISTRY`.
-    """
-    stages = tuple(stages)
-    position = {s.name: i for i, s in enumerate(stages)}
-    sorter: graphlib.TopologicalSorter[str] = graphlib.TopologicalSorter()
-    for s in stages:
-        unknown = set(s.upstream) - set(position) - set(BEFORE_REGISTRY)
-        if unknown:
-            raise ValueError(f"stage {s.name}: unknown upstream {', '.join(sorted(unknown))}")
-        sorter.add(s.name, *(u for u in s.upstream if u in position))
-    sorter.prepare()  # raises graphlib.CycleError naming the cycle
-    order: list[str] = []
-    while sorter.is_active():
-        ready = sorted(sorter.get_ready(), key=position.__getitem__)
-        order += ready
-        sorter.done(*ready)
-    return tuple(stages[position[n]] for n in order)
-
-
 def stages_for(traces: Iterable[str]) -> list[tuple[Stage, str]]:
     """``(stage, trace)`` pairs in run order for the selected traces (``all`` once)."""
     chosen = set(traces)
     return [
         (stage, trace)
-        for stage in run_order()
+        for stage in STAGES
         for trace in stage.traces
         if trace == ALL or trace in chosen
     ]
 
 
 def report_pages() -> tuple[PageSpec, ...]:
-    """Every report page, in stage order: each stage's ``pages`` in the order they are listed."""
-    from tracelab.reports.pages import PAGE_SPECS
+    """Every report page, in the stages' run order (``reports/pages/``: each page names its
+    stage)."""
+    from tracelab.reports.pages import pages_in_order
 
-    return tuple(PAGE_SPECS[slug] for stage in STAGES for slug in stage.pages)
+    return pages_in_order(tuple(s.name for s in STAGES))
 
 
 def params_json(params: object) -> str:
@@ -479,28 +205,33 @@ def stages_markdown() -> str:
     lines = [
         "# Stages",
         "",
-        "Generated from the stage registry (`flows/registry.py`) by "
-        "`python -m tracelab.flows.registry`; a test fails when it drifts.",
+        "Generated from the stage declarations (`STAGES` in each package's `options.py` under "
+        "`analysis/`, collected by `flows/registry.py`) and the report pages that name their stage "
+        "(`reports/pages/`) by `python -m tracelab.flows.registry`; a test fails when it drifts.",
         "",
-        "Stages run in this order (a topological sort of each stage's upstream stages).",
+        "Stages run in this order: a topological sort of each stage's upstream stages; among "
+        "stages ready together, the one of the earlier [methods](methods.md) section first.",
         "",
         "| stage | command | traces | upstream | [methods](methods.md) | reads | writes | report pages |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    for s in run_order():
+    pages_of: dict[str, list[str]] = {}
+    for page in report_pages():
+        pages_of.setdefault(page.pipeline_stage, []).append(page.slug)
+    for s in STAGES:
         reads = "<br>".join(
             [f"`{r.template}`" for r in s.inputs]
             + [f"{t}: `{r.template}`" for t, entries in s.trace_inputs for r in entries]
         )
         writes = "<br>".join(f"`{o.template}`" for o in s.outputs)
-        pages = ", ".join(f"`{p}.html`" for p in s.pages)
+        pages = ", ".join(f"`{p}.html`" for p in pages_of.get(s.name, ()))
         lines.append(
             f"| {s.name} | `tracelab {s.command}` | {', '.join(s.traces)} "
             f"| {', '.join(s.upstream)} | {s.methods} "
             f"| {reads} | {writes} | {pages} |"
         )
     lines += ["", "## Options", ""]
-    for s in run_order():
+    for s in STAGES:
         lines += [f"### `tracelab {s.command}`", "", s.help + ".", ""]
         lines += [f"- {line}" for line in _option_lines(s)]
         lines.append("")

@@ -54,7 +54,7 @@ def build_report(
         data_dir,
         # the page builders load only when the pages are built, not when they are reused
         specs=report_pages,
-        slugs=tuple(slug for stage in STAGES for slug in stage.pages),
+        stages=tuple(stage.name for stage in STAGES),
         run_id=run_id,
         timings=timings,
         run_parameters=run_parameters,

@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING, Any
 from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import StageResult, element_type, option_spec, out_of_range
-from tracelab.flows.registry import ALL, STAGES, TRACES, Stage
+from tracelab.flows.registry import (
+    ALL,
+    STAGES,
+    TRACES,
+    Stage,
+    missing_input,
+    stage_runner,
+)
 from tracelab.flows.scaleout import add_scaleout_arguments, settings_with_scaleout
 from tracelab.flows.settings import Settings
 
@@ -139,7 +146,7 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
     missing = (
         None
         if getattr(params, "reads_own_input", False)
-        else stage.missing_input(settings.data_dir, trace)
+        else missing_input(stage, settings.data_dir, trace)
     )
     if missing is not None:
         raise TracelabError(missing)
@@ -148,7 +155,7 @@ def run_stage_command(stage: Stage, args: argparse.Namespace, settings: Settings
         # its page says the same; asked for this stage alone, not running it is the answer
         record_shortfall(stage, trace, shortfall, settings.data_dir)
         raise TracelabError(f"not run, not enough data: {shortfall.text}")
-    result = stage.runner()(settings, trace, params)
+    result = stage_runner(stage)(settings, trace, params)
     clear_shortfall_record(stage, trace, settings.data_dir)
     print_result(result, settings.data_dir)
     return 0

@@ -154,9 +154,16 @@ class PageSpec:
     slug: str
     title: str
     trace: str
+    #: the pipeline stage whose outputs it shows, with the result folder when the stage has
+    #: several (``analyze/clustering``)
     stage: str
     #: paths relative to the data directory that must exist
     inputs: tuple[str, ...]
     #: the command that produces the inputs (shown when they are absent)
     command: str
     build: Callable[[PageContext], Sequence[Section]]
+
+    @property
+    def pipeline_stage(self) -> str:
+        """The pipeline stage whose outputs the page shows (``analyze/clustering`` → ``analyze``)."""
+        return self.stage.split("/", 1)[0]

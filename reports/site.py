@@ -345,7 +345,7 @@ def build_site(
     data_dir: Path,
     *,
     specs: Sequence[PageSpec] | Callable[[], Sequence[PageSpec]],
-    slugs: Sequence[str] | None = None,
+    stages: Sequence[str] | None = None,
     run_id: str | None = None,
     timings: Sequence[StageTiming] = (),
     run_parameters: Sequence[Parameter] = (),
@@ -358,8 +358,8 @@ def build_site(
 
     ``specs`` are the pages in the order the run lists them (``tracelab report`` passes the
     stage registry's order, :func:`tracelab.flows.registry.report_pages`), or a function that
-    returns them: with ``slugs`` (their slugs in that order) and ``reuse_unchanged``, it is
-    called only when the pages are built, so reusing them does not load the page builders.
+    returns them: with ``stages`` (ordering the pages) and ``reuse_unchanged``, it is called
+    only when the pages are built, so reusing them does not load the page builders.
     A page whose inputs are absent is still written, with a visible "not available in this run"
     note naming the missing files and the command that makes them. With ``strict`` a page
     builder's unexpected error propagates (tests); otherwise the page shows the error.
@@ -385,7 +385,7 @@ def build_site(
     code = reports_code_fingerprint()
     package_versions = versions()
     present = traces_present(data_dir)
-    listed, left_out = _listed_pages(runs_dir, specs, slugs, present)
+    listed, left_out = _listed_pages(runs_dir, specs, stages, present)
     prior = (
         _unchanged_pages(runs_dir, data_dir, listed, code, package_versions)
         if reuse_unchanged and listed is not None
@@ -450,35 +450,37 @@ def _unchanged_pages(
 def _listed_pages(
     runs_dir: Path,
     specs: Sequence[PageSpec] | Callable[[], Sequence[PageSpec]],
-    slugs: Sequence[str] | None,
+    stages: Sequence[str] | None,
     present: tuple[str, ...],
 ) -> tuple[tuple[PageSpec, ...] | None, dict[str, int]]:
     """The pages this run would show (the latest run's, recorded, when ``specs`` is a function
     not to call yet; None when they may differ) and the pages of absent traces."""
     if callable(specs):
-        return _recorded_specs(runs_dir, slugs, present), {}
+        return _recorded_specs(runs_dir, stages, present), {}
     return pages_for_data(specs, present)
 
 
 def _recorded_specs(
-    runs_dir: Path, slugs: Sequence[str] | None, present: tuple[str, ...]
+    runs_dir: Path, stages: Sequence[str] | None, present: tuple[str, ...]
 ) -> tuple[PageSpec, ...] | None:
     """The pages the latest run showed, as specs without builders, when it saw the same traces
-    and showed ``slugs`` in that order (those of absent traces left out); else None. Enough to
-    tell whether the pages would come out the same: the reports code that declares the real
-    ones is part of the fingerprint they are compared by."""
+    and showed them in the order of ``stages``; else None. Enough to tell whether the pages would
+    come out the same: the reports code that declares the real ones (each page its stage) is
+    part of the fingerprint they are compared by."""
     latest = _latest_run(runs_dir)
-    if slugs is None or latest is None or latest.traces != present:
-        return None
-    shown = [p.slug for p in latest.links]
-    if shown != [s for s in slugs if s in shown]:
+    if stages is None or latest is None or latest.traces != present:
         return None
     if not all(p.stage for p in latest.links):
         return None  # recorded before run.json kept each page's stage
-    return tuple(
+    recorded = tuple(
         PageSpec(p.slug, p.title, p.trace, p.stage, p.sources, "", _only_reused)
         for p in latest.links
     )
+    rank = {name: i for i, name in enumerate(stages)}
+    if any(p.pipeline_stage not in rank for p in recorded):
+        return None
+    ranks = [rank[p.pipeline_stage] for p in recorded]
+    return recorded if ranks == sorted(ranks) else None
 
 
 def _only_reused(ctx: PageContext) -> Sequence[Any]:

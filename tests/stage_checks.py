@@ -7,13 +7,15 @@ from typing import Any
 
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.common.stage_outputs import json_ready, read_summary
-from tracelab.flows.registry import STAGES
+from tracelab.flows.registry import STAGES, stage_runner
 from tracelab.flows.settings import Settings
 
 
 def run_through_registry(stage: str, data_dir: Path, trace: str, params: object) -> Path:
     """Run ``stage`` as its command does (the registry's Prefect flow); its results folder."""
-    next(s for s in STAGES if s.name == stage).runner()(Settings(data_dir=data_dir), trace, params)
+    stage_runner(next(s for s in STAGES if s.name == stage))(
+        Settings(data_dir=data_dir), trace, params
+    )
     return data_dir / "results" / trace / stage
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracelab.analysis.common.datapaths import ALL, PARAMS_EXPORT, STAGE_PARAMS
 from tracelab.analysis.common.stage_api import option
+from tracelab.analysis.common.stage_declaration import Stage
 
 
 @dataclass(frozen=True)
@@ -22,3 +24,20 @@ class ExportOptions:
         "new name, not in a folder the data directory manages (raw, lake, results, ...); the "
         "file written beside it (params.schema.json, or <stem>_values.csv) passes the same checks",
     )
+
+
+STAGES = (
+    Stage(
+        name="export",
+        command="export",
+        help="the versioned params document every later stage reads",
+        traces=(ALL,),
+        options=ExportOptions,
+        runs_as="export",
+        needs="tracelab.analysis.lake.availability:export_needs",
+        inputs=(STAGE_PARAMS,),
+        outputs=(PARAMS_EXPORT,),
+        upstream=("analyze", "fit"),
+        methods="§4",
+    ),
+)

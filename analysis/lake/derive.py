@@ -36,9 +36,9 @@ from tracelab.analysis.common.sql import QUERIES_DIR, load_sql
 
 # the options and parameters live apart (the command line reads them without DuckDB); callers
 # of the derive code find them here too
-from tracelab.analysis.lake.derive_options import WINDOW_LENGTH_US as WINDOW_LENGTH_US
-from tracelab.analysis.lake.derive_options import DeriveOptions as DeriveOptions
-from tracelab.analysis.lake.derive_options import DeriveParams as DeriveParams
+from tracelab.analysis.lake.options import WINDOW_LENGTH_US as WINDOW_LENGTH_US
+from tracelab.analysis.lake.options import DeriveOptions as DeriveOptions
+from tracelab.analysis.lake.options import DeriveParams as DeriveParams
 from tracelab.analysis.lake.schemas import TRACES, trace_tables
 from tracelab.analysis.traces import TRACES as SPECS
 

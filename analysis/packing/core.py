@@ -26,12 +26,11 @@ import numpy as np
 import numpy.typing as npt
 from scipy import sparse, special
 
+from tracelab.analysis.packing.options import PAPER_MAX_FAILURES
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 BoolArray = npt.NDArray[np.bool_]
-
-#: Janus & Rzadca §4: rebalancing stops after this many consecutive failed migrations
-PAPER_MAX_FAILURES = 5
 
 
 def gpa_z(rho: float) -> float:

@@ -33,11 +33,10 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.reduced import reduced_options
-from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
+from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, serial_map
 from tracelab.analysis.common.stage_outputs import write_stage_outputs
 from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.packing.core import (
-    PAPER_MAX_FAILURES,
     FloatArray,
     fits_av,
     fits_cantelli,
@@ -57,6 +56,7 @@ from tracelab.analysis.packing.inputs import (
     realizations,
     trace_tasks,
 )
+from tracelab.analysis.packing.options import PAPER_PACKING_PARAMS, PackingParams
 
 #: Janus & Rzadca §5.4/§5.5: the av/GPA pairs with similar (m, q) at c = 1 that Figs. 11–12 compare
 PAIRED_METHODS: tuple[tuple[str, float], ...] = (
@@ -85,66 +85,6 @@ PAPER_HEADLINE: dict[str, Any] = {
     "realizations": 10000,
 }
 _CELLS_PER_CHUNK = 4
-
-
-@dataclass(frozen=True)
-class PackingParams:
-    """The experiment grid; the defaults are the small grid ``tracelab run`` uses."""
-
-    source: str = option(
-        "trace",
-        "where tasks come from: the trace's long tasks, or the params export alone",
-        choices=("trace", "params"),
-    )
-    seed: int = option(0, "seed of the task draws and realizations", minimum=0)
-    instances: int = option(4, "instances (paper: 50)", minimum=1, maximum=10_000)
-    tasks: int = option(1000, "tasks per instance (paper: 1,000)", minimum=2, maximum=100_000)
-    realizations: int = option(
-        1000, "realizations R per task (paper: 10,000)", minimum=10, maximum=100_000
-    )
-    capacity: float = option(1.0, "machine capacity c of the base case (cores)", minimum=0.01)
-    rhos: tuple[float, ...] = option(
-        (0.1, 0.05, 0.01, 0.001), "GPA target overflow probabilities ρ", minimum=1e-9, maximum=0.49
-    )
-    cantelli: tuple[float, ...] = option((1.0, 1.7, 4.4), "Cantelli multipliers b", minimum=0.0)
-    av_factors: tuple[float, ...] = option((1.0, 1.25, 2.0), "av factors f", minimum=0.0)
-    percentiles: tuple[float, ...] = option(
-        (50.0, 70.0, 90.0, 95.0, 99.0, 100.0), "perc percentiles", minimum=0.0, maximum=100.0
-    )
-    capacities: tuple[float, ...] = option(
-        (0.5, 0.8, 1.0, 2.0, 5.0), "capacities c of the capacity experiment (Fig. 11)", minimum=0.01
-    )
-    clairvoyance: tuple[float, ...] = option(
-        (0.01, 0.1, 1.0),
-        "clairvoyance levels v of Fig. 12 (paper: 0.001,0.01,0.1,0.3,0.5,0.8,1)",
-        minimum=1e-6,
-        maximum=1.0,
-    )
-    max_failures: int = option(
-        PAPER_MAX_FAILURES,
-        "rebalancing stops after this many failures in a row",
-        minimum=1,
-        maximum=1_000_000_000,
-    )
-    statistics_experiment: bool = option(
-        True, "run the inst-vs-avg statistics experiment (Fig. 10)"
-    )
-    capacity_experiment: bool = option(True, "run the capacity experiment (Fig. 11)")
-    clairvoyance_experiment: bool = option(True, "run the clairvoyance experiment (Fig. 12)")
-
-    def memory_estimate(self) -> tuple[int, str]:
-        """Peak bytes of one instance: its tasks x R draws, window indices, inst and avg values
-        and the sorted copies the percentiles take (about six float64 matrices)."""
-        return self.tasks * self.realizations * 8 * 6, "--tasks or --realizations"
-
-
-#: Janus & Rzadca §5: the full grid (50 instances × 1,000 tasks, R = 10,000, every figure)
-PAPER_PACKING_PARAMS = PackingParams(
-    instances=50,
-    tasks=1000,
-    realizations=10_000,
-    clairvoyance=(0.001, 0.01, 0.1, 0.3, 0.5, 0.8, 1.0),
-)
 
 
 @dataclass(frozen=True)
@@ -595,8 +535,6 @@ def packing_results(
 
 
 __all__ = [
-    "PAPER_PACKING_PARAMS",
-    "PackingParams",
     "PackingSummary",
     "fits_av",
     "fits_cantelli",

@@ -54,8 +54,6 @@ from tracelab.analysis.placement.stream import VmStream
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
-POLICIES: tuple[str, ...] = ("best-fit", "la-binary", "las", "lava")
-PREDICTORS: tuple[str, ...] = ("model", "oracle", "one-shot")
 EMPTY, OPEN, RECYCLING = 0, 1, 2
 #: LAVA levels (lower first): recycling hosts of a higher class take 0..2 (closest first)
 LAVA_OPEN_SAME, LAVA_OTHER_NON_EMPTY, LAVA_EMPTY, LAVA_LAST_RESORT = 3, 4, 5, 6

@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tracelab.analysis.common.datapaths import derived_table, stage_results
 from tracelab.analysis.common.stage_api import option
-from tracelab.analysis.lake.derive_options import DeriveParams
-from tracelab.analysis.traces import azure2017, azure2019
+from tracelab.analysis.common.stage_declaration import Stage
+from tracelab.analysis.lake.options import DeriveParams
+from tracelab.analysis.traces import alibaba2018, azure2017, azure2019, google2019, traces_feeding
 
 #: the derived tables' defaults: --shutdown-min-vms with --vmtable starts at derive's
 _SQL = DeriveParams()
@@ -73,3 +75,37 @@ def options_for(trace: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
     if trace in (azure2017.ID, azure2019.ID):
         return dict(recorded)
     return {k: v for k, v in recorded.items() if k not in AZURE_ONLY_OPTIONS}
+
+
+STAGES = (
+    Stage(
+        name="fit",
+        command="fit",
+        help="Gamma priors of the Azure deployment model, with censoring; on the other traces "
+        "the Gamma priors each supports (execution time, CPU usage)",
+        traces=traces_feeding("fit"),
+        options=FitOptions,
+        runs_as="fit",
+        needs="tracelab.analysis.priors.needs:fit_needs",
+        inputs=(derived_table("fct_azure_deployments"),),
+        outputs=(stage_results("priors", producer="fit"),),
+        upstream=("derive",),
+        methods="§2.6, §2.7",
+        trace_inputs=(
+            (
+                alibaba2018.ID,
+                (
+                    derived_table("fct_alibaba_task_times"),
+                    derived_table("fct_alibaba_task_usage_stats"),
+                ),
+            ),
+            (
+                google2019.ID,
+                (
+                    derived_table("fct_g2019_instance_times"),
+                    derived_table("fct_g2019_instance_usage_stats"),
+                ),
+            ),
+        ),
+    ),
+)

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tracelab.analysis.common.datapaths import derived_table, stage_results
 from tracelab.analysis.common.stage_api import option
+from tracelab.analysis.common.stage_declaration import Stage
 from tracelab.analysis.statistics import ANALYSES
+from tracelab.analysis.traces import traces_feeding
 
 #: task_usage rows read per batch by the per-task sample stages
 DEFAULT_BATCH_ROWS = 1_000_000
@@ -120,3 +123,39 @@ class CalibrationOptions:
     """``tracelab calibrate``: the calibration table of this run against published figures."""
 
     strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
+
+
+STAGES = (
+    Stage(
+        name="analyze",
+        command="analyze",
+        help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
+        traces=traces_feeding("analyze"),
+        options=AnalyzeOptions,
+        runs_as="analyze",
+        inputs=(
+            derived_table("fct_task_usage_stats"),
+            derived_table("fct_task_usage_histograms"),
+            derived_table("fct_task_times"),
+        ),
+        outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
+        upstream=("ingest", "derive"),
+        methods="§2.1–2.5, §2.7",
+    ),
+    Stage(
+        name="calibration",
+        command="calibrate",
+        help="this run's statistics beside the published figures they should match, with tolerances",
+        traces=traces_feeding("calibration"),
+        options=CalibrationOptions,
+        compute="tracelab.analysis.statistics.calibration:calibration_results",
+        page="calibration",
+        inputs=(
+            stage_results("clustering", "summary.json", producer="analyze"),
+            derived_table("fct_task_times"),
+        ),
+        outputs=(stage_results("calibration"),),
+        upstream=("derive", "analyze", "fit"),
+        methods="§0.3, §2",
+    ),
+)

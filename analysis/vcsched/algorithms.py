@@ -18,16 +18,13 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
+from tracelab.analysis.vcsched.options import PAPER_BACKTRACK_LIMIT
+
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]
 
 #: capacities are fractions of one host; sums of a dozen floats may exceed 1 by rounding only
 EPS = 1e-9
-#: the paper's bound on placement attempts for GB and SGB (§3.3)
-PAPER_BACKTRACK_LIMIT = 500_000
-#: RRNZ replaces zero LP values by this probability weight (§3.2: "we used ε = 0.01")
-PAPER_RRNZ_EPSILON = 0.01
-MCB_VARIANTS = (1, 2, 3, 4, 5, 6, 7, 8)
 
 
 @dataclass(frozen=True)

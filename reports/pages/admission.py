@@ -12,7 +12,8 @@ import numpy as np
 import polars as pl
 from matplotlib.patches import Patch
 
-from tracelab.analysis.admission.stage import TRACE, AdmissionParams
+from tracelab.analysis.admission.options import TRACE, AdmissionParams
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.reports.figures import new_axes
 from tracelab.reports.model import (
     Figure,
@@ -20,6 +21,7 @@ from tracelab.reports.model import (
     InputsMissing,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -878,3 +880,17 @@ def _recorded(summary: Mapping[str, Any]) -> Mapping[str, Any]:
     """The stage's recorded options (``parameters``; summaries before the record: ``params``)."""
     block = summary.get("parameters", summary.get("params", {}))
     return block if isinstance(block, Mapping) else {}
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "azure-admission",
+        "Cluster admission control",
+        TRACE,
+        "admission",
+        (stage_results("admission", "summary.json").relative(TRACE),),
+        "tracelab admit",
+        admission_sections,
+    ),
+)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
@@ -20,6 +21,7 @@ from tracelab.reports.model import (
     InputsMissing,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -182,3 +184,17 @@ def _verdict(ks: float | None) -> str:
     if ks is None:
         return "–"
     return "poor" if ks > POOR_FIT_KS else f"KS ≤ {POOR_FIT_KS}"
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "alibaba-priors",
+        f"Gamma priors of {alibaba2018.ID}",
+        alibaba2018.ID,
+        "fit/priors",
+        (stage_results("priors", "params.json").relative(alibaba2018.ID),),
+        f"tracelab fit --trace {alibaba2018.ID}",
+        alibaba_priors_sections,
+    ),
+)

@@ -16,10 +16,20 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.statistics.gamma_fits import gamma_cdf
+from tracelab.analysis.traces import google2011
 from tracelab.reports.figures import FloatArray, ecdf, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import binomial_rate, fmt, fmt_pct
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
@@ -969,3 +979,67 @@ def _gamma_samples(ctx: PageContext) -> dict[str, FloatArray]:
         df = collect(finished.gather_every(max(1, n // _MAX_SAMPLE)))
         out["google_task_execution_time"] = floats(df, "execution_time_s")
     return {k: v[np.isfinite(v) & (v > 0)] for k, v in out.items()}
+
+
+_TRACE = google2011.ID
+
+#: this module's pages, in reading order (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "google-inst-vs-avg",
+        "Inst vs avg",
+        _TRACE,
+        "analyze/inst_vs_avg",
+        (stage_results("inst_vs_avg", "convergence.parquet").relative(_TRACE),),
+        f"tracelab analyze --trace {_TRACE}",
+        inst_vs_avg_sections,
+    ),
+    PageSpec(
+        "google-variability",
+        "Variability of CPU usage",
+        _TRACE,
+        "analyze/variability",
+        (stage_results("variability", "regression.parquet").relative(_TRACE),),
+        f"tracelab analyze --trace {_TRACE}",
+        variability_sections,
+    ),
+    PageSpec(
+        "google-time-invariance",
+        "Time invariance (KS)",
+        _TRACE,
+        "analyze/time_invariance",
+        (stage_results("time_invariance", "shares.parquet").relative(_TRACE),),
+        f"tracelab analyze --trace {_TRACE}",
+        time_invariance_sections,
+    ),
+    PageSpec(
+        "google-clustering",
+        "Histogram clustering",
+        _TRACE,
+        "analyze/clustering",
+        (
+            stage_results("clustering", "shares.parquet").relative(_TRACE),
+            stage_results("clustering", "centroids.parquet").relative(_TRACE),
+        ),
+        f"tracelab analyze --trace {_TRACE}",
+        clustering_sections,
+    ),
+    PageSpec(
+        "google-gaussian-sums",
+        "Gaussian approximation of sums",
+        _TRACE,
+        "analyze/gaussian_sums",
+        (stage_results("gaussian_sums", "table.parquet").relative(_TRACE),),
+        f"tracelab analyze --trace {_TRACE}",
+        gaussian_sums_sections,
+    ),
+    PageSpec(
+        "google-gamma-fits",
+        "Gamma fits (usage, execution time)",
+        _TRACE,
+        "analyze/gamma_fits",
+        (stage_results("gamma_fits", "fits.parquet").relative(_TRACE),),
+        f"tracelab analyze --trace {_TRACE}",
+        gamma_fits_sections,
+    ),
+)

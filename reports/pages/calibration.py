@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.statistics.calibration import (
     AD_SPECS,
     VERDICT_NOT_COMPARABLE,
@@ -25,6 +26,7 @@ from tracelab.reports.model import (
     InputsMissing,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -161,3 +163,17 @@ def _data_source(data_dir: Path) -> str:
     generated sample (from the manifest's record of each file's kind)."""
     sources = data_sources(data_dir, (google2011.ID, azure2017.ID))
     return sources.get("all", "no ingested data")
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "calibration",
+        "Calibration: this run against the published figures",
+        google2011.ID,
+        "calibration",
+        (stage_results("calibration", "table.parquet").relative(google2011.ID),),
+        "tracelab calibrate",
+        calibration_sections,
+    ),
+)

@@ -22,7 +22,15 @@ from tracelab.analysis.traces.model import OUTCOMES
 from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
 from tracelab.reports.metadata import data_sources
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import DASH, binomial_rate, fmt, fmt_ci, fmt_int
 
 _NO_PAPER = (
@@ -260,3 +268,18 @@ def _rate(e: Estimate) -> str:
     if e.n == 0 and e.high == e.high:  # zero events: the upper bound and the count
         return f"< {fmt(e.high)} (0 events, 95%)"
     return _est(e)
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "compare-traces",
+        "Traces side by side",
+        "all",
+        "derive",
+        # which traces are present varies; the page says when none is
+        (),
+        "tracelab derive --trace T",
+        compare_sections,
+    ),
+)

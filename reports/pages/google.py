@@ -17,11 +17,20 @@ import numpy as np
 import polars as pl
 from matplotlib.patches import Rectangle
 
+from tracelab.analysis.common.datapaths import derived_table
 from tracelab.analysis.lake.schemas import TIME_AFTER_WINDOW_US, WINDOW_START_US
 from tracelab.analysis.traces import google2011
 from tracelab.reports.figures import FloatArray, PlottedData, ecdf, human_label, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, scan, series_on_grid
-from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    NotEnoughData,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import fmt, fmt_pct
 
 TRACE = google2011.ID
@@ -1120,3 +1129,65 @@ def _utilization_change_figure(df: pl.DataFrame, out: Path) -> list[Figure]:
         ax.set_ylabel("fraction of windows")
         ax.legend(fontsize=8)
     return figs
+
+
+#: the command that makes these pages' inputs
+_DERIVE = f"tracelab derive --trace {TRACE}"
+
+#: this module's pages, in reading order (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "google-transitions",
+        "Task event transitions",
+        TRACE,
+        "derive",
+        (derived_table("agg_transition_counts").relative(TRACE),),
+        _DERIVE,
+        transitions_sections,
+    ),
+    PageSpec(
+        "google-event-cdf",
+        "Submissions, schedules, completions over time",
+        TRACE,
+        "derive",
+        (derived_table("agg_event_cdf").relative(TRACE),),
+        _DERIVE,
+        event_cdf_sections,
+    ),
+    PageSpec(
+        "google-queue",
+        "Queue length and running tasks",
+        TRACE,
+        "derive",
+        (derived_table("agg_queue_length").relative(TRACE),),
+        _DERIVE,
+        queue_sections,
+    ),
+    PageSpec(
+        "google-task-times",
+        "Scheduling and execution times",
+        TRACE,
+        "derive",
+        (derived_table("fct_task_times").relative(TRACE),),
+        _DERIVE,
+        task_times_sections,
+    ),
+    PageSpec(
+        "google-usage",
+        "Usage vs requests by priority",
+        TRACE,
+        "derive",
+        (derived_table("agg_usage_by_priority").relative(TRACE),),
+        _DERIVE,
+        usage_sections,
+    ),
+    PageSpec(
+        "google-utilization-change",
+        "Utilization change between windows",
+        TRACE,
+        "derive",
+        (derived_table("agg_utilization_change").relative(TRACE),),
+        _DERIVE,
+        utilization_change_sections,
+    ),
+)

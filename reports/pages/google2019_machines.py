@@ -15,9 +15,19 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import derived_table
+from tracelab.analysis.traces import google2019
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, scan, series_on_grid
-from tracelab.reports.model import Figure, HtmlTable, NotEnoughData, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    NotEnoughData,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import fmt, fmt_int, fmt_pct
 
 _US_PER_DAY = 86_400_000_000
@@ -218,3 +228,20 @@ def _mix_figure(
         ax.set_ylabel("capacity (CPU × memory)")
         ax.legend(fontsize=9)
     return figs
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        f"{google2019.ID}-machines",
+        f"Machines and capacity of {google2019.ID}",
+        google2019.ID,
+        "derive",
+        (
+            derived_table("agg_machine_capacity").relative(google2019.ID),
+            derived_table("agg_machine_capacity_mix").relative(google2019.ID),
+        ),
+        f"tracelab derive --trace {google2019.ID}",
+        google2019_machines_sections,
+    ),
+)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.priors.google2019 import CPU_UNIT
 from tracelab.analysis.traces import google2011, google2019
@@ -17,6 +18,7 @@ from tracelab.reports.model import (
     Fragment,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -90,3 +92,17 @@ def _window(hours: Sequence[float] | None) -> list[Fragment]:
         Number("window_end_h", float(hours[1])),
         " of the trace. ",
     ]
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        f"{google2019.ID}-priors",
+        f"Gamma priors of {google2019.ID}",
+        google2019.ID,
+        "fit/priors",
+        (stage_results("priors", "params.json").relative(google2019.ID),),
+        f"tracelab fit --trace {google2019.ID}",
+        google2019_priors_sections,
+    ),
+)

@@ -18,8 +18,10 @@ import numpy as np
 import polars as pl
 from matplotlib.ticker import NullFormatter
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
+from tracelab.analysis.packing.options import PAPER_PACKING_PARAMS, PackingParams
+from tracelab.analysis.traces import google2011
 from tracelab.reports.figures import PlottedData, new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
@@ -28,6 +30,7 @@ from tracelab.reports.model import (
     InputsMissing,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -732,3 +735,17 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
     sections.append(_fig13_rebalancing(ctx, runs, numbers, evidence))
     sections.append(parameters_section(summary, PackingParams, "pack"))
     return sections
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "google-packing",
+        "Stochastic bin packing (GPA)",
+        google2011.ID,
+        "packing",
+        (stage_results("packing", "summary.json").relative(google2011.ID),),
+        f"tracelab pack --trace {google2011.ID}",
+        packing_sections,
+    ),
+)

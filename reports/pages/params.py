@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.export.document import load_params
-from tracelab.reports.model import HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import HtmlTable, InputsMissing, Number, PageContext, PageSpec, Section
 from tracelab.reports.numfmt import fmt
 
 
@@ -70,3 +71,17 @@ def params_sections(ctx: PageContext) -> Sequence[Section]:
             tables=(table,),
         ),
     )
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "params",
+        "Exported parameters",
+        "all",
+        "export",
+        (PARAMS_EXPORT.relative(),),
+        "tracelab export",
+        params_sections,
+    ),
+)

@@ -12,8 +12,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.placement.model import TRACE
-from tracelab.analysis.placement.stage import PlacementParams
+from tracelab.analysis.placement.options import PlacementParams
+from tracelab.analysis.traces import azure2017
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, read_json, scan
 from tracelab.reports.model import (
@@ -22,6 +24,7 @@ from tracelab.reports.model import (
     InputsMissing,
     Number,
     PageContext,
+    PageSpec,
     Paragraph,
     Section,
 )
@@ -577,3 +580,17 @@ def _curve_section(ctx: PageContext, curve: pl.DataFrame) -> Section:
         "day, 10 more days after seven.",
         figures=tuple(_curve_figure(ctx, curve)),
     )
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "azure-placement",
+        "Lifetime-aware VM placement",
+        azure2017.ID,
+        "placement",
+        (stage_results("placement", "summary.json").relative(azure2017.ID),),
+        "tracelab place",
+        placement_sections,
+    ),
+)

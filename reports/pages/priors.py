@@ -18,12 +18,21 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.analysis.traces import azure2017
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import fmt, fmt_in_text
 
 #: (label, recommended record, paper's record, parameter, path into TRUTH.json, bias is relative)
@@ -461,3 +470,20 @@ def priors_sections(ctx: PageContext) -> Sequence[Section]:
         raise InputsMissing("priors/params.json has none of the Gamma prior records")
     sections.append(_others_section(records, {n for n, _, _ in _PRIORS}))
     return sections
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "azure-priors",
+        "Gamma priors of the deployment model",
+        azure2017.ID,
+        "fit/priors",
+        (
+            stage_results("priors", "params.json").relative(azure2017.ID),
+            stage_results("priors", "deployment_mles.parquet").relative(azure2017.ID),
+        ),
+        f"tracelab fit --trace {azure2017.ID}",
+        priors_sections,
+    ),
+)

@@ -11,12 +11,22 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS, YieldParams
+from tracelab.analysis.traces import google2011
+from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.metadata import data_sources
-from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
+from tracelab.reports.model import (
+    Figure,
+    HtmlTable,
+    InputsMissing,
+    Number,
+    PageContext,
+    PageSpec,
+    Section,
+)
 from tracelab.reports.numfmt import Mean, fmt
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
@@ -645,3 +655,17 @@ def yield_sections(ctx: PageContext) -> Sequence[Section]:
         sections.append(trace)
     sections.append(parameters_section({"parameters": headline.parameters}, YieldParams, "yield"))
     return sections
+
+
+#: this module's pages (their stage orders them among the others)
+PAGES = (
+    PageSpec(
+        "google-yield",
+        "Yield maximisation (VCSched)",
+        google2011.ID,
+        "yield",
+        (stage_results("yield", "summary.json").relative(google2011.ID),),
+        f"tracelab yield --trace {google2011.ID}",
+        yield_sections,
+    ),
+)

@@ -123,11 +123,12 @@ def test_every_flow_names_its_runs_and_every_stage_is_plain() -> None:
     import tracelab.flows
     from tracelab.flows.generate import generate_sample
     from tracelab.flows.prefect_flows import as_flow
+    from tracelab.flows.registry import stage_runner
     from tracelab.flows.report import build_report
 
     # a stage is a plain function: only `run` and the schedule wrap it in a flow
-    assert not [s.name for s in STAGES if isinstance(s.runner(), Flow)]
-    flows = [as_flow(s.name, s.runner()) for s in STAGES]
+    assert not [s.name for s in STAGES if isinstance(stage_runner(s), Flow)]
+    flows = [as_flow(s.name, stage_runner(s)) for s in STAGES]
     flows += [as_flow("report", build_report), as_flow("generate", generate_sample)]
     for info in pkgutil.iter_modules(tracelab.flows.__path__):
         module = importlib.import_module(f"tracelab.flows.{info.name}")

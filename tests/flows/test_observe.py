@@ -10,7 +10,7 @@ from tracelab.analysis.export.options import ExportOptions
 from tracelab.flows.observe import artifact_key, summary_markdown
 from tracelab.flows.pipeline import published
 from tracelab.flows.prefect_flows import as_flow, without_heartbeats
-from tracelab.flows.registry import stage_named
+from tracelab.flows.registry import stage_named, stage_runner
 from tracelab.flows.settings import Settings
 
 PRIOR = FittedParameter(
@@ -61,7 +61,9 @@ def test_a_stage_called_directly_makes_no_flow_run(prefect_harness: None, tmp_pa
     write_stage_params(tmp_path / "results" / "azure-2017" / "priors", [PRIOR])
     with get_client(sync_client=True) as client:
         before = client.count_flow_runs()
-        result = stage_named("export").runner()(Settings(data_dir=tmp_path), "all", ExportOptions())
+        result = stage_runner(stage_named("export"))(
+            Settings(data_dir=tmp_path), "all", ExportOptions()
+        )
         after = client.count_flow_runs()
     assert result.headline == (("records", "1"), ("traces", "azure-2017"))
     assert after == before

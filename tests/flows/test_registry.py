@@ -17,11 +17,14 @@ from tracelab.flows.registry import (
     BEFORE_REGISTRY,
     STAGES,
     Stage,
+    discovered_stages,
     making_command,
+    missing_input,
     params_json,
     report_pages,
     run_order,
     stage_named,
+    stage_runner,
     stages_markdown,
 )
 from tracelab.flows.stage_cli import params_from_args
@@ -48,7 +51,7 @@ def test_every_stage_is_complete(stage: Stage, tmp_path: Path) -> None:
     assert params_from_args(stage.params_type(), args) == stage.params_type()()
     # input check: an empty data directory names the command that makes the first input
     trace = stage.traces[0]
-    missing = stage.missing_input(tmp_path, trace)
+    missing = missing_input(stage, tmp_path, trace)
     assert missing is not None
     assert making_command(stage.inputs[0], trace) in missing
     # fingerprint: the parameters are part of it
@@ -57,11 +60,11 @@ def test_every_stage_is_complete(stage: Stage, tmp_path: Path) -> None:
     assert combined_fingerprint(stage.name, params_json(default)) != combined_fingerprint(
         stage.name, params_json(changed)
     )
-    # report pages exist and are in the site's page list
-    assert stage.pages
-    for slug in stage.pages:
-        assert slug in PAGE_SPECS, slug
-        assert PAGE_SPECS[slug] in report_pages()
+    # report pages: at least one names the stage, and each is in the site's page list
+    pages = [p for p in PAGE_SPECS.values() if p.pipeline_stage == stage.name]
+    assert pages, f"no page of reports/pages/ names the stage {stage.name}"
+    for page in pages:
+        assert page in report_pages()
     # docs entry
     assert f"`tracelab {stage.command}`" in (REPO / "docs" / "stages.md").read_text()
 
@@ -84,9 +87,86 @@ def test_docs_stage_table_is_generated_from_the_registry() -> None:
     )
 
 
-def test_every_page_belongs_to_a_stage() -> None:
-    declared = {slug for s in STAGES for slug in s.pages}
-    assert set(PAGE_SPECS) == declared
+def test_every_page_belongs_to_a_stage_and_the_report_lists_each_once() -> None:
+    names = {s.name for s in STAGES}
+    assert {p.pipeline_stage for p in PAGE_SPECS.values()} <= names
+    listed = [p.slug for p in report_pages()]
+    assert sorted(listed) == sorted(PAGE_SPECS)
+
+
+def test_report_pages_follow_the_run_order_then_the_trace() -> None:
+    # by hand: derive's google-2011 pages in google.py's order, then its google-2019 page, then
+    # the cross-trace page; yield runs second; fit's pages by trace (azure, alibaba, google-2019)
+    slugs = [p.slug for p in report_pages()]
+    assert slugs[:9] == [
+        "google-transitions",
+        "google-event-cdf",
+        "google-queue",
+        "google-task-times",
+        "google-usage",
+        "google-utilization-change",
+        "google-2019-machines",
+        "compare-traces",
+        "google-yield",
+    ]
+    fit = [s for s in slugs if s.endswith("-priors")]
+    assert fit == ["azure-priors", "alibaba-priors", "google-2019-priors"]
+    assert slugs[-4:] == ["params", "google-packing", "azure-admission", "azure-placement"]
+
+
+def test_a_stage_is_found_from_its_package_alone() -> None:
+    import importlib
+    import pkgutil
+
+    import tracelab.analysis
+
+    # every package of analysis/ with an options module declares its stages there, and the
+    # registry holds exactly those: no list elsewhere names them
+    declared = []
+    for package in pkgutil.iter_modules(tracelab.analysis.__path__):
+        try:
+            module = importlib.import_module(f"tracelab.analysis.{package.name}.options")
+        except ModuleNotFoundError:
+            continue
+        declared += [s.name for s in module.STAGES]
+    assert sorted(declared) == sorted(s.name for s in STAGES)
+    assert len(declared) == 9
+
+
+def test_a_new_package_with_a_declaration_is_discovered(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import tracelab.analysis
+
+    package = tmp_path / "newstage"
+    package.mkdir()
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "options.py").write_text(
+        "import dataclasses\n"
+        "from tracelab.analysis.common.datapaths import PARAMS_EXPORT, stage_results\n"
+        "from tracelab.analysis.common.stage_declaration import Stage\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class NewOptions:\n"
+        "    seed: int = 0\n"
+        "STAGES = (Stage(name='newstage', command='new', help='h', traces=('azure-2017',),\n"
+        "    options=NewOptions, compute='x:y', inputs=(PARAMS_EXPORT,),\n"
+        "    outputs=(stage_results('newstage'),), upstream=('export',), methods='§3.9'),)\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(tracelab.analysis, "__path__", [*tracelab.analysis.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "tracelab.analysis.newstage.options", raising=False)
+    monkeypatch.delitem(sys.modules, "tracelab.analysis.newstage", raising=False)
+    try:
+        found = discovered_stages()
+    finally:
+        sys.modules.pop("tracelab.analysis.newstage.options", None)
+        sys.modules.pop("tracelab.analysis.newstage", None)
+    assert [s.name for s in found if s.name == "newstage"] == ["newstage"]
+    # after the stages whose outputs it reads
+    order = [s.name for s in run_order(found)]
+    assert order.index("newstage") > order.index("export")
 
 
 @pytest.mark.parametrize(
@@ -123,7 +203,7 @@ def test_out_of_range_reads_the_declared_bounds() -> None:
 
 
 def test_run_order_is_built_from_the_declared_dependencies() -> None:
-    order = [s.name for s in run_order()]
+    order = [s.name for s in run_order(STAGES)]
     assert sorted(order) == sorted(s.name for s in STAGES)
     for stage in STAGES:
         for up in stage.upstream:
@@ -134,6 +214,24 @@ def test_run_order_is_built_from_the_declared_dependencies() -> None:
     for stage in STAGES:
         for up in set(stage.upstream) - set(BEFORE_REGISTRY):
             assert backwards.index(up) < backwards.index(stage.name), (up, stage.name)
+    # where the declarations were found does not move a stage: among stages ready together the
+    # earlier methods section runs first (derive §1 before yield §3.4, calibration §0.3 before
+    # export §4, packing §3.1 before admission §3.2 before placement §3.3)
+    assert (
+        backwards
+        == order
+        == [
+            "derive",
+            "yield",
+            "analyze",
+            "fit",
+            "calibration",
+            "export",
+            "packing",
+            "admission",
+            "placement",
+        ]
+    )
 
 
 def _stage(name: str, upstream: tuple[str, ...]) -> Stage:
@@ -160,16 +258,21 @@ def test_every_declared_input_is_produced_by_a_declared_upstream_stage(stage: St
         )
 
 
-def test_the_registry_names_its_code_by_reference_not_by_string() -> None:
-    import re
+@pytest.mark.parametrize("stage", STAGES, ids=lambda s: s.name)
+def test_every_declared_reference_loads(stage: Stage) -> None:
+    from tracelab.analysis.common.stage_declaration import CONSUMING, load
 
-    text = (REPO / "flows" / "registry.py").read_text(encoding="utf-8")
-    assert not re.search(r"[\"']tracelab\.[\w.]+:\w+[\"']", text)
-    assert "importlib" not in text
-    for stage in STAGES:
-        code = stage.code()
-        assert dataclasses.is_dataclass(code.options)
-        assert callable(code.load_run())
+    assert dataclasses.is_dataclass(stage.options)
+    # a consuming stage names its computation and its page; the others run as their own flow
+    if stage.runs_as == CONSUMING:
+        assert stage.compute is not None
+        assert callable(load(stage.compute))
+        assert stage.page in PAGE_SPECS
+    else:
+        assert stage.compute is None
+    if stage.needs is not None:
+        assert callable(load(stage.needs))
+    assert callable(stage_runner(stage))
 
 
 def test_reading_the_options_of_every_stage_imports_no_computation() -> None:
@@ -196,7 +299,7 @@ def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> No
     names = [e.name for e in fit.inputs_for("alibaba-2018")]
     assert names == ["derived.fct_alibaba_task_times", "derived.fct_alibaba_task_usage_stats"]
     assert [e.name for e in fit.inputs_for("azure-2017")] == ["derived.fct_azure_deployments"]
-    missing = fit.missing_input(tmp_path, "alibaba-2018")
+    missing = missing_input(fit, tmp_path, "alibaba-2018")
     assert missing is not None
     assert "derived/alibaba-2018/fct_alibaba_task_times.parquet is missing" in missing
     assert "tracelab derive --trace alibaba-2018" in missing
@@ -205,13 +308,13 @@ def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> No
 def test_fit_reads_on_google_2019_the_tables_its_priors_come_from(tmp_path: Path) -> None:
     fit = stage_named("fit")
     assert "google-2019" in fit.traces
-    assert "google-2019-priors" in fit.pages
+    assert PAGE_SPECS["google-2019-priors"].pipeline_stage == "fit"
     names = [e.name for e in fit.inputs_for("google-2019")]
     assert names == ["derived.fct_g2019_instance_times", "derived.fct_g2019_instance_usage_stats"]
     # the same tables the fit opens (analysis/priors/google2019.py), each a query in queries/
     assert names == [f"derived.{google2019.INSTANCE_TIMES}", f"derived.{google2019.USAGE_STATS}"]
     for table in (google2019.INSTANCE_TIMES, google2019.USAGE_STATS):
         assert (REPO / "queries" / f"{table}.sql").is_file()
-    missing = fit.missing_input(tmp_path, "google-2019")
+    missing = missing_input(fit, tmp_path, "google-2019")
     assert missing is not None
     assert "tracelab derive --trace google-2019" in missing

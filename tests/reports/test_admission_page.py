@@ -11,7 +11,10 @@ import pytest
 from admission_helpers import write_params
 from stage_checks import recorded_parameters, run_through_registry
 
-from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+from tracelab.analysis.admission.options import AdmissionParams
+from tracelab.analysis.admission.stage import (
+    admission_results,
+)
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.reports.model import InputsMissing, Number, PageContext

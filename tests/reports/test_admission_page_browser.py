@@ -15,7 +15,7 @@ import polars as pl
 import pytest
 from browser.chromium import CHROMIUM, render
 
-from tracelab.analysis.admission.stage import AdmissionParams
+from tracelab.analysis.admission.options import AdmissionParams
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.reports.pages import PAGE_SPECS
 from tracelab.reports.site import build_site

@@ -13,7 +13,10 @@ import pytest
 from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.packing.stage import PackingParams, packing_results
+from tracelab.analysis.packing.options import PackingParams
+from tracelab.analysis.packing.stage import (
+    packing_results,
+)
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
 from tracelab.reports.pages.packing import method_colour, packing_numbers, packing_sections

@@ -17,16 +17,14 @@ from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
 from tracelab.reports.fingerprint import reports_code_fingerprint
-from tracelab.reports.pages import GOOGLE_DERIVED_PAGES
+from tracelab.reports.pages import google
 from tracelab.reports.site import SiteBuild, build_site
 
 T0 = datetime(2026, 11, 22, 2, 0, 0, tzinfo=UTC)
 NIGHT = timedelta(days=1)
 #: three pages keep the tests fast; the queue page also reads a file it does not require
 SPECS = tuple(
-    s
-    for s in GOOGLE_DERIVED_PAGES
-    if s.slug in {"google-transitions", "google-queue", "google-usage"}
+    s for s in google.PAGES if s.slug in {"google-transitions", "google-queue", "google-usage"}
 )
 DERIVED = Path("derived") / "google-2011"
 

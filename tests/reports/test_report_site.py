@@ -17,10 +17,12 @@ from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
 from tracelab.reports.metadata import StageTiming
-from tracelab.reports.pages import GOOGLE_DERIVED_PAGES, PAGE_SPECS
+from tracelab.reports.pages import PAGE_SPECS, compare, google
 from tracelab.reports.site import build_site
 
 T0 = datetime(2026, 11, 22, 10, 0, 0, tzinfo=UTC)
+#: derive's pages of google-2011 and the cross-trace page
+GOOGLE_DERIVED_PAGES = (*google.PAGES, *compare.PAGES)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,10 @@ import pytest
 from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.vcsched.stage import YieldParams, yield_results
+from tracelab.analysis.vcsched.options import YieldParams
+from tracelab.analysis.vcsched.stage import (
+    yield_results,
+)
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
 from tracelab.reports.pages.vcsched import _same_lines, yield_headline, yield_sections

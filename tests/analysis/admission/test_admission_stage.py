@@ -12,7 +12,10 @@ import polars as pl
 import pytest
 from admission_helpers import write_params
 
-from tracelab.analysis.admission.stage import AdmissionParams, admission_results
+from tracelab.analysis.admission.options import AdmissionParams
+from tracelab.analysis.admission.stage import (
+    admission_results,
+)
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.parallel import process_map
 from tracelab.analysis.common.stage_api import out_of_range

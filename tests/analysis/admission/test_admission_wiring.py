@@ -17,6 +17,7 @@ from admission_helpers import PRIORS, write_params
 
 from tracelab.analysis.admission.importance import importance_scheme
 from tracelab.analysis.admission.model import admission_priors
+from tracelab.analysis.admission.options import AdmissionParams
 from tracelab.analysis.admission.sim import (
     ClusterConfig,
     RunResult,
@@ -25,7 +26,6 @@ from tracelab.analysis.admission.sim import (
     simulate_cluster,
 )
 from tracelab.analysis.admission.stage import (
-    AdmissionParams,
     _configs,
     _failure_rate,
     _importance,

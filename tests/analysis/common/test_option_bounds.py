@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 from admission_helpers import write_params
 
-from tracelab.analysis.admission.stage import AdmissionParams
+from tracelab.analysis.admission.options import AdmissionParams
 from tracelab.analysis.common.stage_api import (
     element_type,
     memory_budget,
     option_spec,
     out_of_range,
 )
-from tracelab.analysis.packing.stage import PackingParams
+from tracelab.analysis.packing.options import PackingParams
 from tracelab.flows.cli import main
 from tracelab.flows.registry import STAGES
 

@@ -16,9 +16,8 @@ from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import out_of_range
 from tracelab.analysis.common.stage_outputs import json_ready, read_summary
 from tracelab.analysis.packing.inputs import ModelTasks, realizations
+from tracelab.analysis.packing.options import PAPER_PACKING_PARAMS, PackingParams
 from tracelab.analysis.packing.stage import (
-    PAPER_PACKING_PARAMS,
-    PackingParams,
     all_methods,
     packing_results,
     task_source,

@@ -30,9 +30,9 @@ from packing_helpers import write_packing_params
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.packing.inputs import EmpiricalTasks, TaskSource, params_tasks
+from tracelab.analysis.packing.options import PackingParams
 from tracelab.analysis.packing.stage import (
     Method,
-    PackingParams,
     all_methods,
     evaluated_runs,
     experiment_settings,

@@ -16,9 +16,8 @@ from placement_helpers import write_export, write_lake
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import out_of_range
 from tracelab.analysis.common.stage_outputs import read_summary
+from tracelab.analysis.placement.options import PAPER_PLACEMENT_PARAMS, PlacementParams
 from tracelab.analysis.placement.stage import (
-    PAPER_PLACEMENT_PARAMS,
-    PlacementParams,
     placement_results,
 )
 from tracelab.reports.model import Number, PageContext

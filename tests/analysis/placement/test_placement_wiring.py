@@ -26,9 +26,9 @@ from tracelab.analysis.placement.model import (
     predicted_classes,
     predicted_long,
 )
+from tracelab.analysis.placement.options import PlacementParams
 from tracelab.analysis.placement.replay import ReplayResult, replay
 from tracelab.analysis.placement.stage import (
-    PlacementParams,
     _check,
     _curve_table,
     _lars_table,

@@ -24,9 +24,8 @@ from tracelab.analysis.vcsched.instances import (
     trace_jobs,
     truncated_normal,
 )
+from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.analysis.vcsched.stage import (
-    PAPER_YIELD_PARAMS,
-    YieldParams,
     instance_specs,
     yield_results,
 )

@@ -23,11 +23,9 @@ from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
 from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
+from tracelab.analysis.vcsched.options import ALGORITHMS, PAPER_YIELD_PARAMS, YieldParams
 from tracelab.analysis.vcsched.stage import (
-    ALGORITHMS,
-    PAPER_YIELD_PARAMS,
     InstanceOutcome,
-    YieldParams,
     _best_peak_load,
     _build_tasks,
     _instance_outcome,

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from tracelab.analysis.common.datapaths import DERIVED_FOLDER, LAKE_MANIFEST
 from tracelab.analysis.common.stage_api import option
+from tracelab.analysis.common.stage_declaration import Stage
 from tracelab.analysis.lake.schemas import (
     AZURE_CENSORED_VMDELETED_S,
     TIME_AFTER_WINDOW_US,
     USAGE_WINDOW_US,
     WINDOW_START_US,
 )
+from tracelab.analysis.traces import traces_feeding
 
 #: the trace window lasts 29 days (docs/methods.md §0.1)
 WINDOW_LENGTH_US = 29 * 86_400 * 1_000_000
@@ -90,3 +93,20 @@ class DeriveOptions:
             production_priority=self.production_priority,
             shutdown_min_vms=self.shutdown_min_vms,
         )
+
+
+STAGES = (
+    Stage(
+        name="derive",
+        command="derive",
+        scales_out=True,
+        help="DuckDB SQL derived tables (queries/) and their invariant checks",
+        traces=traces_feeding("derive"),
+        options=DeriveOptions,
+        runs_as="derive",
+        inputs=(LAKE_MANIFEST,),
+        outputs=(DERIVED_FOLDER,),
+        upstream=("ingest",),
+        methods="§1",
+    ),
+)
