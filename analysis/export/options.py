@@ -1,4 +1,5 @@
-"""The options of ``tracelab export`` (one frozen dataclass; each field is a command-line option).
+"""Stage ``export``, declared: its options (one frozen dataclass; each field is a command-line
+option) and its :class:`Stage` record.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
 this record, and ``tracelab run`` passes the same object to the export flow.

@@ -1,5 +1,6 @@
-"""The options of ``tracelab derive`` and the SQL parameters behind them, apart from the derive
-code: the command line and ``tracelab run`` read them without loading DuckDB or Arrow."""
+"""Stage ``derive``, declared: its options, the SQL parameters behind them and its
+:class:`Stage` record, apart from the derive code: the command line and ``tracelab run`` read
+them without loading DuckDB or Arrow."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""The options of ``tracelab analyze`` (one frozen dataclass; each field is a command-line option).
+"""Stages ``analyze`` and ``calibration``, declared: their options (one frozen dataclass each;
+each field is a command-line option) and their :class:`Stage` records.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
-this record, and ``tracelab run`` passes the same object to the analyze stage. The defaults live
+these records, and ``tracelab run`` passes the same object to the stage. The defaults live
 here, not in the analyses' modules, so reading the options (``--help``, ``tracelab run`` deciding
 whether anything changed) does not load scikit-learn and scipy.
 """
