@@ -147,13 +147,6 @@ def long_task_shortfall(stage: str, data_dir: Path, minimum: int = 1) -> Shortfa
     return Shortfall(stage, f"≥ {minimum} {tasks} ({LONG_TASK} each)", long_tasks_found(data_dir))
 
 
-def packing_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
-    """Packing draws its instances from the long tasks (unless it reads the params export)."""
-    if getattr(params, "source", "trace") != "trace":
-        return None
-    return long_task_shortfall("packing", data_dir)
-
-
 def trace_requests_shortfall(stage: str, data_dir: Path, trace: str = GOOGLE) -> Shortfall | None:
     """Trace instances need tasks' CPU and memory requests and the machines' capacities."""
     lake = lake_dir(data_dir, trace)
@@ -215,10 +208,3 @@ def derived_shortfall(data_dir: Path, trace: str, table: str, what: str) -> Shor
     found = "; ".join(table_found(lake, t) for t in (empty or sources))
     needs = f"rows in {', '.join(sources)} (for {table})"
     return Shortfall(what, needs, found if rows else f"{found} (0 rows in {table})")
-
-
-def yield_needs(data_dir: Path, trace: str, params: Any) -> Shortfall | None:
-    """Yield without the paper's instances runs on the trace's alone, which need their tables."""
-    if "paper" in getattr(params, "sources", ("paper",)):
-        return None
-    return trace_requests_shortfall("yield", data_dir, trace)

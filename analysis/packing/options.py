@@ -87,7 +87,7 @@ STAGES = (
         options=PackingParams,
         compute="tracelab.analysis.packing.stage:packing_results",
         # the long tasks it draws are checked here, beyond its input files
-        needs="tracelab.analysis.lake.availability:packing_needs",
+        needs="tracelab.analysis.packing.needs:packing_needs",
         page="google-packing",
         inputs=(derived_table("fct_task_usage_stats"), PARAMS_EXPORT),
         outputs=(stage_results("packing"),),

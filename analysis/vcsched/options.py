@@ -139,7 +139,7 @@ STAGES = (
         compute="tracelab.analysis.vcsched.stage:yield_results",
         # the paper's instances need no data; the trace's need task_events and machine_events
         # (without them the stage runs the paper's only and says so)
-        needs="tracelab.analysis.lake.availability:yield_needs",
+        needs="tracelab.analysis.vcsched.needs:yield_needs",
         page="google-yield",
         inputs=(LAKE_MANIFEST,),
         outputs=(stage_results("yield"),),
