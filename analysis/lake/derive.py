@@ -258,11 +258,16 @@ def require_lake(trace: str, lake_trace_dir: Path) -> dict[str, list[Path]]:
 
 
 def create_input_views(
-    con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path, *, staging: bool = True
+    con: duckdb.DuckDBPyConnection,
+    trace: str,
+    lake_trace_dir: Path,
+    *,
+    staging: bool = True,
+    params: Mapping[str, object] | None = None,
 ) -> None:
     """Expose each lake table of the trace under its own name; an absent table is empty; then,
     unless ``staging`` is False (a caller that checks the lake's columns first), the trace's
-    staging views.
+    staging views with the tunables ``params`` (default :class:`DeriveParams`'s).
 
     Raises a :class:`TracelabError` naming the folder and the ingest command when the trace has
     no lake at all.
@@ -277,12 +282,21 @@ def create_input_views(
             # an absent table (e.g. machine_attributes not ingested) still binds, with no rows
             con.from_arrow(table.arrow_schema().empty_table()).create(name)
     if staging:
-        create_staging_views(con, trace)
+        create_staging_views(con, trace, params)
 
 
-def create_staging_views(con: duckdb.DuckDBPyConnection, trace: str) -> None:
+def create_staging_views(
+    con: duckdb.DuckDBPyConnection, trace: str, params: Mapping[str, object] | None = None
+) -> None:
     """Expose the trace's staging views (``queries/stg_<key>__<shape>.sql``) as ``stg_<shape>``,
-    over the lake tables already exposed under their names; a view reading another comes after it."""
+    over the lake tables already exposed under their names; a view reading another comes after it.
+
+    A view takes no parameters: the tunables a staging view reads (google-2011's production
+    priority) are DuckDB variables, set here from ``params`` (default :class:`DeriveParams`'s).
+    """
+    values = DeriveParams().as_sql_params() if params is None else params
+    variables = load_sql("inputs/staging_variables")
+    con.execute(variables, params_for(variables, values))
     views = staging_views(trace)
     sqls = {shape: load_sql(stem) for shape, stem in views.items()}
     reads = {shape: relations_read(sql, set(views) - {shape}) for shape, sql in sqls.items()}
@@ -366,10 +380,11 @@ def create_partition_input_views(
     lake_trace_dir: Path,
     partition: int,
     n_partitions: int,
+    params: Mapping[str, object] | None = None,
 ) -> None:
     """Like :func:`create_input_views`, restricted to one job_id-hash partition of every table
     that has a ``job_id`` column (``queries/inputs/lake_table_partition.sql``)."""
-    create_input_views(con, trace, lake_trace_dir)
+    create_input_views(con, trace, lake_trace_dir, params=params)
     sql = load_sql("inputs/lake_table_partition")
     for name, table in trace_tables(trace).items():
         files = lake_table_files(lake_trace_dir, name)

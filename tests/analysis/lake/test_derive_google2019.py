@@ -37,9 +37,10 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
         result = derive.check_violations(con, check, params)
         assert result.holds, derive.failed_checks_message([result])
     assert derive.check_names(TRACE), "no google-2019 invariant checks found"
-    # its own checks, and the shared machine-capacity marts' checks over its staging
+    # its own checks, and the shared marts' checks over its staging
     shared = {"checks/assert_machine_capacity_non_negative"}
     shared.add("checks/assert_machine_capacity_mix_matches_series")
+    shared.add("checks/assert_events_by_priority_covers_events")
     assert shared <= set(derive.check_names(TRACE))
     assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
         derive.check_names(TRACE)
@@ -147,7 +148,7 @@ def test_capacity_mix_and_event_counts_match_the_generator(
     blank = mix.filter((pl.col("snapshot") == "window_start") & pl.col("cpus").is_null())
     assert blank["machines"].sum() == truth["machines_without_capacity"]
     by_type = (
-        tables["agg_g2019_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
+        tables["agg_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
     )
     assert {str(t): n for t, n in by_type.iter_rows()} == truth["event_counts"]["instance_events"]
 
