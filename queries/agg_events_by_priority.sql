@@ -15,7 +15,7 @@ events as (
         event_type,
         priority,
         is_production,
-        is_missing_info,
+        missing_info,
     from stg_task_events
 ),
 
@@ -28,7 +28,7 @@ per_pair as (
         count(distinct (job_id, task_index)) as n_tasks,
         count(*) filter (where time = 0) as n_before_window,
         count(*) filter (where time = $time_after_window_us) as n_after_window,
-        count(*) filter (where is_missing_info) as n_missing_info,
+        count(missing_info) as n_missing_info,
     from events
     group by priority, event_type
 ),

@@ -3,7 +3,9 @@
 -- (0 SUBMIT, 1 SCHEDULE, 2 EVICT, 3 FAIL, 4 FINISH, 5 KILL, 6 LOST, 7 UPDATE_PENDING,
 -- 8 UPDATE_RUNNING; any other code 'other'). production = priority >= the derive option
 -- production_priority (docs/methods.md §0.1), a DuckDB variable because a view takes no
--- parameters. is_missing_info: a record the trace synthesised (missing_info given).
+-- parameters. missing_info: the format document's code of a record the trace synthesised (0 snapshot
+-- but no transition, 1 no snapshot or transition, 2 exists but no creation); null = a genuine
+-- record; missing_info_known: the code is one of those three, or null.
 -- times keep the trace's markers: 0 before the window, 2^63-1 after it.
 with
 
@@ -31,7 +33,8 @@ final as (
         end as event,
         priority,
         priority >= getvariable('production_priority') as is_production,
-        missing_info is not null as is_missing_info,
+        missing_info,
+        coalesce(missing_info in (0, 1, 2), true) as missing_info_known,
         cpu_request,
         memory_request,
         machine_id,

@@ -4,8 +4,9 @@
 -- 3 SCHEDULE, 4 EVICT, 5 FAIL, 6 FINISH, 7 KILL, 8 LOST, 9 UPDATE_PENDING, 10 UPDATE_RUNNING;
 -- any other code 'other'). production = priority >= 120, the v3 production tier (free 0-99,
 -- best-effort batch 100-115, mid 116-119, production 120-359, monitoring 360+).
--- is_missing_info: a record the trace synthesised (missing_type 1-5; 0 or empty =
--- MISSING_TYPE_NONE). times keep the trace's markers: 0 before the window, 2^63-1 after it.
+-- missing_info: v3's missing_type of a record the trace synthesised (1-5), null for a genuine record
+-- (0 or empty = MISSING_TYPE_NONE); missing_info_known: the type is one of the proto's (0-5) or
+-- empty. times keep the trace's markers: 0 before the window, 2^63-1 after it.
 with
 
 instance_events_v3 as (
@@ -34,7 +35,8 @@ final as (
         end as event,
         priority,
         priority >= 120 as is_production,
-        coalesce(missing_type, 0) > 0 as is_missing_info,
+        case when missing_type > 0 then missing_type end as missing_info,
+        coalesce(missing_type between 0 and 5, true) as missing_info_known,
         resource_request_cpus as cpu_request,
         resource_request_memory as memory_request,
         machine_id,

@@ -41,6 +41,8 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
     shared = {"checks/assert_machine_capacity_non_negative"}
     shared.add("checks/assert_machine_capacity_mix_matches_series")
     shared.add("checks/assert_events_by_priority_covers_events")
+    for times_check in ("durations_non_negative", "missing_info_valid", "one_row_per_incarnation"):
+        shared.add(f"checks/assert_task_times_{times_check}")
     assert shared <= set(derive.check_names(TRACE))
     assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
         derive.check_names(TRACE)
@@ -86,9 +88,9 @@ def test_instance_times_are_the_generated_delays_and_runs(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    first = tables["fct_g2019_instance_times"].filter(pl.col("incarnation") == 1)
+    first = tables["fct_task_times"].filter(pl.col("incarnation") == 1)
     got = {
-        (r["collection_id"], r["instance_index"]): r
+        (r["job_id"], r["task_index"]): r
         for r in first.iter_rows(named=True)
         if r["schedule_time"] is not None
     }
