@@ -50,7 +50,7 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
         "agg_transition_counts": ("fct_task_transitions",),
         "agg_usage_by_priority": ("fct_task_transitions",),
         "agg_utilization_change": ("agg_usage_by_priority",),
-        "fct_task_lifecycles": ("fct_task_times", "fct_task_transitions"),
+        "fct_task_lifecycles": ("fct_task_times",),
         "fct_task_times": (),
         "fct_task_transitions": (),
         "fct_task_transitions_collapsed": ("fct_task_transitions",),
