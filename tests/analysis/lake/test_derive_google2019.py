@@ -150,9 +150,7 @@ def test_capacity_mix_and_event_counts_match_the_generator(
     assert machines == {"window_start": truth["machines"], "window_end": truth["machines"]}
     blank = mix.filter((pl.col("snapshot") == "window_start") & pl.col("cpus").is_null())
     assert blank["machines"].sum() == truth["machines_without_capacity"]
-    by_type = (
-        tables["agg_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
-    )
+    by_type = tables["agg_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
     assert {str(t): n for t, n in by_type.iter_rows()} == truth["event_counts"]["instance_events"]
 
 
