@@ -172,8 +172,8 @@ def fit_gamma_samples(
 def finished_execution_times(
     task_times: pl.LazyFrame, finish_event_type: int = FINISH_EVENT_TYPE
 ) -> FloatArray:
-    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds), or in
-    a table with its columns (google-2019's ``fct_g2019_instance_times``, whose FINISH is 6)."""
+    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds): the
+    trace's own FINISH code (google-2019's is 6)."""
     frame = (
         task_times.filter(pl.col("terminal_event_type") == finish_event_type)
         .select("execution_time_s")
