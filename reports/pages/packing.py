@@ -20,7 +20,7 @@ from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
-from tracelab.reports.figures import PlottedData, new_axes
+from tracelab.reports.figures import FloatArray, PlottedData, new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
     Figure,
@@ -196,8 +196,18 @@ def _values_data(frame: pl.DataFrame, order: Sequence[str], column: str, label: 
 def _boxes(ax: Any, values: Sequence[Any], order: Sequence[str]) -> None:
     """Box plots filled with each method's colour."""
     boxes = ax.boxplot(values, showfliers=False, patch_artist=True)
-    for patch, method in zip(boxes["boxes"], order, strict=True):
+    for i, (patch, method) in enumerate(zip(boxes["boxes"], order, strict=True), start=1):
         patch.set_facecolor(method_colour(method))
+        # with a few instances a box is a line: the points carry the method's colour too
+        ax.scatter(
+            np.full(len(values[i - 1]), i),
+            values[i - 1],
+            s=10,
+            color=method_colour(method),
+            edgecolors="black",
+            linewidths=0.4,
+            zorder=3,
+        )
 
 
 @dataclass(frozen=True)
@@ -378,38 +388,68 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
 def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     shown = base.filter(pl.col("family").is_in(["gpa", "av", "perc"]) & (pl.col("parameter") < 100))
     families = [f for f in ("gpa", "av", "perc") if f in set(shown["family"].to_list())]
+    q = floats(shown, "q")
+    linear = _zero_span(q)
     with new_axes(
         ctx.out_dir,
         "packing_m_vs_q",
         alt="Scatter of normalised machines against overflow frequency, one panel per family, "
         "one point per instance and method.",
-        caption="m against q per instance, one panel per family (GPA, av, perc); an instance "
-        "without any overflow (q = 0, which a log axis cannot show) is drawn at 1e-6, below the "
-        "smallest q one overflow gives here (1 / (m_abs · R)).",
+        caption="m against q per instance, one panel per family (GPA, av, perc); q on a "
+        f"logarithmic axis above {fmt(linear)} and a linear one from there down to 0, so an "
+        "instance without any overflow (q = 0, open marker) sits on the axis' 0.",
         ncols=max(len(families), 1),
         size=(3.6 * max(len(families), 1), 3.4),
         margins={"left": 0.08, "right": 0.98, "bottom": 0.15, "top": 0.9, "wspace": 0.3},
+        data=(
+            ("family", "method", "m (normalised machines)", "q (overflow frequency)"),
+            shown.select("family", "method", "m", "q").rows(),
+        ),
     ) as (axes, figs):
-        floor = 1e-6
         row = [axes] if len(families) <= 1 else list(axes[0])
         for ax, family in zip(row, families, strict=False):
             part = shown.filter(pl.col("family") == family)
             for method in _method_order(part):
                 one = part.filter(pl.col("method") == method)
-                ax.scatter(
-                    floats(one, "m"),
-                    np.maximum(floats(one, "q"), floor),
-                    s=14,
-                    label=method,
-                    color=method_colour(method),
-                )
-            ax.set_yscale("log")
-            ax.set_ylim(floor / 2, 1.0)
+                _zero_scatter(ax, floats(one, "m"), floats(one, "q"), method)
+            _zero_axis(ax, linear)
             ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
             ax.set_xlabel("m (normalised machines)", fontsize=8)
             ax.legend(fontsize=8)
         row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
+
+
+def _zero_scatter(ax: Any, m: FloatArray, q: FloatArray, method: str) -> None:
+    """The method's points in its colour; q = 0 (no overflow at all, not a small q) as open
+    markers on the axis' 0, drawn over the frame (``clip_on``) so they are not cut in half."""
+    colour, zero = method_colour(method), q == 0
+    ax.scatter(m[~zero], q[~zero], s=14, color=colour, label=method if (~zero).any() else None)
+    ax.scatter(
+        m[zero],
+        q[zero],
+        s=14,
+        facecolors="none",
+        edgecolors=colour,
+        clip_on=False,
+        label=None if (~zero).any() else method,
+    )
+
+
+def _zero_span(q: FloatArray) -> float:
+    """The power of ten at or below the smallest positive q: below it the q axis is linear,
+    so 0 has a place on it (a log axis has none)."""
+    positive = q[q > 0]
+    return 10.0 ** math.floor(math.log10(float(positive.min()))) if positive.size else 1e-3
+
+
+def _zero_axis(ax: Any, linear: float) -> None:
+    """A q axis from 0 to 1: linear up to ``linear``, logarithmic above, with 0 labelled."""
+    ax.set_yscale("symlog", linthresh=linear, linscale=0.4)
+    ax.set_ylim(0.0, 1.0)
+    ticks = [0.0, *10.0 ** np.arange(round(math.log10(linear)), 1)]
+    ax.set_yticks(ticks, ["0", *(fmt(t) for t in ticks[1:])], fontsize=8)
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
@@ -420,9 +460,15 @@ def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         "packing_gpa_error",
         alt="Box plots of GPA's relative error of the overflow frequency per target rho.",
         caption="(q − ρ)/ρ of GPA per ρ over instances; 0 = q exactly at the target.",
+        data=(
+            ("ρ", "(q − ρ)/ρ"),
+            gpa.select(
+                "parameter", ((pl.col("q") - pl.col("parameter")) / pl.col("parameter"))
+            ).rows(),
+        ),
     ) as (ax, figs):
         data = [(floats(gpa.filter(pl.col("parameter") == r), "q") - r) / r for r in rhos]
-        ax.boxplot(data, showfliers=False)
+        _boxes(ax, data, [f"GPA {r:g}" for r in rhos])
         ax.set_xticks(np.arange(1, len(rhos) + 1), [f"{r:g}" for r in rhos])
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_xlabel("ρ")
@@ -506,8 +552,9 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         "packing_inst_vs_avg",
         alt="Bars of mean overflow frequency per method when statistics come from inst or from avg.",
         caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on "
-        "inst; a mean q of 0 (no overflow in any instance) has no bar on the log axis and is "
-        "marked “0” at its foot.",
+        "inst; q on a logarithmic axis down to the smallest positive mean's power of ten and a "
+        "linear one below it, so every bar starts at 0; a mean q of 0 (no overflow in any "
+        "instance) has no bar and is marked “0”.",
         margins={"bottom": 0.25, "top": 0.88},
         data=(
             ("method", "mean q, statistics from inst", "mean q, statistics from avg"),
@@ -538,20 +585,18 @@ _STATISTICS = (("inst", "statistics from inst (1 s)"), ("avg", "statistics from 
 
 
 def _q_bars(ax: Any, means: pl.DataFrame, order: Sequence[str]) -> None:
-    """Mean q per method and statistics on a log axis; a zero has no bar (log 0 is not on the
-    axis) and is written "0" at the bar's place instead of being drawn at an invented floor."""
+    """Mean q per method and statistics on :func:`_zero_axis`, so every bar starts at 0; a
+    mean of 0 has no height and is written "0" at its place."""
     x = np.arange(len(order))
-    positive = [q for col, _ in _STATISTICS for q in floats(means, col) if q > 0]
-    foot = min(positive, default=1e-3) / 3
+    linear = _zero_span(np.concatenate([floats(means, col) for col, _ in _STATISTICS]))
     for (col, label), shift, colour in zip(
         _STATISTICS, (-0.2, 0.2), ("#4a7fb0", "#d08a3a"), strict=True
     ):
         q = floats(means, col)
-        ax.bar(x + shift, np.where(q > 0, q, np.nan), width=0.4, label=label, color=colour)
+        ax.bar(x + shift, q, width=0.4, label=label, color=colour)
         for xi in (x + shift)[q == 0]:
-            ax.text(xi, foot, "0", ha="center", va="bottom", fontsize=8, color=colour)
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=foot)
+            ax.text(xi, 0.0, "0", ha="center", va="bottom", fontsize=8, color=colour)
+    _zero_axis(ax, linear)
     ax.set_xticks(x, order, rotation=60, fontsize=8.5)
     ax.set_ylabel("mean q (overflow frequency)")
     # above the axes: inside, the legend would cover the tallest bars
@@ -570,8 +615,9 @@ def _lines(
         ctx.out_dir,
         name,
         alt=caption,
-        caption=f"{caption} A mean q of 0 (no overflow), which a log axis cannot show, is marked "
-        "▽ at the axis' foot.",
+        caption=f"{caption} q on a logarithmic axis down to the smallest positive mean's power "
+        "of ten and a linear one below it, so a mean q of 0 (no overflow) is drawn at 0, as an "
+        "open marker.",
         ncols=len(panels),
         size=(3.8 * len(panels) + 0.6, 3.4) if split_rebalance else None,
         data=(
@@ -582,34 +628,33 @@ def _lines(
         row = [axes] if len(panels) == 1 else list(axes[0])
         for ax, rebalance in zip(row, panels, strict=True):
             part = means.filter(pl.col("rebalance") == rebalance) if split_rebalance else means
-            _q_lines(ax, part.sort(x), methods, x)
+            _q_lines(ax, part.sort(x), methods, x, _zero_span(floats(means, "q")))
             if split_rebalance:
                 ax.set_title("rebalancing" if rebalance else "no rebalancing", fontsize=9)
     return tuple(figs)
 
 
-def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str) -> None:
-    """Mean q against ``x`` per method on log axes; zeros as open triangles at the foot."""
-    positive = floats(means, "q")[floats(means, "q") > 0]
-    foot = float(positive.min()) / 3 if positive.size else 1e-3
+def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str, linear: float) -> None:
+    """Mean q against ``x`` per method, q on :func:`_zero_axis` so a mean of 0 (no overflow
+    in any instance) is drawn at 0, as an open marker."""
     for method in methods:
         line = means.filter(pl.col("method") == method)
         if not line.height:
             continue
         xs, q = floats(line, x), floats(line, "q")
         colour = method_colour(method)
-        ax.plot(xs, np.where(q > 0, q, np.nan), marker="o", color=colour, label=method)
-        ax.plot(
-            xs[q == 0],
-            np.full(int((q == 0).sum()), foot),
-            marker="v",
-            linestyle="none",
-            color=colour,
-            markerfacecolor="none",
+        ax.plot(xs, q, color=colour, label=method, clip_on=False)
+        ax.scatter(
+            xs,
+            q,
+            s=22,
+            facecolors=[colour if v > 0 else "none" for v in q],
+            edgecolors=colour,
+            clip_on=False,
+            zorder=3,
         )
+    _zero_axis(ax, linear)
     ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=foot / 1.6)
     # the grid's own values as ticks: log-axis minor labels collide on a short range
     ticks = sorted(set(means[x].to_list()))
     ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)

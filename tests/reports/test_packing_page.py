@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 import pytest
@@ -16,7 +17,14 @@ from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PackingParams, packing_results
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
-from tracelab.reports.pages.packing import method_colour, packing_numbers, packing_sections
+from tracelab.reports.pages.packing import (
+    _fig8_tradeoff,
+    _zero_axis,
+    _zero_span,
+    method_colour,
+    packing_numbers,
+    packing_sections,
+)
 
 SUMMARY: dict[str, Any] = {
     "source": "trace",
@@ -122,10 +130,43 @@ def test_page_states_this_runs_numbers_and_draws_every_figure(tmp_path: Path) ->
     assert "paper" in overview.tables[0].columns
     assert ("tasks", "25", "tasks per instance (paper: 1,000)") in sections[-1].tables[0].rows
     # the plotted data say q = 0 where no instance overflowed, never an invented floor
-    for name in ("packing_inst_vs_avg", "packing_capacity", "packing_clairvoyance"):
+    for name in (
+        "packing_inst_vs_avg",
+        "packing_capacity",
+        "packing_clairvoyance",
+        "packing_m_vs_q",
+    ):
         table = pl.read_csv(tmp_path / "site" / f"{name}.csv")
         values = table.select(pl.exclude(pl.String)).to_numpy().ravel()
-        assert not (values == 1e-7).any(), name
+        assert not np.isin(values, [1e-6, 1e-7]).any(), name
+
+
+def test_zero_overflow_is_drawn_at_a_labelled_zero_and_its_csv_says_zero(tmp_path: Path) -> None:
+    """q = 0 (no overflow in any realization) sits at 0 of a q axis that is linear below the
+    smallest positive q's power of ten, never at an invented floor on a log axis."""
+    base = pl.DataFrame(
+        {
+            "family": ["perc", "perc", "perc"],
+            "parameter": [90.0, 99.0, 99.0],
+            "method": ["perc 90", "perc 99", "perc 99"],
+            "m": [1.8, 2.7, 2.8],
+            "q": [3.2e-5, 0.0, 0.0],
+        }
+    )
+    ctx = PageContext(tmp_path, tmp_path / "site", "google-2011")
+    (fig,) = _fig8_tradeoff(ctx, base)
+    table = pl.read_csv(tmp_path / "site" / fig.data_file)
+    assert table["q (overflow frequency)"].to_list() == [3.2e-5, 0.0, 0.0]
+    # 3.2e-5: the axis turns logarithmic at 1e-5 and is labelled 0 at its foot
+    assert _zero_span(np.array([0.0, 3.2e-5, 0.2])) == pytest.approx(1e-5)
+    _, ax = plt.subplots()
+    _zero_axis(ax, 1e-5)
+    assert ax.get_yscale() == "symlog"
+    assert ax.get_ylim() == (0.0, 1.0)
+    labels = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    assert labels["0"] == 0.0
+    assert labels["1e-5"] == pytest.approx(1e-5)
+    plt.close("all")
 
 
 def test_a_method_keeps_its_colour_whatever_else_a_figure_shows() -> None:
