@@ -16,8 +16,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracelab.analysis.statistics.gamma_fits import gamma_cdf
-from tracelab.reports.figures import FloatArray, ecdf, new_axes
+from tracelab.reports.figures import FloatArray, gamma_fit_figure, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
 from tracelab.reports.numfmt import binomial_rate, fmt, fmt_pct
@@ -927,25 +926,16 @@ def _gamma_table(nums: GammaFitsNumbers) -> HtmlTable:
 
 def _gamma_figure(fit: GammaFit, sample: FloatArray, out: Path) -> list[Figure]:
     quantity = fit.name.removeprefix("google_").replace("_", " ")
-    x, y = ecdf(sample)
-    # a sample spanning decades (execution times: seconds to days) piles up at 0 on a linear axis
-    log = x.size > 0 and x[0] > 0 and x[-1] / x[0] > 100
-    with new_axes(
+    return gamma_fit_figure(
         out,
         f"gamma_{fit.name}",
-        alt=f"Empirical CDF of {quantity} with the fitted Gamma CDF.",
-        caption=f"{quantity} ({fit.unit}): empirical CDF and fitted Gamma(shape {fmt(fit.shape)}, "
-        f"rate {fmt(fit.rate)} 1/{fit.unit}){', log axis' if log else ''}.",
-    ) as (ax, figs):
-        ax.step(x, y, where="post", label="data")
-        grid = np.geomspace(x[0], x[-1], 400) if log else np.linspace(0.0, float(x[-1]), 400)
-        ax.plot(grid, gamma_cdf(fit.shape, fit.rate, grid), label="Gamma fit")
-        if log:
-            ax.set_xscale("log")
-        ax.set_xlabel(f"{quantity} ({fit.unit})")
-        ax.set_ylabel("fraction at or below")
-        ax.legend()
-    return figs
+        quantity,
+        fit.unit,
+        (fit.shape, fit.rate),
+        sample,
+        f"{quantity} ({fit.unit}): empirical CDF and fitted Gamma(shape {fmt(fit.shape)}, "
+        f"rate {fmt(fit.rate)} 1/{fit.unit})",
+    )
 
 
 def _gamma_samples(ctx: PageContext) -> dict[str, FloatArray]:
