@@ -19,6 +19,8 @@ import polars as pl
 from tracelab.analysis.common.atomic import atomic_write_text, atomic_write_with
 
 SUMMARY_FILE = "summary.json"
+#: the summary's entry naming the number the stage's page leads with and its condition
+HEADLINE = "headline"
 
 
 def write_stage_outputs(
@@ -47,6 +49,25 @@ def read_summary(stage_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` a stage wrote."""
     doc: dict[str, Any] = json.loads((stage_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     return doc
+
+
+def headline(key: str, condition: str) -> dict[str, str]:
+    """``summary.json``'s :data:`HEADLINE` entry: the key of the number the stage's page leads
+    with (the index shows it beside the page's link) and the condition that number holds under
+    (which case, policy or sample it was chosen from), so a reader of the index never sees a
+    number without what it is of."""
+    return {"key": key, "condition": condition}
+
+
+def read_headline(stage_dir: Path) -> tuple[str, str] | None:
+    """The (key, condition) a stage recorded with :func:`headline`; None without one."""
+    entry = read_json_object(stage_dir / SUMMARY_FILE).get(HEADLINE)
+    if not isinstance(entry, dict):
+        return None
+    key, condition = entry.get("key"), entry.get("condition")
+    if not isinstance(key, str) or not isinstance(condition, str):
+        return None
+    return key, condition
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from tracelab.analysis.common.stage_api import (
     out_of_range,
     serial_map,
 )
-from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.placement.model import (
@@ -237,6 +237,12 @@ class PlacementSummary:
         d["lars_saved_pct_ci"] = list(self.lars_saved_pct_ci)
         d["lars_oracle_saved_pct_ci"] = list(self.lars_oracle_saved_pct_ci)
         d["lars_interval_method"] = LARS_INTERVAL_METHOD
+        d[HEADLINE] = headline(
+            "improvement_pp_la_binary_oracle",
+            "LA-Binary with oracle lifetimes: empty hosts (% of the pool) minus Best Fit's, mean "
+            f"over {len(self.pool_hosts)} pools of {', '.join(map(str, self.pool_hosts))} hosts "
+            f"({self.vms:,} VMs, {self.source})",
+        )
         return d
 
 

@@ -28,6 +28,7 @@ import polars as pl
 from scipy import special, stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_POOL_SIZE,
     DEFAULT_REALIZATIONS,
@@ -385,12 +386,30 @@ def gaussian_sums_summary(
         "inputs": {"long_tasks": n_long, "pool_tasks": pool_tasks},
         "skipped_sizes": list(result.skipped_sizes),
         "rejection_rate_by_n": {str(r.n_tasks_per_set): r.rejection_rate for r in result.rows},
+        HEADLINE: _headline(result),
         "paper": {
             "n": list(PAPER_TABLE1_N),
             "rejection_rate": list(PAPER_TABLE1_REJECTION_RATE),
             "mean_mu": list(PAPER_TABLE1_MEAN_MU),
         },
     }
+
+
+#: the set size the page leads with (Table 1's smallest N)
+HEADLINE_N = 10
+
+
+def _headline(result: GaussianSums) -> dict[str, str]:
+    """The rejection rate at N = 10 when the run has it, else at its first N, with its test."""
+    rows = {r.n_tasks_per_set: r for r in result.rows}
+    if not rows:
+        return headline(f"rejection_rate_{HEADLINE_N}", "no set size had enough tasks")
+    r = rows.get(HEADLINE_N, result.rows[0])
+    return headline(
+        f"rejection_rate_{r.n_tasks_per_set}",
+        f"Anderson–Darling at level {result.level:g}, {r.n_sets:,} sets of "
+        f"{r.n_tasks_per_set} tasks, {result.realizations:,} realizations each",
+    )
 
 
 def gaussian_sums_tables(result: GaussianSums) -> dict[str, pl.DataFrame]:

@@ -26,6 +26,7 @@ from tracelab.analysis.admission.sim import (
 )
 from tracelab.analysis.admission.stage import (
     AdmissionParams,
+    AdmissionSummary,
     _configs,
     _failure_rate,
     _importance,
@@ -38,6 +39,7 @@ from tracelab.analysis.admission.stage import (
     run_cluster,
 )
 from tracelab.analysis.admission.stats import (
+    PolicyResult,
     gain_interval,
     policy_result,
     threshold_bounds,
@@ -633,3 +635,64 @@ def test_utilization_interval_falls_back_to_the_percentile_bootstrap() -> None:
     # interval; the percentile bootstrap of Σ u·w / Σ w counts 0/0 as 0: (0, 0)
     values, weights = np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])
     assert utilization_ci(values, 100, 0, weights) == (0.0, 0.0)
+
+
+def _verified(
+    policy: str, utilization: float, met: bool | None, observations: int = 0
+) -> PolicyResult:
+    return PolicyResult(
+        policy=policy,
+        observations=observations,
+        threshold=1.0,
+        threshold_unit="",
+        utilization=utilization,
+        utilization_ci_low=utilization,
+        utilization_ci_high=utilization,
+        failure_rate=0.0,
+        failure_rate_ci_low=0.0,
+        failure_rate_ci_high=0.0,
+        scaleouts=10,
+        failures=0,
+        runs=3,
+        sla_met=met,
+        mean_deployments=5.0,
+        accepted=1,
+        arrivals=2,
+        accepted_share=0.5,
+    )
+
+
+def test_the_headline_is_the_best_table_2_policy_meeting_the_sla_with_its_case() -> None:
+    """Of zeroth 0.70 (met), first 0.75 (met), second 0.80 (missed) and a Fig. 1 policy 0.9
+    (observations, not Table 2), the first-moment policy leads; with none met, the highest."""
+    summary = AdmissionSummary(
+        prior="marginal",
+        records=(),
+        cores=3000,
+        arrival_rate_per_hour=8.0,
+        horizon_hours=168.0,
+        runs=3,
+        sla=0.001,
+        results=(
+            _verified("zeroth", 0.70, True),
+            _verified("first", 0.75, True),
+            _verified("second", 0.80, False),
+            _verified("second", 0.90, True, observations=5),
+        ),
+        upper_bound=None,
+        importance_sampling=False,
+        params=AdmissionParams(),
+    )
+    case = "failure rate ≤ 0.001 on 3 verification runs; 3,000 cores, 168 h, marginal prior"
+    assert summary.to_dict()["headline"] == {
+        "key": "best_utilization",
+        "condition": f"first policy, best of those with {case}",
+    }
+    none_met = dataclasses.replace(
+        summary, results=(_verified("zeroth", 0.7, False), _verified("first", 0.75, False))
+    )
+    assert none_met.headline() == {
+        "key": "top_utilization",
+        "condition": f"first policy; none met the SLA ({case})",
+    }
+    assert dataclasses.replace(summary, results=()).headline()["key"] == "best_utilization"

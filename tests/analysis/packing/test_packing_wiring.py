@@ -240,6 +240,13 @@ def test_summary_means_over_instances_with_rebalancing() -> None:
     assert summary.q_by_method["av 1"] == pytest.approx(0.5)
     assert summary.experiments == ("methods",)
     assert (summary.population, summary.data) == (40, "hand-made")
+    # the index's headline: GPA 0.001's q, in the base case and over the grid that ran
+    assert summary.to_dict()["headline"] == {
+        "key": "gpa_q_rho_0001",
+        # the default grid: c = 1.0, 4 instances of 1,000 tasks, 1,000 realizations
+        "condition": "GPA at ρ = 0.001: Best Fit with rebalancing, c = 1, full clairvoyance, "
+        "statistics from inst; mean over 4 instances of 1,000 tasks, 1,000 realizations each",
+    }
 
 
 def _one_window(values: list[float]) -> EmpiricalTasks:

@@ -131,6 +131,11 @@ def test_lars_intervals_resample_whole_defragmentation_sets() -> None:
     # the LAVA paper's LARS reductions (Table 2: 4.32% and 4.55%) beside this run's
     assert d["paper_lars_reduction_pct"] == [4.32, 4.55]
     assert "bootstrap" in d["lars_interval_method"]
+    assert d["headline"] == {
+        "key": "improvement_pp_la_binary_oracle",
+        "condition": "LA-Binary with oracle lifetimes: empty hosts (% of the pool) minus Best "
+        f"Fit's, mean over 2 pools of 10, 10 hosts ({s.vms:,} VMs, {s.source})",
+    }
     # one set: every resample is that set, so the interval is the point (100 x 1 / 8 = 12.5)
     one = placement_summary(_results()[:3], PlacementParams(pool_hosts=(10,)), 1.0)
     assert one.lars_saved_pct_ci == (12.5, 12.5)
