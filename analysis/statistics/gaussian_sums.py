@@ -28,7 +28,7 @@ import polars as pl
 from scipy import special, stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
-from tracelab.analysis.common.stage_outputs import HEADLINE, headline
+from tracelab.analysis.common.stage_outputs import HEADLINE, case_headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_POOL_SIZE,
     DEFAULT_REALIZATIONS,
@@ -401,14 +401,16 @@ HEADLINE_N = 10
 
 def _headline(result: GaussianSums) -> dict[str, str]:
     """The rejection rate at N = 10 when the run has it, else at its first N, with its test."""
-    rows = {r.n_tasks_per_set: r for r in result.rows}
-    if not rows:
-        return headline(f"rejection_rate_{HEADLINE_N}", "no set size had enough tasks")
-    r = rows.get(HEADLINE_N, result.rows[0])
-    return headline(
-        f"rejection_rate_{r.n_tasks_per_set}",
-        f"Anderson–Darling at level {result.level:g}, {r.n_sets:,} sets of "
-        f"{r.n_tasks_per_set} tasks, {result.realizations:,} realizations each",
+    return case_headline(
+        "rejection_rate_",
+        result.rows,
+        lambda r: r.n_tasks_per_set,
+        HEADLINE_N,
+        lambda r: (
+            f"Anderson–Darling at level {result.level:g}, {r.n_sets:,} sets of "
+            f"{r.n_tasks_per_set} tasks, {result.realizations:,} realizations each"
+        ),
+        "no set size had enough tasks",
     )
 
 

@@ -26,7 +26,7 @@ import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
-from tracelab.analysis.common.stage_outputs import HEADLINE, headline
+from tracelab.analysis.common.stage_outputs import HEADLINE, case_headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_ALPHA,
     DEFAULT_DELTAS,
@@ -220,14 +220,16 @@ HEADLINE_DELTA = 12
 
 def _headline(result: TimeInvariance) -> dict[str, str]:
     """The share at Δ = 12 when the run tested it, else at its first Δ, with its test."""
-    shares = {s.delta: s for s in result.shares}
-    if not shares:
-        return headline(f"share_rejected_{HEADLINE_DELTA}", "no Δ tested")
-    s = shares.get(HEADLINE_DELTA, result.shares[0])
-    return headline(
-        f"share_rejected_{s.delta}",
-        f"two-sample KS at α = {result.alpha:g} on windows of Δ = {s.delta}, "
-        f"{s.n_tested:,} long tasks tested",
+    return case_headline(
+        "share_rejected_",
+        result.shares,
+        lambda s: s.delta,
+        HEADLINE_DELTA,
+        lambda s: (
+            f"two-sample KS at α = {result.alpha:g} on windows of Δ = {s.delta}, "
+            f"{s.n_tested:,} long tasks tested"
+        ),
+        "no Δ tested",
     )
 
 

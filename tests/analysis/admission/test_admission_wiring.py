@@ -640,25 +640,10 @@ def test_utilization_interval_falls_back_to_the_percentile_bootstrap() -> None:
 def _verified(
     policy: str, utilization: float, met: bool | None, observations: int = 0
 ) -> PolicyResult:
-    return PolicyResult(
-        policy=policy,
-        observations=observations,
-        threshold=1.0,
-        threshold_unit="",
-        utilization=utilization,
-        utilization_ci_low=utilization,
-        utilization_ci_high=utilization,
-        failure_rate=0.0,
-        failure_rate_ci_low=0.0,
-        failure_rate_ci_high=0.0,
-        scaleouts=10,
-        failures=0,
-        runs=3,
-        sla_met=met,
-        mean_deployments=5.0,
-        accepted=1,
-        arrivals=2,
-        accepted_share=0.5,
+    """A verified result with only what the headline reads set by hand."""
+    base = policy_result("zeroth", 0, 0.5, [_run(0, 0.5, 10, 0)], None, AdmissionParams())
+    return dataclasses.replace(
+        base, policy=policy, utilization=utilization, sla_met=met, observations=observations
     )
 
 

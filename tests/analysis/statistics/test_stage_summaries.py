@@ -236,8 +236,8 @@ def _row(n: int, rate: float) -> ADRow:
     return ADRow(n, 20, rate, 0.05, 0.1 * n, 0.01, 0.02, 0.03)
 
 
-def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
-    result = GaussianSums(
+def _sums() -> GaussianSums:
+    return GaussianSums(
         realizations=200,
         sets_per_size=20,
         pool_size=90,
@@ -247,6 +247,10 @@ def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
         sets=pl.DataFrame(),
         skipped_sizes=(500,),
     )
+
+
+def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
+    result = _sums()
     summary = gaussian_sums_summary(
         result, sizes=(10, 50, 500), realizations=200, pool_size=100, n_long=120, pool_tasks=90
     )
@@ -378,16 +382,7 @@ def test_each_summary_names_its_headline_number_and_condition() -> None:
     assert time_invariance_summary(no_12, deltas=(24,), batch_rows=10)["headline"]["key"] == (
         "share_rejected_24"
     )
-    sums = GaussianSums(
-        realizations=1200,
-        sets_per_size=20,
-        pool_size=90,
-        seed=3,
-        level=0.05,
-        rows=(_row(50, 0.25), _row(10, 0.8)),
-        sets=pl.DataFrame(),
-        skipped_sizes=(),
-    )
+    sums = replace(_sums(), realizations=1200, rows=(_row(50, 0.25), _row(10, 0.8)))
     assert gaussian_sums_summary(
         sums, sizes=(10, 50), realizations=1200, pool_size=100, n_long=120, pool_tasks=90
     )["headline"] == {
