@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import binomial_rate, clustered_mean_interval
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, option, serial_map
 from tracelab.analysis.common.stage_outputs import headline, write_stage_outputs
@@ -476,6 +477,11 @@ class PackingSummary:
     reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: the number the page leads with (GPA 0.001's q) and the case it is the mean of
     headline: dict[str, str] = field(default_factory=dict)
+    #: per method of the base case, the pooled overflow rate (all instances' overflows of their
+    #: m_abs × R evaluations) with its Clopper–Pearson interval, an :class:`Estimate`'s dict
+    q_interval_by_method: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``rebalancing_q_decrease`` with its interval resampling whole instances (Estimate dict)
+    rebalancing_q_decrease_interval: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """``summary.json``: these fields, the grid it ran and the paper's headline numbers."""
@@ -512,15 +518,13 @@ def packing_summary(
         b: m / gpa_m["0.05"] if "0.05" in gpa_m else float("nan")
         for b, m in _by(base, "cantelli", "m_mean").items()
     }
-    gains = (
-        rebalancing_table(runs)
-        .filter(
-            (pl.col("experiment") == "methods")
-            & (pl.col("fit") == "best")
-            & pl.col("family").is_in(["gpa", "av"])
-        )["q_decrease"]
-        .drop_nulls()
+    gain_rows = rebalancing_table(runs).filter(
+        (pl.col("experiment") == "methods")
+        & (pl.col("fit") == "best")
+        & pl.col("family").is_in(["gpa", "av"])
+        & pl.col("q_decrease").is_not_null()
     )
+    gains = gain_rows["q_decrease"]
     base_runs = runs.filter((pl.col("experiment") == "methods") & pl.col("rebalance"))
     per_fit = base_runs.pivot(on="fit", index=["instance", "method"], values="m_abs")
     diff = np.abs(per_fit["first"].to_numpy() - per_fit["best"].to_numpy())
@@ -562,6 +566,13 @@ def packing_summary(
         ),
         parameters=dataclasses.asdict(params),
         reduced=reduced_options(params, PAPER_PACKING_PARAMS),
+        q_interval_by_method={
+            str(r["method"]): binomial_rate(int(r["overflows"]), int(r["evaluations"])).to_dict()
+            for r in base.iter_rows(named=True)
+        },
+        rebalancing_q_decrease_interval=clustered_mean_interval(
+            gains.to_numpy(), gain_rows["instance"].to_numpy()
+        ).to_dict(),
         headline=headline(
             "gpa_q_rho_0001",
             f"GPA at ρ = 0.001: Best Fit with rebalancing, c = {params.capacity:g}, full "

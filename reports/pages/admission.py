@@ -23,7 +23,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import binomial_rate, fmt, fmt_ci, fmt_pct
+from tracelab.reports.numfmt import binomial_rate, estimate_text, fmt, fmt_ci, fmt_pct
 from tracelab.reports.run_parameters import (
     differences,
     differences_text,
@@ -216,7 +216,7 @@ def failure_text(r: PolicyRow, weighted: bool) -> str:
     importance sampling the stage's weighted interval.
     """
     if r.failures == 0 and not weighted:
-        return binomial_rate(0, r.scaleouts).text
+        return estimate_text(binomial_rate(0, r.scaleouts))
     return fmt_ci(r.failure_rate, r.failure_rate_ci_low, r.failure_rate_ci_high)
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from tracelab.reports.figures import FloatArray, gamma_fit_figure, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import binomial_rate, fmt, fmt_pct
+from tracelab.reports.numfmt import binomial_rate, estimate_text, fmt, fmt_pct
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -669,7 +669,7 @@ def _rejection_text(rate: float, sets: int | None) -> str:
     if sets is None or not np.isfinite(rate):
         return fmt(rate)
     r = binomial_rate(round(rate * sets), sets)
-    return r.text if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
+    return estimate_text(r) if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
 
 
 def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:

@@ -18,6 +18,7 @@ import numpy as np
 import polars as pl
 from matplotlib.ticker import NullFormatter
 
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
 from tracelab.reports.figures import FloatArray, PlottedData, new_axes
@@ -31,14 +32,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import (
-    Mean,
-    Rate,
-    binomial_rate,
-    clustered_mean_interval,
-    fmt,
-    fmt_pct,
-)
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_pct
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "packing"
@@ -215,15 +209,24 @@ class PackingEvidence:
     """What the headline numbers rest on: overflow counts, machines, per-instance gains."""
 
     #: method -> overflows of all instances' m_abs × R evaluations (Best Fit, rebalancing, c)
-    rates: dict[str, Rate]
+    rates: dict[str, Estimate]
     #: mean m_abs of av 1 over instances (the paper: 28.0 machines for 1,000 tasks)
     av1_machines: float
     #: the mean relative decrease of q from rebalancing, resampling whole instances
-    rebalancing: Mean
+    rebalancing: Estimate
 
 
 def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidence:
-    """From ``methods.parquet`` and ``rebalancing.parquet`` (what the summary's numbers summarise)."""
+    """The intervals the stage stored in ``summary.json`` and av 1's machines from
+    ``methods.parquet`` (the base case: Best Fit, rebalancing, c)."""
+    rates, rebalancing = (
+        summary.get("q_interval_by_method"),
+        summary.get("rebalancing_q_decrease_interval"),
+    )
+    if not isinstance(rates, dict) or not isinstance(rebalancing, dict):
+        raise InputsMissing(
+            "packing/summary.json has no q_interval_by_method (an older `tracelab pack` wrote it)"
+        )
     capacity = summary.get("parameters", {}).get("capacity", 1.0)
     methods = pl.read_parquet(folder / "methods.parquet").filter(
         (pl.col("experiment") == "methods")
@@ -231,23 +234,11 @@ def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidenc
         & pl.col("rebalance")
         & (pl.col("capacity") == capacity)
     )
-    rates = {
-        str(r["method"]): binomial_rate(int(r["overflows"]), int(r["evaluations"]))
-        for r in methods.iter_rows(named=True)
-    }
     av1 = methods.filter(pl.col("method") == "av 1")["m_abs_mean"]
-    gains = pl.read_parquet(folder / "rebalancing.parquet").filter(
-        (pl.col("experiment") == "methods")
-        & (pl.col("fit") == "best")
-        & pl.col("family").is_in(["gpa", "av"])
-        & pl.col("q_decrease").is_not_null()
-    )
     return PackingEvidence(
-        rates=rates,
+        rates={str(m): Estimate.from_dict(d) for m, d in rates.items()},
         av1_machines=float(av1[0]) if av1.len() else math.nan,
-        rebalancing=clustered_mean_interval(
-            floats(gains, "q_decrease"), gains["instance"].to_numpy()
-        ),
+        rebalancing=Estimate.from_dict(rebalancing),
     )
 
 
@@ -257,14 +248,18 @@ def _q_text(e: PackingEvidence, method: str, mean_q: float) -> str:
     rate = e.rates.get(method)
     if rate is None:
         return fmt(mean_q)
-    return rate.text if rate.events == 0 else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+    return (
+        estimate_text(rate)
+        if rate.events == 0
+        else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+    )
 
 
 def _q_fragments(key: str, e: PackingEvidence, method: str, mean_q: float) -> Paragraph:
     """:func:`_q_text` as page fragments: the mean is a Number, a bound is text."""
     rate = e.rates.get(method)
     if rate is not None and rate.events == 0:
-        return (f"q {rate.text}",)
+        return (f"q {estimate_text(rate)}",)
     if rate is None:
         return ("q = ", Number(key, mean_q))
     return ("q = ", Number(key, mean_q), f" [{fmt(rate.low)}, {fmt(rate.high)}]")
@@ -276,7 +271,7 @@ def _rate_cell(e: PackingEvidence, method: str, paper: float, mean_q: float) -> 
     rate = e.rates.get(method)
     text = _q_text(e, method, mean_q)
     if rate is not None and rate.events == 0:
-        return f"{text}; at the paper's rate {fmt(paper * rate.trials)} expected"
+        return f"{text}; at the paper's rate {fmt(paper * rate.n)} expected"
     return text
 
 

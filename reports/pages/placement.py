@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.placement.model import TRACE
 from tracelab.analysis.placement.stage import PlacementParams
 from tracelab.reports.figures import new_axes
@@ -25,7 +26,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import Mean, fmt, mean_interval
+from tracelab.reports.numfmt import fmt, mean_interval
 from tracelab.reports.run_parameters import parameters_section
 
 STAGE = "placement"
@@ -161,9 +162,9 @@ def _folder(ctx: PageContext) -> Path:
     return folder
 
 
-def improvement_means(replays: pl.DataFrame) -> dict[str, Mean]:
+def improvement_means(replays: pl.DataFrame) -> dict[str, Estimate]:
     """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval."""
-    out: dict[str, Mean] = {}
+    out: dict[str, Estimate] = {}
     for (policy, predictor), part in replays.group_by("policy", "predictor", maintain_order=True):
         out[f"{policy}/{predictor}"] = mean_interval(floats(part, "improvement_pp"))
     return out
@@ -173,7 +174,7 @@ def _bars(
     ctx: PageContext,
     name: str,
     keys: Sequence[tuple[str, str]],
-    means: Mapping[str, Mean],
+    means: Mapping[str, Estimate],
     paper: Mapping[str, float],
     caption: str,
 ) -> list[Figure]:
@@ -210,7 +211,7 @@ def _bars(
 
 
 def _gains(
-    keys: Sequence[tuple[str, str]], means: Mapping[str, Mean], n: Mapping[str, float]
+    keys: Sequence[tuple[str, str]], means: Mapping[str, Estimate], n: Mapping[str, float]
 ) -> list[str | Number]:
     """``label x [a, b]; …`` for the keys this run has (Numbers keyed improvement_pp_<key>)."""
     out: list[str | Number] = []
@@ -228,7 +229,10 @@ def _gains(
 
 
 def _oracle_section(
-    ctx: PageContext, summary: Mapping[str, Any], means: Mapping[str, Mean], n: Mapping[str, float]
+    ctx: PageContext,
+    summary: Mapping[str, Any],
+    means: Mapping[str, Estimate],
+    n: Mapping[str, float],
 ) -> Section:
     paper = {
         k: v for k, v in summary.get("paper_improvement_pp", {}).items() if k.endswith("/oracle")
@@ -270,7 +274,7 @@ def _oracle_section(
 
 def _model_section(
     ctx: PageContext,
-    means: Mapping[str, Mean],
+    means: Mapping[str, Estimate],
     n: Mapping[str, float],
     improvement: pl.DataFrame,
     summary: Mapping[str, Any],

@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.vcsched.stage import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import Mean, fmt
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "yield"
@@ -90,7 +91,7 @@ class YieldHeadline:
     #: summary.json's MCB mean % degradation from the best MCB, per variant
     mcb_degradation_pct: dict[str, float]
     #: the MILP-vs-MCB8 gap with a bootstrap interval over the instances both solved
-    milp_over_mcb8: Mean
+    milp_over_mcb8: Estimate
     #: summary.json's parameters record
     parameters: dict[str, Any]
 
@@ -129,13 +130,13 @@ def yield_headline(folder: Path) -> YieldHeadline:
     )
 
 
-def gap_interval(folder: Path, source: str, higher: str, lower: str) -> Mean:
+def gap_interval(folder: Path, source: str, higher: str, lower: str) -> Estimate:
     """``100 · (mean higher / mean lower − 1)`` over the small instances of ``source`` both
     solved, the summary's gap, with a percentile bootstrap 95% interval over those instances
     (seeded: the page is the same for the same results)."""
     path = folder / "results.parquet"
     if not path.is_file():
-        return Mean(float("nan"), float("nan"), float("nan"), 0)
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
     ids = pl.read_parquet(folder / "instances.parquet").filter(
         (pl.col("source") == source) & (pl.col("size_class") == "small")
     )["instance_id"]
@@ -152,12 +153,12 @@ def gap_interval(folder: Path, source: str, higher: str, lower: str) -> Mean:
     )
     hi, lo = floats(pair, "hi"), floats(pair, "lo")
     if hi.size == 0:
-        return Mean(float("nan"), float("nan"), float("nan"), 0)
+        return Estimate(float("nan"), float("nan"), float("nan"), 0)
     gap = 100.0 * (hi.mean() / lo.mean() - 1.0)
     picks = np.random.default_rng(0).integers(0, hi.size, size=(2000, hi.size))
     boot = 100.0 * (hi[picks].mean(axis=1) / lo[picks].mean(axis=1) - 1.0)
     low, high = np.percentile(boot, [2.5, 97.5])
-    return Mean(float(gap), float(low), float(high), int(hi.size))
+    return Estimate(float(gap), float(low), float(high), int(hi.size))
 
 
 def _read(folder: Path, name: str) -> pl.DataFrame:

@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 import pytest
 from packing_helpers import write_packing_params
+from scipy import stats
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_summary
@@ -240,6 +241,23 @@ def test_summary_means_over_instances_with_rebalancing() -> None:
     assert summary.q_by_method["av 1"] == pytest.approx(0.5)
     assert summary.experiments == ("methods",)
     assert (summary.population, summary.data) == (40, "hand-made")
+    # GPA 0.1's pooled overflows: 16 of 5 machines x 8 realizations (instance 0) and 16 of
+    # 4 x 8 (instance 1): 32 of 72, with the exact interval of the beta quantiles
+    gpa = summary.q_interval_by_method["GPA 0.1"]
+    assert (gpa["events"], gpa["n"], gpa["value"]) == (32, 72, pytest.approx(32 / 72))
+    assert gpa["low"] == pytest.approx(stats.beta.ppf(0.025, 32, 41))
+    assert gpa["high"] == pytest.approx(stats.beta.ppf(0.975, 33, 40))
+    # GPA 0.05 never overflows on its 6 + 5 machines: 0 of 88, the one-sided bound
+    zero = summary.q_interval_by_method["GPA 0.05"]
+    assert (zero["events"], zero["n"], zero["low"]) == (0, 88, 0.0)
+    assert zero["high"] == pytest.approx(1 - 0.05 ** (1 / 88))
+    # the decrease per instance: instance 0's three packings 0, instance 1's 0, −0.5, 0. A
+    # resample of the two instances is (0, 0), (1, 1) or mixed: means 0, −1/6, −1/12 with
+    # probabilities 1/4, 1/4, 1/2, so the 2.5% and 97.5% points are −1/6 and 0
+    decrease = summary.rebalancing_q_decrease_interval
+    assert decrease["value"] == pytest.approx(-0.5 / 6)
+    assert (decrease["low"], decrease["high"]) == (pytest.approx(-1 / 6), pytest.approx(0.0))
+    assert (decrease["n"], decrease["events"]) == (2, None)
     # the index's headline: GPA 0.001's q, in the base case and over the grid that ran
     assert summary.to_dict()["headline"] == {
         "key": "gpa_q_rho_0001",
