@@ -28,6 +28,7 @@ import polars as pl
 from scipy import special, stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.common.intervals import binomial_rate
 from tracelab.analysis.common.stage_outputs import HEADLINE, case_headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_POOL_SIZE,
@@ -102,7 +103,21 @@ class GaussianSums:
     examples: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def table(self) -> pl.DataFrame:
-        return pl.DataFrame([vars(r) for r in self.rows])
+        """Table 1, one row per N, with each rejection rate's estimate over its sets:
+        ``rejections`` and the ``rejection_rate_low``/``_high`` interval (``_method``)."""
+        rates = [binomial_rate(round(r.rejection_rate * r.n_sets), r.n_sets) for r in self.rows]
+        return pl.DataFrame(
+            [
+                vars(r)
+                | {
+                    "rejections": e.events,
+                    "rejection_rate_low": e.low,
+                    "rejection_rate_high": e.high,
+                    "rejection_rate_method": e.method,
+                }
+                for r, e in zip(self.rows, rates, strict=True)
+            ]
+        )
 
     def to_parameter(self, trace: str, stage: str = "gaussian_sums") -> FittedParameter:
         """Table 1 as a params-export record (columns as lists in ``values``)."""

@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.reports.figures import FloatArray, gamma_fit_figure, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import binomial_rate, estimate_text, fmt, fmt_pct
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_pct
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -602,6 +603,8 @@ class SumsRow:
     rejection_rate: float
     paper_rejection_rate: float | None
     mean_mu_cores: float | None
+    #: the rate's estimate over the sets, as the stage stored it (None in tables without it)
+    estimate: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -619,6 +622,7 @@ def gaussian_sums_numbers(table: pl.DataFrame) -> GaussianSumsNumbers:
                 rejection_rate=float(r["rejection_rate"]),
                 paper_rejection_rate=PAPER_AD_REJECTION.get(int(r["n_tasks_per_set"])),
                 mean_mu_cores=_opt(r["mean_mu_cores"]),
+                estimate=_stored_rate(r),
             )
             for r in table.sort("n_tasks_per_set").iter_rows(named=True)
         )
@@ -638,7 +642,16 @@ _SETS = (
 def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     """The paper's Table 1, Figs. 5–6: AD normality of sums of N tasks, percentile errors of the normal."""
     folder = ctx.results("gaussian_sums")
-    cols = ("n_tasks_per_set", "n_sets", "rejection_rate", "mean_mu_cores")
+    cols = (
+        "n_tasks_per_set",
+        "n_sets",
+        "rejection_rate",
+        "mean_mu_cores",
+        "rejections",
+        "rejection_rate_low",
+        "rejection_rate_high",
+        "rejection_rate_method",
+    )
     nums = gaussian_sums_numbers(collect(scan(folder / "table.parquet", cols)))
     figs = _gaussian_sums_figures(folder, ctx.out_dir)
     rates = [
@@ -664,12 +677,25 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
-def _rejection_text(rate: float, sets: int | None) -> str:
-    """The rejection rate with its Clopper–Pearson interval over the sets (a bound at zero)."""
-    if sets is None or not np.isfinite(rate):
+def _stored_rate(r: dict[str, Any]) -> Estimate | None:
+    """The rejection rate's estimate from its table row: the stage's interval over the sets."""
+    if r.get("rejections") is None or r["n_sets"] is None:
+        return None
+    return Estimate(
+        value=float(r["rejection_rate"]),
+        low=float(r["rejection_rate_low"]),
+        high=float(r["rejection_rate_high"]),
+        n=int(r["n_sets"]),
+        method=str(r["rejection_rate_method"]),
+        events=int(r["rejections"]),
+    )
+
+
+def _rejection_text(rate: float, e: Estimate | None) -> str:
+    """The rejection rate with its interval over the sets (a bound at zero), as stored."""
+    if e is None or not np.isfinite(rate):
         return fmt(rate)
-    r = binomial_rate(round(rate * sets), sets)
-    return estimate_text(r) if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
+    return estimate_text(e) if e.events == 0 else f"{fmt(rate)} [{fmt(e.low)}, {fmt(e.high)}]"
 
 
 def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
@@ -680,7 +706,7 @@ def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
             (
                 str(r.n_tasks_per_set),
                 fmt_int(r.n_sets),
-                _rejection_text(r.rejection_rate, r.n_sets),
+                _rejection_text(r.rejection_rate, r.estimate),
                 fmt(r.paper_rejection_rate),
                 fmt(r.mean_mu_cores),
             )

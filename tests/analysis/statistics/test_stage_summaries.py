@@ -7,6 +7,7 @@ from dataclasses import replace
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from tracelab.analysis.statistics.clustering import (
     HistogramClusters,
@@ -443,3 +444,16 @@ def test_each_summary_names_its_headline_number_and_condition() -> None:
         # the fit's n (positive values), not the incarnations counted
         "condition": "MLE with location 0 over the execution times of 1,234 FINISHed incarnations",
     }
+
+
+def test_table_1_stores_each_rejection_rate_with_its_interval_over_the_sets() -> None:
+    """16 of 20 sets rejected: the exact interval's beta quantiles; none of 20: the one-sided
+    bound 1 − 0.05^(1/20)."""
+    table = replace(_sums(), rows=(_row(10, 0.8), _row(50, 0.0))).table()
+    first, second = table.iter_rows(named=True)
+    assert (first["rejections"], first["n_sets"]) == (16, 20)
+    assert first["rejection_rate_low"] == pytest.approx(stats.beta.ppf(0.025, 16, 5))
+    assert first["rejection_rate_high"] == pytest.approx(stats.beta.ppf(0.975, 17, 4))
+    assert first["rejection_rate_method"] == "Clopper–Pearson"
+    assert (second["rejections"], second["rejection_rate_low"]) == (0, 0.0)
+    assert second["rejection_rate_high"] == pytest.approx(1 - 0.05 ** (1 / 20))
