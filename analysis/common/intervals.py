@@ -41,8 +41,11 @@ class Estimate:
         return self.events is not None
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready (non-finite bounds become None when written by ``json_ready``)."""
-        return asdict(self)
+        """JSON-ready: a value or bound the data could not give (NaN) is None."""
+        return {
+            k: None if isinstance(v, float) and not math.isfinite(v) else v
+            for k, v in asdict(self).items()
+        }
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Estimate:

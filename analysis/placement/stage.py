@@ -22,6 +22,7 @@ import polars as pl
 from tracelab.analysis.common.bootstrap import ratio_interval
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.intervals import mean_interval
 from tracelab.analysis.common.stage_api import (
     MAX_HOURS,
     MapFn,
@@ -227,6 +228,9 @@ class PlacementSummary:
     parameters: dict[str, Any]
     #: the model's classes at creation against the true ones (:func:`prediction_quality`)
     prediction: dict[str, Any] = field(default_factory=dict)
+    #: ``policy/predictor`` -> the mean improvement over pools with its 95% t interval (an
+    #: :class:`Estimate`'s dict; ``n`` pools)
+    improvement_pp_interval: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, with the paper's numbers beside this run's."""
@@ -565,6 +569,16 @@ def saved_share_interval(
     return low, high
 
 
+def improvement_intervals(replays: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval, of
+    :func:`replays_table`'s rows (Best Fit's own left out), as :class:`Estimate` dicts."""
+    others = replays.filter(pl.col("policy") != BASELINE)
+    return {
+        f"{policy}/{predictor}": mean_interval(part["improvement_pp"].to_numpy()).to_dict()
+        for (policy, predictor), part in others.group_by("policy", "predictor", maintain_order=True)
+    }
+
+
 def placement_summary(
     results: list[ReplayResult],
     params: PlacementParams,
@@ -601,4 +615,5 @@ def placement_summary(
         seconds=round(seconds, 3),
         parameters=asdict(params),
         prediction=dict(quality or {}),
+        improvement_pp_interval=improvement_intervals(replays_table(results)),
     )

@@ -26,7 +26,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import fmt, mean_interval
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.run_parameters import parameters_section
 
 STAGE = "placement"
@@ -162,12 +162,16 @@ def _folder(ctx: PageContext) -> Path:
     return folder
 
 
-def improvement_means(replays: pl.DataFrame) -> dict[str, Estimate]:
-    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval."""
-    out: dict[str, Estimate] = {}
-    for (policy, predictor), part in replays.group_by("policy", "predictor", maintain_order=True):
-        out[f"{policy}/{predictor}"] = mean_interval(floats(part, "improvement_pp"))
-    return out
+def improvement_means(summary: Mapping[str, Any]) -> dict[str, Estimate]:
+    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval,
+    as the stage stored it in ``summary.json``."""
+    stored = summary.get("improvement_pp_interval")
+    if not isinstance(stored, dict):
+        raise InputsMissing(
+            f"results/{TRACE}/{STAGE}/summary.json has no improvement_pp_interval (an older "
+            "`tracelab place` wrote it)"
+        )
+    return {str(k): Estimate.from_dict(d) for k, d in stored.items()}
 
 
 def _bars(
@@ -544,7 +548,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
     curve = _read(folder, "lifetime_curve", ("age_hours", "expected_remaining_hours"))
     pools = _read(folder, "pools", ("pool", "hosts", "vms", "deployments", "mean_load"))
     n = placement_numbers(summary)
-    means = improvement_means(replays.filter(pl.col("policy") != "best-fit"))
+    means = improvement_means(summary)
     series_section = Section(
         title="Empty hosts over time",
         this_run=("Empty hosts hour by hour in the largest pool, per predictor.",),
