@@ -166,6 +166,29 @@ def test_policy_result_pools_the_runs_and_states_the_regime() -> None:
     assert result.mean_deployments == pytest.approx(200.0)
     assert (result.accepted, result.arrivals) == (20, 200)
     assert result.accepted_share == pytest.approx(0.1)
+    # the stored failure rate: 1 of 30 with the bootstrap interval over runs above
+    assert result.failure_rate_interval == {
+        "value": pytest.approx(1 / 30),
+        "low": result.failure_rate_ci_low,
+        "high": result.failure_rate_ci_high,
+        "n": 30,
+        "level": 0.95,
+        "method": "percentile bootstrap resampling runs (failed / all scale-outs)",
+        "events": 1,
+    }
+    # no failure in 30 scale-outs of unweighted runs: the one-sided bound 1 − 0.05^(1/30)
+    safe = [dataclasses.replace(r, failures=0) for r in runs]
+    bound = policy_result("zeroth", 0, 0.5, safe, 0.01, options).failure_rate_interval
+    assert bound is not None
+    assert (bound["value"], bound["low"], bound["events"], bound["n"]) == (0.0, 0.0, 0, 30)
+    assert bound["high"] == pytest.approx(1 - 0.05 ** (1 / 30))
+    # weighted runs (importance sampling) keep the interval over runs even without failures
+    weighted = [dataclasses.replace(r, weight=0.5) for r in safe]
+    assert (
+        policy_result("zeroth", 0, 0.5, weighted, 0.01, options)
+        .failure_rate_interval["method"]
+        .startswith("percentile bootstrap")
+    )
     assert not policy_result("zeroth", 0, 0.5, runs, 0.01, options).sla_met
     assert policy_result("accept-all", 0, 1.0, runs, None, options).sla_met is None
 
