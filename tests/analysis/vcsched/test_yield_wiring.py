@@ -175,7 +175,16 @@ def test_summary_means_and_gaps_of_the_headline_source() -> None:
         "condition": "mean minimum yields over the 3 small generated (§4.1) instances that both "
         "the MILP and MCB8 solved",
     }
+    # its interval over the 3 instances both solved (MILP 0.6, 0.9, 0.6; MCB8 0.25, 0.8, 0.6): a
+    # resample's gap lies between instance 2's alone (0%) and instance 0's alone (+140%)
+    gap = summary.to_dict()["milp_over_mcb8_interval"]
+    assert (gap["value"], gap["n"]) == (pytest.approx(100 * (0.7 / 0.55 - 1)), 3)
+    assert 0.0 <= gap["low"] < gap["value"] < gap["high"] <= 140.0
+    assert gap["method"] == "percentile bootstrap resampling instances"
     trace = yield_summary(tables, ("trace",))
+    # no MILP row on the trace instance: no gap and no interval
+    assert trace.milp_over_mcb8_interval["n"] == 0
+    assert trace.milp_over_mcb8_interval["low"] is None
     assert trace.headline_source == "trace"
     assert trace.mean_min_yield == pytest.approx({"MCB1": 0.1, "MCB8": 0.1, "LP": 0.2})
     assert trace.failure_rate["MCB2"] == 1.0
