@@ -23,7 +23,7 @@ from tracelab.reports.figures import ecdf, new_axes
 from tracelab.reports.frames import collect, scan
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import Figure, HtmlTable, InputsMissing, Number, PageContext, Section
-from tracelab.reports.numfmt import DASH, binomial_rate, estimate_text, fmt, fmt_ci, fmt_int
+from tracelab.reports.numfmt import DASH, estimate_text, fmt, fmt_ci, fmt_int
 
 _NO_PAPER = (
     "No paper compares these traces side by side; the definitions behind each column (which "
@@ -110,7 +110,7 @@ def _outcomes_section(rows: Sequence[TraceComparison]) -> Section:
     for r in rows:
         o = r.outcomes
         assert o is not None
-        shares = tuple(estimate_text(binomial_rate(o.counts[name], o.ended)) for name in OUTCOMES)
+        shares = tuple(estimate_text(o.shares[name]) for name in OUTCOMES)
         body.append((r.trace, fmt_int(o.ended), *shares, fmt_int(o.counts["other"])))
     return Section(
         title="How tasks end (transition shares)",
