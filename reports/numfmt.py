@@ -12,11 +12,6 @@ import re
 
 from tracelab.analysis.common.intervals import Estimate
 
-# computed here until every page reads its intervals from its stage's results
-from tracelab.analysis.common.intervals import binomial_rate as binomial_rate
-from tracelab.analysis.common.intervals import clustered_mean_interval as clustered_mean_interval
-from tracelab.analysis.common.intervals import mean_interval as mean_interval
-
 DASH = "–"
 #: below this and from ``_SCI_HIGH`` up a number is written as mantissa e exponent
 _SCI_LOW = 1e-3
