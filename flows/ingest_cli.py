@@ -36,8 +36,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--batch-mb",
         type=number_arg(int, 0, 1_000_000),
         default=32,
-        help="files smaller than this many stored MB share a conversion task, since each Prefect "
-        "task costs bookkeeping CPU (default 32; 0: one task per file)",
+        help="files smaller than this many stored MB share a piece of work (a thread or a Dask "
+        "task, each with its own start-up cost) (default 32; 0: one per file)",
     )
     parser.add_argument(
         "--no-progress", action="store_true", help="no progress bar (logs and summary only)"

@@ -111,9 +111,7 @@ def generate_azure_2019(
     rng = np.random.default_rng([seed, 2019])
     ids = _new_ids(rng, v1)
     vms = (
-        v1.with_columns(
-            pl.col(c).replace_strict(ids) for c in ("vmid", "subscriptionid", "deploymentid")
-        )
+        _with_new_ids(v1, ids, ("vmid", "subscriptionid", "deploymentid"))
         .with_columns(
             _labels(pl.col("vmcorecount"), CORE_BUCKETS, OPEN_CORES).alias("vmcorecountbucket"),
             _labels(pl.col("vmmemory"), MEMORY_BUCKETS, OPEN_MEMORY).alias("vmmemorybucket"),
@@ -160,6 +158,24 @@ def _new_ids(rng: np.random.Generator, v1: pl.DataFrame) -> dict[str, str]:
         o: base64.b64encode(raw[64 * i : 64 * (i + 1)]).decode("ascii")
         for i, o in enumerate(old.to_list())
     }
+
+
+def _with_new_ids(
+    frame: pl.DataFrame, ids: dict[str, str], columns: tuple[str, ...]
+) -> pl.DataFrame:
+    """``frame`` with each id in ``columns`` replaced by its new id (every id has one).
+
+    A join, not ``replace_strict``: on these 64-character base64 ids ``replace_strict`` takes
+    seconds per column where the join takes milliseconds.
+    """
+    mapping = pl.DataFrame({"old": list(ids), "new": list(ids.values())})
+    for column in columns:
+        frame = (
+            frame.join(mapping, left_on=column, right_on="old", how="left", maintain_order="left")
+            .with_columns(pl.col("new").alias(column))
+            .drop("new")
+        )
+    return frame
 
 
 def _write_csv(path: Path, frame: pl.DataFrame) -> None:
