@@ -20,7 +20,7 @@ from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.packing.stage import PAPER_PACKING_PARAMS, PackingParams
+from tracelab.analysis.packing.stage import PAPER_OBSERVATIONS, PAPER_PACKING_PARAMS, PackingParams
 from tracelab.reports.figures import FloatArray, PlottedData, new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
@@ -57,7 +57,6 @@ PAPER_GPA_Q_RHO_0001 = 1.6e-3
 PAPER_CANTELLI_Q = {"1": 3e-4, "1.7": 2e-6}
 PAPER_MACHINES_RATIO = (1.9, 3.7)
 PAPER_REBALANCING_DECREASE = 0.07
-PAPER_OBSERVATIONS = 100
 PAPER_AV1_MACHINES = 28.0
 #: the options that make Janus & Rzadca 2017's grid (§5); the run's are compared with them
 _GRID_OPTIONS = ("instances", "tasks", "realizations", "clairvoyance", "capacity", "max_failures")
@@ -86,6 +85,9 @@ class PackingNumbers:
     clairvoyance_observations: int
     clairvoyance_q_ratio: float
     first_best_max_machine_difference: int
+    #: Fig. 10's avg-over-inst ratio of GPA's q and Fig. 11's spread of GPA 0.001's q
+    gpa_avg_over_inst: float
+    capacity_q_spread: float
 
 
 def _get(d: Mapping[str, Any], key: str) -> float:
@@ -98,8 +100,6 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
     try:
         params = summary["parameters"]
         ratio = summary["machines_ratio_cantelli_to_gpa_95"]
-        clair_q = summary["clairvoyance_gpa_q"]
-        clair_n = summary["clairvoyance_observations"]
         numbers: dict[str, Any] = dict(
             source=str(summary["source"]),
             data=str(summary["data"]),
@@ -114,22 +114,15 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
             machines_ratio_44=_get(ratio, "4.4"),
             rebalancing_q_decrease=_get(summary, "rebalancing_q_decrease"),
             first_best_max_machine_difference=int(summary["first_best_max_machine_difference"]),
+            clairvoyance_level=_get(summary, "clairvoyance_level"),
+            clairvoyance_observations=int(summary["clairvoyance_level_observations"]),
+            clairvoyance_q_ratio=_get(summary, "clairvoyance_q_ratio"),
+            gpa_avg_over_inst=_get(summary, "gpa_avg_over_inst"),
+            capacity_q_spread=_get(summary, "capacity_q_spread"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputsMissing(f"packing summary.json lacks {exc}") from None
-    partial = {k: int(v) for k, v in clair_n.items() if k != "1"}
-    level, observations, q_ratio = math.nan, 0, math.nan
-    if partial and "1" in clair_q:
-        best = min(partial, key=lambda k: abs(math.log(max(partial[k], 1) / PAPER_OBSERVATIONS)))
-        full = _get(clair_q, "1")
-        level, observations = float(best), partial[best]
-        q_ratio = _get(clair_q, best) / full if full > 0 else math.nan
-    return PackingNumbers(
-        **numbers,
-        clairvoyance_level=level,
-        clairvoyance_observations=observations,
-        clairvoyance_q_ratio=q_ratio,
-    )
+    return PackingNumbers(**numbers)
 
 
 def _runs(ctx: PageContext) -> tuple[dict[str, Any], pl.DataFrame]:
@@ -531,7 +524,7 @@ def _methods_sections(
     ]
 
 
-def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
+def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> Section | None:
     avg = runs.filter((pl.col("experiment") == "statistics") & pl.col("rebalance"))
     if avg.height == 0:
         return None
@@ -557,16 +550,11 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         ),
     ) as (ax, figs):
         _q_bars(ax, means, order)
-    inst_q = floats(means, "inst")
-    # q = 0 with inst statistics (conservative methods, small grids) has no ratio
-    ratio = np.full(inst_q.shape, np.nan)
-    np.divide(floats(means, "avg"), inst_q, out=ratio, where=inst_q > 0)
-    gpa = [i for i, m in enumerate(order) if m.startswith("GPA") and np.isfinite(ratio[i])]
     return Section(
         title="Inst vs avg statistics (Janus & Rzadca 2017 Fig. 10)",
         this_run=(
             "Estimating from avg multiplies GPA's mean q by ",
-            Number("gpa_avg_over_inst", float(np.nanmean(ratio[gpa])) if gpa else math.nan),
+            Number("gpa_avg_over_inst", n.gpa_avg_over_inst),
             " on average over ρ.",
         ),
         paper="Statistics from 5-minute averages underestimate variability: Cantelli's q grows ~10×, "
@@ -659,19 +647,15 @@ def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str, linea
     ax.legend(fontsize=8)
 
 
-def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
+def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> Section | None:
     cap = runs.filter(pl.col("experiment") == "capacity")
     if cap.height == 0:
         return None
-    gpa = cap.filter((pl.col("method") == "GPA 0.001") & pl.col("rebalance"))
-    qs = gpa.group_by("capacity").agg(pl.col("q").mean()).sort("capacity")
-    q = floats(qs, "q")
-    spread = float(q.max() / q.min()) if q.size and q.min() > 0 else math.nan
     return Section(
         title="Machine capacities (Janus & Rzadca 2017 Fig. 11)",
         this_run=(
             "GPA 0.001's mean q varies by a factor ",
-            Number("capacity_q_spread", spread),
+            Number("capacity_q_spread", n.capacity_q_spread),
             " across capacities (with rebalancing).",
         ),
         paper="GPA keeps similar q across c ∈ {0.5, 0.8, 1, 2, 5}; av's q changes strongly with c. "
@@ -763,8 +747,8 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
     sections: list[Section] = [_overview(summary, numbers, evidence)]
     sections.extend(_methods_sections(ctx, runs, numbers, evidence))
     for extra in (
-        _fig10_statistics(ctx, runs),
-        _fig11_capacity(ctx, runs),
+        _fig10_statistics(ctx, runs, numbers),
+        _fig11_capacity(ctx, runs, numbers),
         _fig12_clairvoyance(ctx, runs, numbers),
     ):
         if extra is not None:

@@ -35,6 +35,8 @@ from tracelab.analysis.packing.stage import (
     Method,
     PackingParams,
     all_methods,
+    capacity_q_spread,
+    clairvoyance_ratio,
     evaluated_runs,
     experiment_settings,
     item_moments,
@@ -46,6 +48,7 @@ from tracelab.analysis.packing.stage import (
     packing_summary,
     rebalancing_table,
     selected_experiments,
+    statistics_q_ratio,
     task_source,
 )
 
@@ -506,3 +509,53 @@ def test_method_table_rows_in_the_order_the_runs_first_show_them() -> None:
         method_table(runs).select(group).rows()
         == runs.select(group).unique(maintain_order=True).rows()
     )
+
+
+def test_clairvoyance_ratio_takes_the_level_nearest_the_papers_100_observations() -> None:
+    q = {"0.001": 0.05, "0.01": 0.012, "0.1": 0.011, "1": 0.01}
+    n = {"0.001": 10, "0.01": 100, "0.1": 1000, "1": 10000}
+    # |log(10/100)| = |log(1000/100)| = 2.3 > |log(100/100)| = 0: level 0.01, q 0.012 / 0.01
+    level, observations, ratio = clairvoyance_ratio(q, n)
+    assert (level, observations) == (0.01, 100)
+    assert ratio == pytest.approx(1.2)
+    # without full clairvoyance or without a partial level there is no ratio
+    assert math.isnan(clairvoyance_ratio({"0.01": 0.012}, {"0.01": 100})[2])
+    assert clairvoyance_ratio({"1": 0.01}, {"1": 10000})[1] == 0
+
+
+def _q_rows(rows: list[tuple[str, str, str, float, bool, float]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows,
+        schema=["experiment", "statistics", "method", "capacity", "rebalance", "q"],
+        orient="row",
+    ).with_columns(
+        fit=pl.lit("best"), family=pl.col("method").str.split(" ").list.first().str.to_lowercase()
+    )
+
+
+def test_fig_10_and_11_numbers_by_hand() -> None:
+    runs = _q_rows(
+        [
+            # GPA 0.1: inst q 0.1, 0.3 (mean 0.2), avg 0.5: ratio 2.5; GPA 0.01: inst 0 (no ratio)
+            ("methods", "inst", "GPA 0.1", 1.0, True, 0.1),
+            ("methods", "inst", "GPA 0.1", 1.0, True, 0.3),
+            ("statistics", "avg", "GPA 0.1", 1.0, True, 0.5),
+            ("methods", "inst", "GPA 0.01", 1.0, True, 0.0),
+            ("statistics", "avg", "GPA 0.01", 1.0, True, 0.02),
+            # av is not GPA: left out of the ratio; no rebalancing: left out
+            ("methods", "inst", "av 1", 1.0, True, 0.1),
+            ("statistics", "avg", "av 1", 1.0, True, 0.9),
+            ("statistics", "avg", "GPA 0.1", 1.0, False, 0.9),
+            # Fig. 11: GPA 0.001's mean q per c: 0.002 (c = 0.5), 0.003 (c = 2, of 0.001 and
+            # 0.005): 0.003 / 0.002; the run without rebalancing (0.1) is left out
+            ("capacity", "inst", "GPA 0.001", 0.5, True, 0.002),
+            ("capacity", "inst", "GPA 0.001", 2.0, True, 0.001),
+            ("capacity", "inst", "GPA 0.001", 2.0, True, 0.005),
+            ("capacity", "inst", "GPA 0.001", 5.0, False, 0.1),
+        ]
+    )
+    assert statistics_q_ratio(runs) == pytest.approx(2.5)
+    assert capacity_q_spread(runs) == pytest.approx(1.5)
+    assert math.isnan(statistics_q_ratio(runs.filter(pl.col("experiment") != "statistics")))
+    zero = runs.with_columns(q=pl.when(pl.col("capacity") == 0.5).then(0.0).otherwise("q"))
+    assert math.isnan(capacity_q_spread(zero))
