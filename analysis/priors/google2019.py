@@ -30,10 +30,12 @@ import polars as pl
 
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
+from tracelab.analysis.common.stage_outputs import HEADLINE
 from tracelab.analysis.lake.availability import lake_dir, table_found, table_rows
 from tracelab.analysis.priors.alibaba import STAGE as STAGE  # every trace's priors folder
 from tracelab.analysis.statistics.gamma_fits import (
     DEFAULT_BOOTSTRAP,
+    execution_headline,
     finished_execution_times,
     fit_gamma_samples,
 )
@@ -143,6 +145,11 @@ def google2019_summary(
         },
         SHORTFALLS: [s.text for s in google2019_shortfalls(fits, data_dir)],
         "fits": {r.name: r.to_dict() for r in fits.records},
+        HEADLINE: execution_headline(
+            EXECUTION,
+            next((r.n for r in fits.records if r.name == EXECUTION), 0),
+            "FINISHed incarnations",
+        ),
     }
 
 

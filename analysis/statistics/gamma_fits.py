@@ -20,6 +20,7 @@ import polars as pl
 from scipy import stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 
 # re-exported: the priors of the other traces bootstrap as often by default
 from tracelab.analysis.statistics.options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
@@ -182,6 +183,10 @@ def finished_execution_times(
     return np.asarray(frame["execution_time_s"].to_numpy(), dtype=np.float64)
 
 
+#: the execution-time record, the one the page leads with
+EXECUTION_FIT = "google_task_execution_time"
+
+
 def google_gamma_fits(
     inst_mean: npt.ArrayLike,
     inst_std: npt.ArrayLike,
@@ -200,7 +205,7 @@ def google_gamma_fits(
     samples = (
         ("google_task_inst_mean", mean, "cores"),
         ("google_task_inst_std", np.asarray(inst_std, dtype=np.float64), "cores"),
-        ("google_task_execution_time", execution, "s"),
+        (EXECUTION_FIT, execution, "s"),
     )
     fits, skipped = fit_gamma_samples(samples, seed=seed, n_bootstrap=n_bootstrap)
     return GoogleGammaFits(
@@ -239,7 +244,19 @@ def gamma_fits_summary(result: GoogleGammaFits) -> dict[str, Any]:
         },
         "fits": {f.name: {"shape": f.shape, "rate": f.rate, "n": f.n} for f in result.fits},
         "skipped": dict(result.skipped),
+        HEADLINE: execution_headline(
+            EXECUTION_FIT,
+            next((f.n for f in result.fits if f.name == EXECUTION_FIT), 0),
+            "FINISHed incarnations",
+        ),
     }
+
+
+def execution_headline(record: str, n: int, what: str) -> dict[str, str]:
+    """The execution-time record's shape, which a priors page leads with, and its sample."""
+    return headline(
+        f"{record}_shape", f"MLE with location 0 over the execution times of {n:,} {what}"
+    )
 
 
 def gamma_fits_tables(result: GoogleGammaFits) -> dict[str, pl.DataFrame]:
