@@ -42,6 +42,7 @@ from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_di
 from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
 from tracelab.analysis.common.stage_outputs import SUMMARY_FILE, read_headline
 from tracelab.analysis.lake.availability import derived_shortfall
+from tracelab.analysis.lake.headlines import SUMMARY_SUFFIX, read_table_headline
 from tracelab.analysis.lake.provenance import data_source
 from tracelab.analysis.lake.schemas import TRACES as LAKE_TRACES
 from tracelab.reports import numfmt
@@ -576,7 +577,7 @@ def _page(
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
     folder = _results_folder(spec)
     notes = read_shortfalls(data_dir / folder)
-    recorded = read_headline(data_dir / folder)
+    recorded, recorded_in = _recorded_headline(spec, data_dir, folder)
     headline, condition = _headline(sections, recorded)
     page = replace(
         base,
@@ -587,8 +588,19 @@ def _page(
         headline=headline,
         condition=condition,
     )
-    summary = (folder / SUMMARY_FILE).as_posix()
-    return page, (*ctx.reads, *((summary,) if recorded is not None else ()))
+    return page, (*ctx.reads, *((recorded_in,) if recorded is not None else ()))
+
+
+def _recorded_headline(
+    spec: PageSpec, data_dir: Path, folder: Path
+) -> tuple[tuple[str, str] | None, str]:
+    """The (key, condition) the page's stage recorded, and the file it is in: the stage's
+    summary.json, or for a page drawn from derived tables its summary mart (an input named
+    ``*_summary.parquet``)."""
+    for rel in spec.inputs:
+        if rel.startswith("derived/") and rel.endswith(SUMMARY_SUFFIX):
+            return read_table_headline(data_dir / rel), rel
+    return read_headline(data_dir / folder), (folder / SUMMARY_FILE).as_posix()
 
 
 #: the number each page leads with on the index, by its key, and what the index calls it
@@ -628,7 +640,7 @@ def _headline(
 
     The number the stage's summary names (``recorded``: its key and condition) when the page
     states it; else the first of :data:`HEADLINES` the page states, or its first computed number
-    with the words before it, without a condition (pages of derived tables have no summary).
+    with the words before it, without a condition.
     """
     numbers = [f for s in sections for f in s.this_run if isinstance(f, Number)]
     if recorded is not None:

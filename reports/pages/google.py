@@ -46,7 +46,6 @@ EVENT_NAMES = (
     "UPDATE_RUNNING",
 )
 _US_PER_DAY = 86_400_000_000
-_US_PER_HOUR = 3_600_000_000
 
 #: the papers the pages cite: authors, year, short title (the seed file's first lines; it states
 #: no year, 2015 is its arXiv listing's, 1508.02111)
@@ -641,14 +640,13 @@ _CDF_SAMPLE = 200_000
 
 @dataclass(frozen=True)
 class TaskTimesNumbers:
-    """Hourly means of tasks by hour of scheduling, and shares of finished tasks' execution times.
+    """The task-times marts as the page states and draws them (``agg_task_times_hourly``,
+    ``agg_task_times_summary``; the queries say how each is computed).
 
-    ``hour_days`` and the hourly series are what the moving-average figures draw. The execution
-    series is right-censored at the window's end (an incarnation still running then has no
-    execution time, and late ones can only have short ones), so it is a restricted mean: each
-    incarnation's execution time capped at ``horizon_h``, over the incarnations scheduled at least
-    ``horizon_h`` before the window ends, those still running then counting as ``horizon_h``.
-    Every one of them was observed that long, so the mean cannot fall from censoring alone.
+    ``hour_days`` and the hourly series are what the moving-average figures draw (NaN where an
+    hour has no mean). The execution series is a restricted mean: each incarnation's execution
+    time capped at ``horizon_h``, over the incarnations scheduled at least ``horizon_h`` before the
+    window ends, those still running then counting as ``horizon_h``.
     """
 
     hour_days: FloatArray
@@ -678,10 +676,6 @@ def _finished(lf: pl.LazyFrame) -> pl.LazyFrame:
     )
 
 
-def _mean_or_nan(values: FloatArray) -> float:
-    return float(np.nanmean(values)) if values.size else float("nan")
-
-
 def _ma_hours(hours: int) -> int:
     """A day, or half the series when it is shorter than two days; 0 below 2 hours (a moving
     average over one hour is the series itself)."""
@@ -689,95 +683,41 @@ def _ma_hours(hours: int) -> int:
     return n if n >= 2 else 0
 
 
-def task_times_numbers(times: Frame) -> TaskTimesNumbers:
-    """From ``fct_task_times``: hourly means (tasks scheduled inside the window; execution as a
-    restricted mean, see :class:`TaskTimesNumbers`), the median scheduling time (all tasks) and
-    the shares of finished tasks under 5 and 30 minutes."""
-    lf = times.lazy()
-    end_us, horizon_us = _censoring(lf)
-    hourly = _hourly_means(lf, end_us, horizon_us)
-    fin = collect(
-        _finished(lf).select(
-            pl.len().alias("n"),
-            (pl.col("execution_time_s") < 300).mean().alias("under_5min"),
-            (pl.col("execution_time_s") < 1800).mean().alias("under_30min"),
-        )
-    )
-    sched = collect(
-        lf.filter(pl.col("scheduling_time_s").is_not_null()).select(
-            pl.col("scheduling_time_s").median().alias("median")
-        )
-    )
-    scheduling, execution = floats(hourly, "scheduling"), floats(hourly, "execution")
-    execution_hours = int(np.isfinite(execution).sum())
+def _nan_if_none(value: Any) -> float:
+    return float("nan") if value is None else float(value)
+
+
+def task_times_numbers(hourly: Frame, summary: Frame) -> TaskTimesNumbers:
+    """The page's numbers as read from ``agg_task_times_hourly`` and the one row of
+    ``agg_task_times_summary``; only the moving averages' lengths are chosen here (drawing)."""
+    by_hour = collect(hourly.lazy().sort("hour"))
+    row = collect(summary.lazy()).row(0, named=True)
+    execution_hours = int(row["execution_hours"])
     return TaskTimesNumbers(
-        hour_days=(hourly["hour"].to_numpy().astype(np.float64) * 3600e6 - WINDOW_START_US)
-        / _US_PER_DAY,
-        hourly_scheduling_s=scheduling,
-        hourly_execution_s=execution,
-        hours=hourly.height,
-        scheduling_hourly_mean_s=_mean_or_nan(scheduling),
-        execution_hourly_mean_s=_mean_or_nan(execution[np.isfinite(execution)]),
-        scheduling_median_s=_or_zero(sched["median"][0]),
-        finished_tasks=int(fin["n"][0]),
-        finished_under_5min=_or_zero(fin["under_5min"][0]),
-        finished_under_30min=_or_zero(fin["under_30min"][0]),
-        horizon_h=horizon_us / _US_PER_HOUR,
+        hour_days=floats(by_hour, "day"),
+        hourly_scheduling_s=floats(by_hour, "scheduling_mean_s"),
+        hourly_execution_s=floats(by_hour, "execution_mean_s"),
+        hours=int(row["hours"]),
+        scheduling_hourly_mean_s=_nan_if_none(row["scheduling_hourly_mean_s"]),
+        execution_hourly_mean_s=_nan_if_none(row["execution_hourly_mean_s"]),
+        scheduling_median_s=float(row["scheduling_median_s"]),
+        finished_tasks=int(row["finished_tasks"]),
+        finished_under_5min=float(row["finished_under_5min"]),
+        finished_under_30min=float(row["finished_under_30min"]),
+        horizon_h=float(row["horizon_h"]),
         execution_hours=execution_hours,
-        censored=int(_or_zero(hourly["censored"].sum())),
-        ma_hours=_ma_hours(hourly.height),
+        censored=int(row["n_censored"]),
+        ma_hours=_ma_hours(int(row["hours"])),
         ma_execution_hours=_ma_hours(execution_hours),
     )
 
 
-def _censoring(lf: pl.LazyFrame) -> tuple[int, int]:
-    """The window's end (the latest schedule or end time inside it) and the execution series'
-    horizon: a third of the window from its start, in whole hours, at least one."""
-    ends = [c for c in ("schedule_time", "end_time") if c in lf.collect_schema().names()]
-    latest = collect(
-        pl.concat([_in_window(lf, c).select(pl.col(c).alias("t")) for c in ends]).select(
-            pl.col("t").max()
-        )
-    )["t"][0]
-    end_us = int(latest or WINDOW_START_US)
-    span_h = max(end_us - WINDOW_START_US, 0) // _US_PER_HOUR
-    return end_us, max(span_h // 3, 1) * _US_PER_HOUR
-
-
-def _hourly_means(lf: pl.LazyFrame, end_us: int, horizon_us: int) -> pl.DataFrame:
-    timed = _in_window(lf, "schedule_time").filter(pl.col("schedule_time") >= WINDOW_START_US)
-    hour = (pl.col("schedule_time") // _US_PER_HOUR).alias("hour")
-    cap_s = horizon_us / 1e6
-    running = pl.col("terminal_event_type").is_null()
-    observed = timed.filter(
-        (pl.col("schedule_time") <= end_us - horizon_us)
-        & (running | pl.col("execution_time_s").is_not_null())
-    ).with_columns(
-        pl.when(running)
-        .then(pl.lit(cap_s))
-        .otherwise(pl.min_horizontal("execution_time_s", pl.lit(cap_s)))
-        .alias("capped")
-    )
-    scheduling = (
-        timed.with_columns(hour)
-        .group_by("hour")
-        .agg(pl.col("scheduling_time_s").mean().alias("scheduling"), pl.len().alias("n"))
-    )
-    execution = (
-        observed.with_columns(hour)
-        .group_by("hour")
-        .agg(pl.col("capped").mean().alias("execution"), running.sum().alias("censored"))
-    )
-    return collect(scheduling.join(execution, on="hour", how="left").sort("hour"))
-
-
 def task_times_sections(ctx: PageContext) -> Sequence[Section]:
     """Figs. 6–8 of the paper: scheduling and execution time moving averages, execution CDF."""
-    lf = scan(
-        ctx.derived("fct_task_times"),
-        ("schedule_time", "terminal_event_type", "scheduling_time_s", "execution_time_s"),
+    nums = task_times_numbers(
+        scan(ctx.derived("agg_task_times_hourly")), scan(ctx.derived("agg_task_times_summary"))
     )
-    nums = task_times_numbers(lf)
+    lf = scan(ctx.derived("fct_task_times"), ("terminal_event_type", "execution_time_s"))
     return (
         _moving_average_section(
             nums,
@@ -1168,7 +1108,11 @@ PAGES = (
         "Scheduling and execution times",
         TRACE,
         "derive",
-        (derived_table("fct_task_times").relative(TRACE),),
+        (
+            derived_table("agg_task_times_hourly").relative(TRACE),
+            derived_table("agg_task_times_summary").relative(TRACE),
+            derived_table("fct_task_times").relative(TRACE),
+        ),
         _DERIVE,
         task_times_sections,
     ),

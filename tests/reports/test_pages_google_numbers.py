@@ -126,53 +126,83 @@ def test_running_column_prefers_running_tasks_then_the_first_numeric() -> None:
     assert running_column(pl.DataFrame({"time": [1], "label": ["a"]})) is None
 
 
-def test_task_times_hourly_means_median_and_finished_shares() -> None:
-    """Hand-worked: the window runs from 600 s to 600 s + 9 h (G's end), so the execution
-    series' horizon is 3 h and it keeps incarnations scheduled by 600 s + 6 h, execution
-    capped at 3 h = 10,800 s, C (still running at the end) counting as 10,800 s."""
-    start = 600_000_000
-    rows = [
-        # (schedule, terminal, scheduling s, execution s, end)
-        ("A", HOUR_US, 4, 2.0, 100.0, HOUR_US + 100_000_000),
-        ("B", HOUR_US + 600_000_000, 4, 4.0, 20_000.0, HOUR_US + 20_600_000_000),
-        ("C", 2 * HOUR_US, None, 6.0, None, None),
-        ("D", 2 * HOUR_US + 1, 5, 10.0, 50.0, 2 * HOUR_US + 50_000_001),
-        ("E", 7 * HOUR_US, 4, 1.0, 30.0, 7 * HOUR_US + 30_000_000),
-        ("F", 0, 4, 1.0, 10.0, 10_000_000),  # before the window: not in the hourly means
-        ("G", 8 * HOUR_US, 4, 3.0, 4_200.0, start + 9 * HOUR_US),
-    ]
-    times = pl.DataFrame(
-        [r[1:] for r in rows],
-        schema={
-            "schedule_time": pl.Int64,
-            "terminal_event_type": pl.Int64,
-            "scheduling_time_s": pl.Float64,
-            "execution_time_s": pl.Float64,
-            "end_time": pl.Int64,
-        },
-        orient="row",
+def test_task_times_reads_the_marts_and_sizes_the_moving_averages() -> None:
+    """The marts' numbers (tests/queries/agg_task_times_*) reach the page unchanged; an hour
+    without a mean is NaN in the drawn series, and the moving averages span half the hours when
+    the series has under two days (none over 2 hours)."""
+    hourly = pl.DataFrame(
+        {
+            # unsorted on purpose: the figures draw the hours in order
+            "hour": [2, 1, 7, 8],
+            "day": [0.08, 0.03, 0.28, 0.33],
+            "scheduling_mean_s": [8.0, 3.0, 1.0, None],
+            "execution_mean_s": [5_425.0, 5_450.0, None, None],
+        }
     )
-    nums = task_times_numbers(times)
-    assert nums.horizon_h == 3.0
-    assert nums.hours == 4  # hours 1, 2, 7, 8
-    assert list(nums.hourly_scheduling_s) == [3.0, 8.0, 1.0, 3.0]
-    # hour 1: A 100 and B capped at 10,800; hour 2: C counted as 10,800 and D 50; E and G
-    # were scheduled too late to be observed for 3 h. Without the cap and C, hour 1 would be
-    # 10,050 and hour 2 50: the censoring would make the mean fall.
-    execution = nums.hourly_execution_s
-    assert list(execution[:2]) == [5_450.0, 5_425.0]
-    assert np.isnan(execution[2:]).all()
-    assert nums.execution_hours == 2
-    assert nums.censored == 1
-    assert nums.execution_hourly_mean_s == pytest.approx((5_450 + 5_425) / 2)
-    assert nums.scheduling_hourly_mean_s == pytest.approx((3 + 8 + 1 + 3) / 4)
-    assert nums.hour_days[0] == pytest.approx((HOUR_US - start) / DAY_US)
-    # moving averages sized to the data: half of 4 hours; none over the 2 execution hours
+    summary = pl.DataFrame(
+        {
+            "hours": [4],
+            "scheduling_hourly_mean_s": [4.0],
+            "scheduling_median_s": [3.0],
+            "execution_hours": [2],
+            "execution_hourly_mean_s": [5_437.5],
+            "n_censored": [1],
+            "horizon_h": [3],
+            "finished_tasks": [5],
+            "finished_under_5min": [0.6],
+            "finished_under_30min": [0.8],
+        }
+    )
+    nums = task_times_numbers(hourly, summary)
+    assert list(nums.hour_days) == [0.03, 0.08, 0.28, 0.33]
+    assert list(nums.hourly_scheduling_s[:3]) == [3.0, 8.0, 1.0]
+    assert np.isnan(nums.hourly_scheduling_s[3])
+    assert list(nums.hourly_execution_s[:2]) == [5_450.0, 5_425.0]
+    assert np.isnan(nums.hourly_execution_s[2:]).all()
+    assert (nums.hours, nums.execution_hours, nums.censored) == (4, 2, 1)
+    assert (nums.horizon_h, nums.scheduling_median_s) == (3.0, 3.0)
+    assert nums.scheduling_hourly_mean_s == 4.0
+    assert nums.execution_hourly_mean_s == 5_437.5
+    assert (nums.finished_tasks, nums.finished_under_5min, nums.finished_under_30min) == (
+        5,
+        0.6,
+        0.8,
+    )
     assert (nums.ma_hours, nums.ma_execution_hours) == (2, 0)
-    assert nums.scheduling_median_s == 3.0  # median of 1, 1, 2, 3, 4, 6, 10
-    assert nums.finished_tasks == 5  # A, B, E, F, G; D is a KILL, C still runs
-    assert nums.finished_under_5min == pytest.approx(3 / 5)  # 100, 30 and 10 s
-    assert nums.finished_under_30min == pytest.approx(3 / 5)
+
+
+def test_task_times_without_hourly_means_state_nan() -> None:
+    summary = pl.DataFrame(
+        {
+            "hours": [0],
+            "scheduling_hourly_mean_s": [None],
+            "scheduling_median_s": [0.0],
+            "execution_hours": [0],
+            "execution_hourly_mean_s": [None],
+            "n_censored": [0],
+            "horizon_h": [1],
+            "finished_tasks": [0],
+            "finished_under_5min": [0.0],
+            "finished_under_30min": [0.0],
+        },
+        schema_overrides={
+            "scheduling_hourly_mean_s": pl.Float64,
+            "execution_hourly_mean_s": pl.Float64,
+        },
+    )
+    hourly = pl.DataFrame(
+        schema={
+            "hour": pl.Int64,
+            "day": pl.Float64,
+            "scheduling_mean_s": pl.Float64,
+            "execution_mean_s": pl.Float64,
+        }
+    )
+    nums = task_times_numbers(hourly, summary)
+    assert math.isnan(nums.scheduling_hourly_mean_s)
+    assert math.isnan(nums.execution_hourly_mean_s)
+    assert nums.hour_days.size == 0
+    assert (nums.ma_hours, nums.ma_execution_hours) == (0, 0)
 
 
 def test_a_moving_average_needs_a_whole_window_behind_each_point() -> None:

@@ -157,6 +157,24 @@ def test_index_shows_manifest_counts_timings_and_params_link(built: tuple[Path, 
     assert not list((site / "runs").glob(".*"))
 
 
+def test_a_derived_page_headline_carries_its_summary_marts_condition(
+    built: tuple[Path, Path],
+) -> None:
+    """google-task-times' summary mart names its headline number and the condition; the index
+    shows both: every one of sitedata's 3,000 incarnations has a scheduling time."""
+    data, run = built
+    refs = read_refs(run / "google-task-times.html")
+    median = refs.texts["scheduling_median_s"]
+    index = (data / "site" / "index.html").read_text(encoding="utf-8")
+    assert (
+        f'<span class="headline">median scheduling time: {median}</span> '
+        '<span class="condition">(all 3,000 task incarnations with a known scheduling time)</span>'
+    ) in index
+    doc = json.loads((run / "run.json").read_text(encoding="utf-8"))
+    (page,) = [p for p in doc["pages"] if p["slug"] == "google-task-times"]
+    assert page["condition"] == "all 3,000 task incarnations with a known scheduling time"
+
+
 def test_missing_inputs_give_a_visible_note_and_history_lists_every_run(tmp_path: Path) -> None:
     write_google_derived(tmp_path)
     (tmp_path / "derived" / "google-2011" / "agg_queue_length.parquet").unlink()

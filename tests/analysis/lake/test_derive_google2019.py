@@ -44,6 +44,7 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
     for times_check in ("durations_non_negative", "missing_info_valid", "one_row_per_incarnation"):
         shared.add(f"checks/assert_task_times_{times_check}")
     shared.add("checks/assert_task_lifecycles_one_row_per_task")
+    shared.add("checks/assert_task_times_hourly_censored_within_scheduled")
     assert shared <= set(derive.check_names(TRACE))
     assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
         derive.check_names(TRACE)
