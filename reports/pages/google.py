@@ -1000,9 +1000,14 @@ _CHANGE = ("cpu_change", "memory_change")
 
 @dataclass(frozen=True)
 class UtilizationChangeNumbers:
-    """Per change column: the share of windows whose |relative change| is below 20%."""
+    """``agg_utilization_change_summary`` as the page states it: per change column, the share of
+    windows whose |relative change| is below the threshold (NaN without a change)."""
 
     share_below_20pct: Mapping[str, float]
+    #: the threshold of "calm" (derive's change_threshold: 0.2)
+    threshold: float = 0.2
+    #: windows where the cluster used any CPU or memory
+    windows_with_use: int = 0
 
 
 def _abs_change(df: pl.DataFrame, column: str) -> FloatArray:
@@ -1010,31 +1015,31 @@ def _abs_change(df: pl.DataFrame, column: str) -> FloatArray:
     return v[np.isfinite(v)]
 
 
-def utilization_change_numbers(changes: pl.DataFrame) -> UtilizationChangeNumbers:
-    """From ``agg_utilization_change``; windows without a change (null, NaN) are left out."""
-    shares = {}
-    for c in _CHANGE:
-        v = _abs_change(changes, c)
-        shares[c] = float(np.mean(v < 0.2)) if v.size else float("nan")
-    return UtilizationChangeNumbers(shares)
+def utilization_change_numbers(summary: Frame) -> UtilizationChangeNumbers:
+    """The one row of ``agg_utilization_change_summary`` (windows without a finite change are
+    left out of its shares)."""
+    row = collect(summary.lazy()).row(0, named=True)
+    shares = {c: _nan_if_none(row[f"share_below_threshold_{c}"]) for c in _CHANGE}
+    return UtilizationChangeNumbers(
+        shares, float(row["change_threshold"]), int(row["n_windows_with_use"])
+    )
 
 
 def utilization_change_sections(ctx: PageContext) -> Sequence[Section]:
     """Fig. 10 of the paper: relative change of cluster CPU/memory use between windows."""
-    lf = scan(ctx.derived("agg_utilization_change"), _CHANGE)
-    df = collect(lf.select(_CHANGE))
-    if not any(_abs_change(df, c).size for c in _CHANGE):
+    nums = utilization_change_numbers(scan(ctx.derived("agg_utilization_change_summary")))
+    if all(np.isnan(v) for v in nums.share_below_20pct.values()):
         # one usage window (or none with use) gives no change to draw
-        used = collect(lf.filter((pl.col("used_cpu") > 0) | (pl.col("used_memory") > 0)))
         raise NotEnoughData(
             "Utilization change between windows: needs ≥ 2 consecutive usage windows with "
-            f"task_usage records; found {used.height:,} window(s) with use, none next to another"
+            f"task_usage records; found {nums.windows_with_use:,} window(s) with use, none next "
+            "to another"
         )
-    nums = utilization_change_numbers(df)
+    df = collect(scan(ctx.derived("agg_utilization_change"), _CHANGE).select(_CHANGE))
     frags: list[str | Number] = []
     for k, c in enumerate(_CHANGE):
         frags += [
-            f"{c} stays below 20% in ",
+            f"{c} stays below {nums.threshold:.0%} in ",
             Number(f"share_below_20pct_{c}", nums.share_below_20pct[c], "%"),
             " of windows",
             "; " if k < len(_CHANGE) - 1 else ".",
@@ -1130,7 +1135,10 @@ PAGES = (
         "Utilization change between windows",
         TRACE,
         "derive",
-        (derived_table("agg_utilization_change").relative(TRACE),),
+        (
+            derived_table("agg_utilization_change").relative(TRACE),
+            derived_table("agg_utilization_change_summary").relative(TRACE),
+        ),
         _DERIVE,
         utilization_change_sections,
     ),

@@ -153,6 +153,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
     ).with_columns(pl.col("cpu_change", "memory_change").fill_nan(None)).write_parquet(
         out / "agg_utilization_change.parquet"
     )
+    _derive_marts(out, ("agg_utilization_change",), ("agg_utilization_change_summary",))
     return out
 
 

@@ -251,16 +251,25 @@ def test_usage_without_production_or_use_has_no_shares() -> None:
     assert nums.classes[0].share_of_used_cpu is None
 
 
-def test_utilization_change_share_below_20pct_skips_missing_windows() -> None:
-    changes = pl.DataFrame(
+def test_utilization_change_reads_the_summary_mart() -> None:
+    """The shares, threshold and windows of agg_utilization_change_summary (computed and tested
+    in tests/queries/agg_utilization_change_summary) reach the page; a share without any
+    change is NaN."""
+    summary = pl.DataFrame(
         {
-            "cpu_change": [None, 0.1, -0.3, 0.05, float("nan")],
-            "memory_change": [None, -0.25, 0.19, 0.2, 0.0],
-        }
+            "n_cpu_changes": [3],
+            "share_below_threshold_cpu_change": [2 / 3],
+            "n_memory_changes": [0],
+            "share_below_threshold_memory_change": [None],
+            "change_threshold": [0.2],
+            "n_windows_with_use": [4],
+        },
+        schema_overrides={"share_below_threshold_memory_change": pl.Float64},
     )
-    nums = utilization_change_numbers(changes)
-    assert nums.share_below_20pct["cpu_change"] == pytest.approx(2 / 3)  # 0.1, 0.05 of 3
-    assert nums.share_below_20pct["memory_change"] == pytest.approx(2 / 4)  # 0.19, 0 of 4
+    nums = utilization_change_numbers(summary)
+    assert nums.share_below_20pct["cpu_change"] == 2 / 3
+    assert math.isnan(nums.share_below_20pct["memory_change"])
+    assert (nums.threshold, nums.windows_with_use) == (0.2, 4)
 
 
 def test_a_transition_count_label_moves_along_its_arc_off_another() -> None:
