@@ -874,11 +874,14 @@ class UsageClass:
 
 @dataclass(frozen=True)
 class UsageNumbers:
-    """Production's share of the CPU used and of its own request; every class, sorted by name."""
+    """Production's share of the CPU used and of its own request; every class, sorted by name
+    (``agg_usage_summary`` and ``agg_usage_by_class``)."""
 
     production_share_of_used_cpu: float
     production_cpu_used_over_requested: float
     classes: tuple[UsageClass, ...]
+    #: the windows some task_usage record covers (the sums are over these)
+    covered_windows: int = 0
 
 
 def usage_covered_windows(usage: pl.DataFrame) -> pl.DataFrame:
@@ -889,47 +892,39 @@ def usage_covered_windows(usage: pl.DataFrame) -> pl.DataFrame:
     return usage.filter(pl.col("window_start").is_in(keep))
 
 
-def usage_numbers(usage: pl.DataFrame) -> UsageNumbers:
-    """Sums over the windows of ``agg_usage_by_priority``, per priority class."""
-    sums = usage.group_by("priority_class").agg(pl.col(v).sum() for v in _USAGE)
-    by_class = {str(r["priority_class"]): r for r in sums.iter_rows(named=True)}
-    total_used = float(sums["used_cpu"].sum() or 0.0)
-
-    def ratio(row: Mapping[str, Any], resource: str) -> float:
-        used = float(row[f"used_{resource}"] or 0.0)
-        return used / max(float(row[f"requested_{resource}"] or 0.0), 1e-300)
-
+def usage_numbers(by_class: Frame, summary: Frame) -> UsageNumbers:
+    """The rows of ``agg_usage_by_class`` and the one row of ``agg_usage_summary``."""
+    row = collect(summary.lazy()).row(0, named=True)
     classes = tuple(
         UsageClass(
-            name=k,
-            cpu_used_over_requested=ratio(r, "cpu"),
-            memory_used_over_requested=ratio(r, "memory"),
-            share_of_used_cpu=float(r["used_cpu"] or 0.0) / total_used if total_used else None,
+            name=str(r["priority_class"]),
+            cpu_used_over_requested=float(r["cpu_used_over_requested"]),
+            memory_used_over_requested=float(r["memory_used_over_requested"]),
+            share_of_used_cpu=r["share_of_used_cpu"],
         )
-        for k, r in sorted(by_class.items())
+        for r in collect(by_class.lazy().sort("priority_class")).iter_rows(named=True)
     )
-    prod = by_class.get("production", {})
-    prod_used = float(prod.get("used_cpu") or 0.0)
-    prod_req = float(prod.get("requested_cpu") or 0.0)
     return UsageNumbers(
-        production_share_of_used_cpu=prod_used / total_used if total_used else float("nan"),
-        production_cpu_used_over_requested=prod_used / prod_req if prod_req else float("nan"),
+        production_share_of_used_cpu=_nan_if_none(row["production_share_of_used_cpu"]),
+        production_cpu_used_over_requested=_nan_if_none(row["production_cpu_used_over_requested"]),
         classes=classes,
+        covered_windows=int(row["covered_windows"]),
     )
 
 
 def usage_sections(ctx: PageContext) -> Sequence[Section]:
     """Fig. 9 of the paper: CPU and memory requested vs used, production vs non-production."""
+    nums = usage_numbers(
+        scan(ctx.derived("agg_usage_by_class")), scan(ctx.derived("agg_usage_summary"))
+    )
+    if nums.covered_windows < 2:
+        raise NotEnoughData(
+            "Usage vs requests by priority: needs ≥ 2 usage windows with task_usage records "
+            f"(a time series of use beside the requests); found {nums.covered_windows}"
+        )
     columns = ("window_start", "priority_class", "usage_records", *_USAGE)
     lf = scan(ctx.derived("agg_usage_by_priority"), columns)
     df = usage_covered_windows(collect(lf.select(columns)).sort("window_start"))
-    windows = df["window_start"].n_unique()
-    if windows < 2:
-        raise NotEnoughData(
-            "Usage vs requests by priority: needs ≥ 2 usage windows with task_usage records "
-            f"(a time series of use beside the requests); found {windows}"
-        )
-    nums = usage_numbers(df)
     figs = [*_usage_figure(df, "cpu", ctx.out_dir), *_usage_figure(df, "memory", ctx.out_dir)]
     table = HtmlTable(
         "Used over requested, summed over windows",
@@ -1126,7 +1121,11 @@ PAGES = (
         "Usage vs requests by priority",
         TRACE,
         "derive",
-        (derived_table("agg_usage_by_priority").relative(TRACE),),
+        (
+            derived_table("agg_usage_by_priority").relative(TRACE),
+            derived_table("agg_usage_by_class").relative(TRACE),
+            derived_table("agg_usage_summary").relative(TRACE),
+        ),
         _DERIVE,
         usage_sections,
     ),

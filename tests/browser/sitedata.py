@@ -136,6 +136,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
             )
         )
     pl.concat(frames).write_parquet(out / "agg_usage_by_priority.parquet")
+    _derive_marts(out, ("agg_usage_by_priority",), ("agg_usage_by_class", "agg_usage_summary"))
 
     used = 10 + rng.normal(0, 1.2, k)
     change = np.concatenate([[np.nan], np.diff(used) / used[:-1]])

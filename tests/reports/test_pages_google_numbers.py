@@ -213,42 +213,35 @@ def test_a_moving_average_needs_a_whole_window_behind_each_point() -> None:
     assert np.isnan(out[4:]).all()
 
 
-def test_usage_shares_and_used_over_requested_per_class() -> None:
-    usage = pl.DataFrame(
+def test_usage_reads_the_class_rows_in_name_order_and_the_summary() -> None:
+    """The marts' numbers (tests/queries/agg_usage_by_class, agg_usage_summary) reach the page;
+    a missing share is NaN on the page and None in the table."""
+    by_class = pl.DataFrame(
         {
-            "window_start": [0, 0, 1, 1],
-            "priority_class": ["production", "non_production", "production", "non_production"],
-            "requested_cpu": [4.0, 1.0, 4.0, 1.0],
-            "used_cpu": [1.0, 1.0, 2.0, 0.0],
-            "requested_memory": [2.0, 1.0, 2.0, 1.0],
-            "used_memory": [1.0, 0.5, 1.0, 0.5],
-        }
+            "priority_class": ["production", "non_production"],
+            "cpu_used_over_requested": [0.375, 0.5],
+            "memory_used_over_requested": [0.5, 0.25],
+            "share_of_used_cpu": [None, None],
+        },
+        schema_overrides={"share_of_used_cpu": pl.Float64},
     )
-    nums = usage_numbers(usage)
-    assert nums.production_share_of_used_cpu == pytest.approx(3 / 4)
-    assert nums.production_cpu_used_over_requested == pytest.approx(3 / 8)
+    summary = pl.DataFrame(
+        {
+            "covered_windows": [2],
+            "production_share_of_used_cpu": [None],
+            "production_cpu_used_over_requested": [0.375],
+        },
+        schema_overrides={"production_share_of_used_cpu": pl.Float64},
+    )
+    nums = usage_numbers(by_class, summary)
+    assert math.isnan(nums.production_share_of_used_cpu)
+    assert nums.production_cpu_used_over_requested == 0.375
+    assert nums.covered_windows == 2
     assert [c.name for c in nums.classes] == ["non_production", "production"]
     non, prod = nums.classes
-    assert non.cpu_used_over_requested == pytest.approx(1 / 2)
-    assert non.memory_used_over_requested == pytest.approx(1 / 2)
-    assert non.share_of_used_cpu == pytest.approx(1 / 4)
-    assert prod.memory_used_over_requested == pytest.approx(2 / 4)
-
-
-def test_usage_without_production_or_use_has_no_shares() -> None:
-    usage = pl.DataFrame(
-        {
-            "priority_class": ["free"],
-            "requested_cpu": [1.0],
-            "used_cpu": [0.0],
-            "requested_memory": [1.0],
-            "used_memory": [0.0],
-        }
-    )
-    nums = usage_numbers(usage)
-    assert math.isnan(nums.production_share_of_used_cpu)
-    assert math.isnan(nums.production_cpu_used_over_requested)
-    assert nums.classes[0].share_of_used_cpu is None
+    assert (non.cpu_used_over_requested, non.memory_used_over_requested) == (0.5, 0.25)
+    assert (prod.cpu_used_over_requested, prod.memory_used_over_requested) == (0.375, 0.5)
+    assert non.share_of_used_cpu is None
 
 
 def test_utilization_change_reads_the_summary_mart() -> None:
