@@ -488,63 +488,35 @@ class RunningNumbers:
 @dataclass(frozen=True)
 class QueueNumbers:
     """Queue lengths at the latest time in the window (paper's series and corrected), the
-    corrected series' maximum, and the running tasks when their table is there."""
+    corrected series' maximum, and the running tasks."""
 
     paper_end: float
     end: float
     gap_end: float
     max: float
-    running: RunningNumbers | None
+    running: RunningNumbers
 
 
-def running_column(running: Frame) -> str | None:
-    """``running_tasks``, else the first numeric column other than ``time`` (None: no such column)."""
-    schema = running.lazy().collect_schema()
-    values = [c for c, t in schema.items() if c != "time" and t.is_numeric()]
-    if not values:
-        return None
-    return "running_tasks" if "running_tasks" in values else values[0]
-
-
-def queue_numbers(queue: Frame, running: Frame | None = None) -> QueueNumbers:
-    """End and maximum of ``agg_queue_length`` (and ``agg_running_tasks``) inside the window."""
-    stats = collect(
-        _in_window(queue.lazy(), "time").select(
-            # the value at the latest time, without sorting the whole series
-            pl.col("queue_length_paper").get(pl.col("time").arg_max()).alias("paper_end"),
-            pl.col("queue_length").get(pl.col("time").arg_max()).alias("end"),
-            pl.col("queue_length").max().alias("max"),
-        )
-    )
-    paper_end, end = _or_zero(stats["paper_end"][0]), _or_zero(stats["end"][0])
+def queue_numbers(summary: Frame) -> QueueNumbers:
+    """The one row of ``agg_queue_summary``: the queue's ends, gap and maximum, and the running
+    tasks' maximum and end, inside the window."""
+    row = collect(summary.lazy()).row(0, named=True)
     return QueueNumbers(
-        paper_end=paper_end,
-        end=end,
-        gap_end=paper_end - end,
-        max=_or_zero(stats["max"][0]),
-        running=None if running is None else _running_numbers(running),
+        paper_end=float(row["queue_paper_end"]),
+        end=float(row["queue_end"]),
+        gap_end=float(row["queue_gap_end"]),
+        max=float(row["queue_max"]),
+        running=RunningNumbers(
+            "running_tasks", float(row["running_max"]), float(row["running_end"])
+        ),
     )
-
-
-def _running_numbers(running: Frame) -> RunningNumbers | None:
-    col = running_column(running)
-    if col is None:
-        return None
-    stats = collect(
-        _in_window(running.lazy(), "time").select(
-            pl.col(col).max().alias("max"),
-            pl.col(col).get(pl.col("time").arg_max()).alias("end"),
-        )
-    )
-    return RunningNumbers(col, _or_zero(stats["max"][0]), _or_zero(stats["end"][0]))
 
 
 def queue_sections(ctx: PageContext) -> Sequence[Section]:
     """Figs. 4–5 of the paper: tasks queueing (paper's series and corrected) and tasks running."""
+    nums = queue_numbers(scan(ctx.derived("agg_queue_summary")))
     q = scan(ctx.derived("agg_queue_length"), ("time", "queue_length_paper", "queue_length"))
-    path = ctx.derived("agg_running_tasks")
-    r = scan(path, ("time",)) if path.exists() else None
-    nums = queue_numbers(q, r)
+    r = scan(ctx.derived("agg_running_tasks"), ("time", "running_tasks"))
     sections = [
         Section(
             title=f"Queue length ({_cite('Fig. 4')})",
@@ -570,10 +542,7 @@ def queue_sections(ctx: PageContext) -> Sequence[Section]:
             figures=tuple(_queue_figure(q, ctx.out_dir)),
         )
     ]
-    if r is not None and nums.running is not None:
-        sections.append(
-            _running_section(nums.running, _running_figure(r, nums.running, ctx.out_dir))
-        )
+    sections.append(_running_section(nums.running, _running_figure(r, nums.running, ctx.out_dir)))
     return sections
 
 
@@ -1099,7 +1068,11 @@ PAGES = (
         "Queue length and running tasks",
         TRACE,
         "derive",
-        (derived_table("agg_queue_length").relative(TRACE),),
+        (
+            derived_table("agg_queue_length").relative(TRACE),
+            derived_table("agg_running_tasks").relative(TRACE),
+            derived_table("agg_queue_summary").relative(TRACE),
+        ),
         _DERIVE,
         queue_sections,
     ),

@@ -93,6 +93,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
     pl.DataFrame({"time": times, "running_tasks": np.cumsum(rng.integers(-2, 4, n))}).write_parquet(
         out / "agg_running_tasks.parquet"
     )
+    _derive_marts(out, ("agg_queue_length", "agg_running_tasks"), ("agg_queue_summary",))
 
     m = 3000
     sched = WINDOW_START_US + rng.integers(0, 48 * HOUR_US, m)

@@ -18,7 +18,6 @@ from tracelab.reports.pages.google import (
     _utilization_change_figure,
     event_cdf_numbers,
     queue_numbers,
-    running_column,
     task_times_numbers,
     transitions_numbers,
     usage_numbers,
@@ -103,27 +102,22 @@ def test_event_cdf_without_new_submissions_has_no_weighted_end() -> None:
     assert math.isnan(nums.weighted_completions_end)
 
 
-def test_queue_end_gap_and_max_inside_the_window() -> None:
-    t = [700_000_000, 600_000_000, 800_000_000, AFTER]  # the last row lies after the window
-    queue = pl.DataFrame(
-        {"time": t, "queue_length_paper": [9, 5, 7, 100], "queue_length": [8, 4, 5, 90]}
+def test_queue_reads_the_summary_mart() -> None:
+    """agg_queue_summary's numbers (computed and tested in tests/queries/agg_queue_summary)
+    reach the page as they are."""
+    summary = pl.DataFrame(
+        {
+            "queue_paper_end": [7],
+            "queue_end": [5],
+            "queue_gap_end": [2],
+            "queue_max": [8],
+            "running_max": [10],
+            "running_end": [6],
+        }
     )
-    running = pl.DataFrame({"time": t, "running_tasks": [10, 3, 6, 50], "other": [0, 0, 0, 0]})
-    nums = queue_numbers(queue, running)
-    assert (nums.paper_end, nums.end) == (7.0, 5.0)  # values at the latest time in the window
-    assert nums.gap_end == 2.0
-    assert nums.max == 8.0  # 90 is after the window
-    assert nums.running is not None
+    nums = queue_numbers(summary)
+    assert (nums.paper_end, nums.end, nums.gap_end, nums.max) == (7.0, 5.0, 2.0, 8.0)
     assert (nums.running.column, nums.running.max, nums.running.end) == ("running_tasks", 10.0, 6.0)
-    assert queue_numbers(queue).running is None
-
-
-def test_running_column_prefers_running_tasks_then_the_first_numeric() -> None:
-    assert running_column(pl.DataFrame({"time": [1], "n": [2], "running_tasks": [3]})) == (
-        "running_tasks"
-    )
-    assert running_column(pl.DataFrame({"time": [1], "label": ["a"], "count": [2]})) == "count"
-    assert running_column(pl.DataFrame({"time": [1], "label": ["a"]})) is None
 
 
 def test_task_times_reads_the_marts_and_sizes_the_moving_averages() -> None:

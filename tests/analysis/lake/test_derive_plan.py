@@ -19,6 +19,7 @@ GOOGLE_TABLES = [
     "agg_machine_capacity",
     "agg_machine_capacity_mix",
     "agg_queue_length",
+    "agg_queue_summary",
     "agg_running_tasks",
     "agg_task_times_hourly",
     "agg_task_times_summary",
@@ -52,6 +53,7 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
         "agg_machine_capacity": (),
         "agg_machine_capacity_mix": (),
         "agg_queue_length": ("fct_task_transitions_collapsed",),
+        "agg_queue_summary": ("agg_queue_length", "agg_running_tasks"),
         "agg_running_tasks": ("fct_task_transitions_collapsed",),
         "agg_task_times_hourly": ("agg_task_times_window", "fct_task_times"),
         "agg_task_times_summary": (
