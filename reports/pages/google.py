@@ -81,10 +81,6 @@ def _in_window(lf: pl.LazyFrame, time: str) -> pl.LazyFrame:
     return lf.filter(pl.col(time).is_not_null() & (pl.col(time) < TIME_AFTER_WINDOW_US))
 
 
-def _or_zero(value: Any) -> float:
-    return float(value or 0)
-
-
 # --- transitions (Fig. 1) -------------------------------------------------------------------
 
 
@@ -388,22 +384,21 @@ _SERIES = ("new_submissions", "submissions", "schedules", "completions")
 
 @dataclass(frozen=True)
 class EventCdfNumbers:
-    """Totals over the window per series, and the weighted series' ends (total / new submissions)."""
+    """Totals over the window per series, and the weighted series' ends (total / new
+    submissions; NaN without any), as ``agg_event_cdf_summary`` holds them."""
 
     totals: Mapping[str, float]
     weighted_submissions_end: float
     weighted_completions_end: float
 
 
-def event_cdf_numbers(events: Frame) -> EventCdfNumbers:
-    """Each series' total is the largest value of its running count ``cum_<series>``."""
-    row = collect(events.lazy().select(pl.col(f"cum_{s}").max() for s in _SERIES))
-    totals = {s: _or_zero(row[f"cum_{s}"][0]) for s in _SERIES}
-    new = totals["new_submissions"]
+def event_cdf_numbers(summary: Frame) -> EventCdfNumbers:
+    """The one row of ``agg_event_cdf_summary``: each series' total and the weighted ends."""
+    row = collect(summary.lazy()).row(0, named=True)
     return EventCdfNumbers(
-        totals=totals,
-        weighted_submissions_end=totals["submissions"] / new if new else float("nan"),
-        weighted_completions_end=totals["completions"] / new if new else float("nan"),
+        totals={s: float(row[f"total_{s}"]) for s in _SERIES},
+        weighted_submissions_end=_nan_if_none(row["weighted_submissions_end"]),
+        weighted_completions_end=_nan_if_none(row["weighted_completions_end"]),
     )
 
 
@@ -411,10 +406,9 @@ def event_cdf_sections(ctx: PageContext) -> Sequence[Section]:
     """Figs. 2–3 of the paper: CDFs of new submissions, submissions, schedules, completions."""
     cdf = [f"cdf_{s}" for s in _SERIES]
     weighted = [f"weighted_{s}" for s in _SERIES]
-    cum = tuple(f"cum_{s}" for s in _SERIES)
-    lf = scan(ctx.derived("agg_event_cdf"), ("time", *cdf, *weighted, *cum))
+    lf = scan(ctx.derived("agg_event_cdf"), ("time", *cdf, *weighted))
     series = series_on_grid(_in_window(lf, "time"), "time", [*cdf, *weighted])
-    nums = event_cdf_numbers(lf)
+    nums = event_cdf_numbers(scan(ctx.derived("agg_event_cdf_summary")))
     totals: list[str | Number] = ["Totals over the window: "]
     for k, name in enumerate(_SERIES):
         totals += [
@@ -1059,7 +1053,10 @@ PAGES = (
         "Submissions, schedules, completions over time",
         TRACE,
         "derive",
-        (derived_table("agg_event_cdf").relative(TRACE),),
+        (
+            derived_table("agg_event_cdf").relative(TRACE),
+            derived_table("agg_event_cdf_summary").relative(TRACE),
+        ),
         _DERIVE,
         event_cdf_sections,
     ),

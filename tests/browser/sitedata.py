@@ -80,6 +80,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
         cols[f"cdf_{k}"] = c / c[-1]
         cols[f"weighted_{k}"] = c / cum["new_submissions"][-1]
     pl.DataFrame(cols).write_parquet(out / "agg_event_cdf.parquet")
+    _derive_marts(out, ("agg_event_cdf",), ("agg_event_cdf_summary",))
 
     change_paper = rng.integers(-3, 5, n)
     pevict = rng.integers(0, 2, n)

@@ -71,35 +71,29 @@ def test_transitions_without_pairs_have_a_zero_share() -> None:
     assert nums.pairs[0].n_production == 1
 
 
-def _event_cdf(new: list[int], subs: list[int], sched: list[int], done: list[int]) -> pl.DataFrame:
-    return pl.DataFrame(
+def test_event_cdf_reads_the_summary_mart() -> None:
+    """agg_event_cdf_summary's totals and weighted ends (computed and tested in
+    tests/queries/agg_event_cdf_summary) reach the page; a missing weighted end is NaN."""
+    summary = pl.DataFrame(
         {
-            "time": [600_000_000 + i for i in range(len(new))],
-            "cum_new_submissions": new,
-            "cum_submissions": subs,
-            "cum_schedules": sched,
-            "cum_completions": done,
-        }
+            "total_new_submissions": [0],
+            "total_submissions": [8],
+            "total_schedules": [6],
+            "total_completions": [3],
+            "weighted_submissions_end": [None],
+            "weighted_completions_end": [0.75],
+        },
+        schema_overrides={"weighted_submissions_end": pl.Float64},
     )
-
-
-def test_event_cdf_totals_are_the_running_counts_ends() -> None:
-    nums = event_cdf_numbers(_event_cdf([1, 3, 4], [2, 5, 8], [1, 2, 6], [0, 1, 3]))
+    nums = event_cdf_numbers(summary)
     assert dict(nums.totals) == {
-        "new_submissions": 4.0,
+        "new_submissions": 0.0,
         "submissions": 8.0,
         "schedules": 6.0,
         "completions": 3.0,
     }
-    assert nums.weighted_submissions_end == pytest.approx(8 / 4)
-    assert nums.weighted_completions_end == pytest.approx(3 / 4)
-
-
-def test_event_cdf_without_new_submissions_has_no_weighted_end() -> None:
-    nums = event_cdf_numbers(_event_cdf([0, 0], [1, 2], [0, 1], [0, 0]).lazy())
-    assert nums.totals["submissions"] == 2.0
     assert math.isnan(nums.weighted_submissions_end)
-    assert math.isnan(nums.weighted_completions_end)
+    assert nums.weighted_completions_end == 0.75
 
 
 def test_queue_reads_the_summary_mart() -> None:

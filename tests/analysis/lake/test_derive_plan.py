@@ -15,6 +15,7 @@ from tracelab.analysis.lake import derive
 
 GOOGLE_TABLES = [
     "agg_event_cdf",
+    "agg_event_cdf_summary",
     "agg_events_by_priority",
     "agg_machine_capacity",
     "agg_machine_capacity_mix",
@@ -49,6 +50,7 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
     deps = derive.table_dependencies("google-2011")
     assert deps == {
         "agg_event_cdf": ("fct_task_transitions",),
+        "agg_event_cdf_summary": ("agg_event_cdf",),
         "agg_events_by_priority": (),
         "agg_machine_capacity": (),
         "agg_machine_capacity_mix": (),
