@@ -28,7 +28,7 @@ final as (
         (greatest(end_time, $window_start_us) - $window_start_us) / 86400000000 as end_day,
         'total_new_submissions' as headline_key,
         printf(
-            'tasks first submitted in the loaded parts, from before the window (time 0) to day %.2f',
+            'tasks first submitted in the loaded parts, from before the window to day %.2f',
             (greatest(end_time, $window_start_us) - $window_start_us) / 86400000000
         ) as condition,
     from totals

@@ -111,8 +111,9 @@ class TransitionsNumbers:
     submit_after_submit: int
 
 
-def transitions_numbers(counts: pl.DataFrame) -> TransitionsNumbers:
-    """Totals of ``agg_transition_counts``: transitions (pairs with a previous event), undocumented."""
+def transitions_numbers(counts: pl.DataFrame, summary: Frame) -> TransitionsNumbers:
+    """The pairs of ``agg_transition_counts`` (first events first) and the one row of
+    ``agg_transition_summary`` (the totals over transitions)."""
     df = counts.sort("prev_event_type", "event_type", nulls_last=False)
     has_prod = "n_production" in df.columns
     pairs = tuple(
@@ -127,23 +128,16 @@ def transitions_numbers(counts: pl.DataFrame) -> TransitionsNumbers:
         )
         for r in df.iter_rows(named=True)
     )
-    moves = [p for p in pairs if p.prev is not None]
-    undocumented = [p for p in moves if not p.documented]
-    total = sum(p.n for p in moves)
-    n_undoc = sum(p.n for p in undocumented)
-
-    def count(prev: int, event: int) -> int:
-        return sum(p.n for p in moves if p.prev == prev and p.event == event)
-
+    row = collect(summary.lazy()).row(0, named=True)
     return TransitionsNumbers(
         pairs=pairs,
         has_production=has_prod,
-        total=total,
-        undocumented=n_undoc,
-        undocumented_share=n_undoc / total if total else 0.0,
-        undocumented_types=len(undocumented),
-        evict_after_submit=count(0, 2),
-        submit_after_submit=count(0, 0),
+        total=int(row["transitions_total"]),
+        undocumented=int(row["transitions_undocumented"]),
+        undocumented_share=float(row["undocumented_share"]),
+        undocumented_types=int(row["undocumented_types"]),
+        evict_after_submit=int(row["evict_after_submit"]),
+        submit_after_submit=int(row["submit_after_submit"]),
     )
 
 
@@ -151,7 +145,7 @@ def transitions_sections(ctx: PageContext) -> Sequence[Section]:
     """Fig. 1 of the paper: the (previous event → event) pairs with counts, undocumented marked."""
     path = ctx.derived("agg_transition_counts")
     lf = scan(path, ("prev_event_type", "event_type", "n", "allowed_by_documented_graph"))
-    nums = transitions_numbers(collect(lf))
+    nums = transitions_numbers(collect(lf), scan(ctx.derived("agg_transition_summary")))
     matrix_figs = _transition_matrix_figure(nums, ctx.out_dir)
     graph_figs = _transition_graph_figure(nums, ctx.out_dir)
     return (
@@ -1044,7 +1038,10 @@ PAGES = (
         "Task event transitions",
         TRACE,
         "derive",
-        (derived_table("agg_transition_counts").relative(TRACE),),
+        (
+            derived_table("agg_transition_counts").relative(TRACE),
+            derived_table("agg_transition_summary").relative(TRACE),
+        ),
         _DERIVE,
         transitions_sections,
     ),

@@ -56,6 +56,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
             "allowed_by_documented_graph": pl.Boolean,
         },
     ).write_parquet(out / "agg_transition_counts.parquet")
+    _derive_marts(out, ("agg_transition_counts",), ("agg_transition_summary",))
 
     times = np.concatenate([[0], WINDOW_START_US + np.sort(rng.integers(0, 48 * HOUR_US, 400))])
     times = np.unique(times)

@@ -29,7 +29,22 @@ HOUR_US = 3_600_000_000
 DAY_US = 24 * HOUR_US
 
 
-def test_transitions_total_undocumented_and_evict_after_submit() -> None:
+def _transition_summary(total: int, undocumented: int, share: float) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "transitions_total": [total],
+            "transitions_undocumented": [undocumented],
+            "undocumented_share": [share],
+            "undocumented_types": [2],
+            "evict_after_submit": [8],
+            "submit_after_submit": [0],
+        }
+    )
+
+
+def test_transitions_pairs_in_order_with_the_summarys_totals() -> None:
+    """The pairs are the page's table and figures (first events first, a null or false verdict
+    undocumented); the totals are agg_transition_summary's (tests/queries)."""
     counts = pl.DataFrame(
         {
             # unsorted on purpose; None = the task's first event in the data
@@ -41,20 +56,20 @@ def test_transitions_total_undocumented_and_evict_after_submit() -> None:
         },
         schema_overrides={"prev_event_type": pl.Int64},
     )
-    nums = transitions_numbers(counts)
-    assert nums.total == 60 + 8 + 30 + 2  # first events are not transitions
-    assert nums.undocumented == 8 + 2
-    assert nums.undocumented_share == pytest.approx(10 / 100)
-    assert nums.undocumented_types == 2
-    assert nums.evict_after_submit == 8
-    assert nums.submit_after_submit == 0
+    nums = transitions_numbers(counts, _transition_summary(100, 10, 0.1))
+    assert (nums.total, nums.undocumented, nums.undocumented_share) == (100, 10, 0.1)
+    assert (nums.undocumented_types, nums.evict_after_submit, nums.submit_after_submit) == (
+        2,
+        8,
+        0,
+    )
     assert not nums.has_production
     assert [(p.prev, p.event) for p in nums.pairs] == [(None, 0), (0, 1), (0, 2), (1, 4), (4, 3)]
     assert nums.pairs[0].documented  # a first event is always allowed
     assert [p.documented for p in nums.pairs[1:]] == [True, False, True, False]
 
 
-def test_transitions_without_pairs_have_a_zero_share() -> None:
+def test_transitions_keep_the_production_counts() -> None:
     counts = pl.DataFrame(
         {
             "prev_event_type": [None],
@@ -65,8 +80,7 @@ def test_transitions_without_pairs_have_a_zero_share() -> None:
         },
         schema_overrides={"prev_event_type": pl.Int64},
     )
-    nums = transitions_numbers(counts)
-    assert (nums.total, nums.undocumented, nums.undocumented_share) == (0, 0, 0.0)
+    nums = transitions_numbers(counts, _transition_summary(0, 0, 0.0))
     assert nums.has_production
     assert nums.pairs[0].n_production == 1
 
