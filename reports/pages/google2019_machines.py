@@ -32,10 +32,6 @@ from tracelab.reports.numfmt import fmt, fmt_int, fmt_pct
 
 _US_PER_DAY = 86_400_000_000
 _CAPACITY = ("time", "adds", "removes", "updates", "machines", "cpus_total", "memory_total")
-_MIX = ("snapshot", "cpus", "memory", "machines")
-_SNAPSHOTS = ("window_start", "window_end")
-#: capacity pairs drawn: the most common ones, the rest summed in the table's last row
-_TOP_PAIRS = 12
 _PAPER = (
     "No paper is reproduced here. Google's cluster-data colab of the v3 traces shows the same "
     "capacity mix (machines per CPU × memory capacity, both normalised so the largest machine "
@@ -46,7 +42,8 @@ _PAPER = (
 
 @dataclass(frozen=True)
 class MachineNumbers:
-    """What the page states about the cell's machines."""
+    """What the page states about the cell's machines (``agg_machine_capacity_summary`` and
+    ``agg_machine_capacity_pairs``)."""
 
     machines_start: int
     machines_end: int
@@ -59,53 +56,62 @@ class MachineNumbers:
     without_capacity_end: int
     cpus_end: float
     memory_end: float
-    #: (cpus, memory, machines at the start, machines at the end), most machines at the end first
-    pairs: tuple[tuple[float | None, float | None, int, int], ...]
+    #: (cpus, memory, machines at the start, machines at the end, share at the end) of every
+    #: capacity, most machines at the end first
+    pairs: tuple[tuple[float | None, float | None, int, int, float | None], ...]
+    #: every capacity, and the first ones listed one by one (the table and the figure's bars)
+    capacity_pairs: int = 0
+    listed: int = 0
+    #: the capacities not listed one by one: how many, machines at the start and end, share at end
+    other: tuple[int, int, int, float | None] = (0, 0, 0, None)
 
 
-def machine_numbers(capacity: pl.DataFrame, mix: pl.DataFrame) -> MachineNumbers:
-    """From the capacity series (one row per machine_events timestamp; time 0 holds the machines
-    present before the window) and the capacity mix at ``window_start`` and ``window_end``."""
-    if capacity.height == 0:
+def machine_numbers(summary: pl.DataFrame, pairs: pl.DataFrame) -> MachineNumbers:
+    """The one row of ``agg_machine_capacity_summary`` and the listed rows of
+    ``agg_machine_capacity_pairs``; :class:`NotEnoughData` when the capacity series is empty."""
+    row = summary.row(0, named=True)
+    if row["capacity_rows"] == 0:
         raise NotEnoughData("agg_machine_capacity: needs ≥ 1 row; found 0")
-    inside = capacity.filter(pl.col("time") > 0)
-    last = capacity.sort("time").tail(1)
-    span = int(inside.select(pl.col("time").max()).item() or 0)
-    wide = mix.pivot(on="snapshot", index=["cpus", "memory"], values="machines")
-    snapshots = [
-        pl.col(c).fill_null(0) if c in wide.columns else pl.lit(0).alias(c) for c in _SNAPSHOTS
-    ]
-    pairs = wide.with_columns(snapshots).sort(
-        "window_end", "cpus", "memory", descending=[True, False, False], nulls_last=True
-    )
-    at_end = mix.filter(pl.col("snapshot") == "window_end")
-    at_start = mix.filter(pl.col("snapshot") == "window_start")
+    ranked = pairs.sort("rank")
     return MachineNumbers(
-        machines_start=int(at_start["machines"].sum()),
-        machines_end=int(at_end["machines"].sum()),
-        machines_max=int(capacity.select(pl.col("machines").max()).item() or 0),
-        adds=int(inside["adds"].sum()),
-        removes=int(inside["removes"].sum()),
-        updates=int(inside["updates"].sum()),
-        days=span / _US_PER_DAY,
-        without_capacity_end=int(
-            last["machines_without_capacity"][0] if "machines_without_capacity" in last else 0
-        ),
-        cpus_end=float(last["cpus_total"][0]),
-        memory_end=float(last["memory_total"][0]),
+        machines_start=int(row["machines_start"]),
+        machines_end=int(row["machines_end"]),
+        machines_max=int(row["machines_max"]),
+        adds=int(row["adds"]),
+        removes=int(row["removes"]),
+        updates=int(row["updates"]),
+        days=float(row["days"]),
+        without_capacity_end=int(row["without_capacity_end"]),
+        cpus_end=float(row["cpus_end"]),
+        memory_end=float(row["memory_end"]),
         pairs=tuple(
-            (r["cpus"], r["memory"], int(r["window_start"]), int(r["window_end"]))
-            for r in pairs.iter_rows(named=True)
+            (
+                r["cpus"],
+                r["memory"],
+                int(r["machines_start"]),
+                int(r["machines_end"]),
+                r["share_end"],
+            )
+            for r in ranked.iter_rows(named=True)
+        ),
+        capacity_pairs=int(row["capacity_pairs"]),
+        listed=int(ranked["shown"].sum()),
+        other=(
+            int(row["other_pairs"]),
+            int(row["other_machines_start"]),
+            int(row["other_machines_end"]),
+            row["other_share_end"],
         ),
     )
 
 
 def google2019_machines_sections(ctx: PageContext) -> Sequence[Section]:
     """Machines over time, then the capacity mix."""
+    nums = machine_numbers(
+        collect(scan(ctx.derived("agg_machine_capacity_summary"))),
+        collect(scan(ctx.derived("agg_machine_capacity_pairs"))),
+    )
     lf = scan(ctx.derived("agg_machine_capacity"), _CAPACITY)
-    mix = collect(scan(ctx.derived("agg_machine_capacity_mix"), _MIX).select(_MIX))
-    capacity = collect(lf)
-    nums = machine_numbers(capacity, mix)
     return (
         Section(
             title="Machines and capacity over the window",
@@ -138,12 +144,12 @@ def google2019_machines_sections(ctx: PageContext) -> Sequence[Section]:
         Section(
             title="Capacity mix (machines per CPU × memory capacity)",
             this_run=(
-                Number("capacity_pairs", float(len(nums.pairs)), ",.0f"),
+                Number("capacity_pairs", float(nums.capacity_pairs), ",.0f"),
                 " distinct (CPU, memory) capacities among the machines up at the start or the "
                 "end; capacities are normalised (the largest machine's CPU or memory is 1).",
             ),
             paper=_PAPER,
-            figures=tuple(_mix_figure(nums.pairs, ctx.out_dir)),
+            figures=tuple(_mix_figure(nums, ctx.out_dir)),
             tables=(_mix_table(nums),),
         ),
     )
@@ -154,21 +160,13 @@ def _pair(cpus: float | None, memory: float | None) -> str:
 
 
 def _mix_table(nums: MachineNumbers) -> HtmlTable:
-    shown = nums.pairs[:_TOP_PAIRS]
-    rest = nums.pairs[_TOP_PAIRS:]
     rows = [
-        (
-            _pair(c, m),
-            fmt_int(s),
-            fmt_int(e),
-            fmt_pct(e / nums.machines_end if nums.machines_end else None),
-        )
-        for c, m, s, e in shown
+        (_pair(c, m), fmt_int(s), fmt_int(e), fmt_pct(share))
+        for c, m, s, e, share in nums.pairs[: nums.listed]
     ]
-    if rest:
-        start, end = sum(p[2] for p in rest), sum(p[3] for p in rest)
-        share = end / nums.machines_end if nums.machines_end else None
-        other = "1 other capacity" if len(rest) == 1 else f"{len(rest)} other capacities"
+    n_other, start, end, share = nums.other
+    if n_other:
+        other = "1 other capacity" if n_other == 1 else f"{n_other} other capacities"
         rows.append((other, fmt_int(start), fmt_int(end), fmt_pct(share)))
     return HtmlTable(
         "Machines per capacity (CPU × memory, normalised)",
@@ -203,11 +201,10 @@ def _series_figure(lf: pl.LazyFrame, out: Path) -> list[Figure]:
     return figs
 
 
-def _mix_figure(
-    pairs: Sequence[tuple[float | None, float | None, int, int]], out: Path
-) -> list[Figure]:
-    shown = list(pairs[:_TOP_PAIRS])[::-1]  # most common at the top
-    labels = [_pair(c, m) for c, m, _, _ in shown]
+def _mix_figure(nums: MachineNumbers, out: Path) -> list[Figure]:
+    pairs = nums.pairs
+    shown = list(pairs[: nums.listed])[::-1]  # most common at the top
+    labels = [_pair(c, m) for c, m, *_ in shown]
     y = np.arange(len(shown), dtype=np.float64)
     with new_axes(
         out,
@@ -218,7 +215,7 @@ def _mix_figure(
         margins={"left": 0.24},
         data=(
             ("capacity (CPU × memory, normalised)", "machines at start", "machines at end"),
-            [(_pair(c, m), s, e) for c, m, s, e in pairs],
+            [(_pair(c, m), s, e) for c, m, s, e, _ in pairs],
         ),
     ) as (ax, figs):
         ax.barh(y + 0.2, [p[2] for p in shown], height=0.4, label="window start", color="#9ab")
@@ -240,6 +237,8 @@ PAGES = (
         (
             derived_table("agg_machine_capacity").relative(google2019.ID),
             derived_table("agg_machine_capacity_mix").relative(google2019.ID),
+            derived_table("agg_machine_capacity_pairs").relative(google2019.ID),
+            derived_table("agg_machine_capacity_summary").relative(google2019.ID),
         ),
         f"tracelab derive --trace {google2019.ID}",
         google2019_machines_sections,

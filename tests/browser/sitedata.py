@@ -56,7 +56,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
             "allowed_by_documented_graph": pl.Boolean,
         },
     ).write_parquet(out / "agg_transition_counts.parquet")
-    _derive_marts(out, ("agg_transition_counts",), ("agg_transition_summary",))
+    derive_marts(out, ("agg_transition_counts",), ("agg_transition_summary",))
 
     times = np.concatenate([[0], WINDOW_START_US + np.sort(rng.integers(0, 48 * HOUR_US, 400))])
     times = np.unique(times)
@@ -81,7 +81,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
         cols[f"cdf_{k}"] = c / c[-1]
         cols[f"weighted_{k}"] = c / cum["new_submissions"][-1]
     pl.DataFrame(cols).write_parquet(out / "agg_event_cdf.parquet")
-    _derive_marts(out, ("agg_event_cdf",), ("agg_event_cdf_summary",))
+    derive_marts(out, ("agg_event_cdf",), ("agg_event_cdf_summary",))
 
     change_paper = rng.integers(-3, 5, n)
     pevict = rng.integers(0, 2, n)
@@ -95,7 +95,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
     pl.DataFrame({"time": times, "running_tasks": np.cumsum(rng.integers(-2, 4, n))}).write_parquet(
         out / "agg_running_tasks.parquet"
     )
-    _derive_marts(out, ("agg_queue_length", "agg_running_tasks"), ("agg_queue_summary",))
+    derive_marts(out, ("agg_queue_length", "agg_running_tasks"), ("agg_queue_summary",))
 
     m = 3000
     sched = WINDOW_START_US + rng.integers(0, 48 * HOUR_US, m)
@@ -115,7 +115,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
             "execution_time_s": exec_s,
         }
     ).write_parquet(out / "fct_task_times.parquet")
-    _derive_marts(
+    derive_marts(
         out,
         ("fct_task_times",),
         ("agg_task_times_window", "agg_task_times_hourly", "agg_task_times_summary"),
@@ -139,7 +139,7 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
             )
         )
     pl.concat(frames).write_parquet(out / "agg_usage_by_priority.parquet")
-    _derive_marts(out, ("agg_usage_by_priority",), ("agg_usage_by_class", "agg_usage_summary"))
+    derive_marts(out, ("agg_usage_by_priority",), ("agg_usage_by_class", "agg_usage_summary"))
 
     used = 10 + rng.normal(0, 1.2, k)
     change = np.concatenate([[np.nan], np.diff(used) / used[:-1]])
@@ -157,11 +157,11 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
     ).with_columns(pl.col("cpu_change", "memory_change").fill_nan(None)).write_parquet(
         out / "agg_utilization_change.parquet"
     )
-    _derive_marts(out, ("agg_utilization_change",), ("agg_utilization_change_summary",))
+    derive_marts(out, ("agg_utilization_change",), ("agg_utilization_change_summary",))
     return out
 
 
-def _derive_marts(out: Path, given: tuple[str, ...], marts: tuple[str, ...]) -> None:
+def derive_marts(out: Path, given: tuple[str, ...], marts: tuple[str, ...]) -> None:
     """Derive ``marts`` (in that order) from the hand-written tables ``given``, with
     google-2011's FINISH code (4) as the only staged task event the marts look up."""
     con = duckdb.connect()

@@ -14,7 +14,7 @@ import pytest
 from browser.chromium import CHROMIUM, render
 from browser.formats import format_violations
 from browser.html import read_refs
-from browser.sitedata import write_export, write_google_derived, write_manifest
+from browser.sitedata import derive_marts, write_export, write_google_derived, write_manifest
 
 from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.reports.metadata import StageTiming
@@ -347,6 +347,11 @@ def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
             "machines": [1, 1, 1, 1],
         }
     ).write_parquet(derived / "agg_machine_capacity_mix.parquet")
+    derive_marts(
+        derived,
+        ("agg_machine_capacity", "agg_machine_capacity_mix"),
+        ("agg_machine_capacity_pairs", "agg_machine_capacity_summary"),
+    )
     build = build_site(tmp_path, specs=[PAGE_SPECS["google-2019-machines"]], strict=True)
     page = read_refs(build.run_dir / "google-2019-machines.html")
     assert (page.numbers["machines_start"], page.numbers["machines_end"]) == (2, 2)
