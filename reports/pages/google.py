@@ -1,9 +1,12 @@
 """Pages for the google-2011 derived tables (Zhu, Wang & Wang 2015, "10 Observations on Google
 Cluster Trace").
 
-Each page comes in three parts: ``<name>_numbers`` computes everything the page states from its
-input frame (pure: no matplotlib, no context), ``_<name>_figure*`` draws from those numbers or the
-frames, and ``<name>_sections`` only reads the inputs and composes the prose.
+Every number a page states is computed by the derive stage and stored in a derived table: the
+page's one-row summary mart (``agg_<page>_summary``, which also names the index headline and its
+condition) and, for its tables and figures, the marts beside it (``queries/``). Each page comes in
+three parts: ``<name>_numbers`` reads those marts into what the page states (pure: no matplotlib,
+no context), ``_<name>_figure*`` draws from those numbers or the tables, and ``<name>_sections``
+only reads the inputs and composes the prose.
 """
 
 from __future__ import annotations
