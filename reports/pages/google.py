@@ -1067,7 +1067,6 @@ PAGES = (
         "derive",
         (
             derived_table("agg_queue_length").relative(TRACE),
-            derived_table("agg_running_tasks").relative(TRACE),
             derived_table("agg_queue_summary").relative(TRACE),
         ),
         _DERIVE,
