@@ -215,8 +215,10 @@ def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentP
     parser.add_argument("--version", action="version", version=f"tracelab {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, target, help_text in commands():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        if configure is not None and name not in configure:
+        # a stage's former names run it too, listed beside its name rather than as commands
+        aliases = target.aliases if isinstance(target, Stage) else ()
+        p = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
+        if configure is not None and not {name, *aliases} & set(configure):
             continue
         _common_options(p, name)
         if isinstance(target, Stage):

@@ -74,6 +74,9 @@ class Stage:
     trace_inputs: tuple[tuple[str, tuple[DataEntry, ...]], ...] = ()
     #: its pieces of work can run on Dask (``--workers`` / ``--dask-address``)
     scales_out: bool = False
+    #: the stage's former names: each still runs it as a sub-command and names its
+    #: ``--config`` table, so scripts and config files written before the rename keep working
+    aliases: tuple[str, ...] = ()
 
     def inputs_for(self, trace: str) -> tuple[DataEntry, ...]:
         """What the stage reads on ``trace``."""

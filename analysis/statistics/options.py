@@ -121,7 +121,7 @@ class AnalyzeOptions:
 
 @dataclass(frozen=True)
 class CalibrationOptions:
-    """``tracelab calibrate``: the calibration table of this run against published figures."""
+    """``tracelab calibration``: the calibration table of this run against published figures."""
 
     strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
 
@@ -145,7 +145,8 @@ STAGES = (
     ),
     Stage(
         name="calibration",
-        command="calibrate",
+        command="calibration",
+        aliases=("calibrate",),
         help="this run's statistics beside the published figures they should match, with tolerances",
         traces=traces_feeding("calibration"),
         options=CalibrationOptions,

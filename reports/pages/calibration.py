@@ -104,7 +104,7 @@ def _parameters(ctx: PageContext) -> tuple[Section, ...]:
     summary = ctx.results("calibration") / "summary.json"
     if not summary.is_file():
         return ()
-    return (parameters_section(read_json(summary), CalibrationOptions, "calibrate"),)
+    return (parameters_section(read_json(summary), CalibrationOptions, "calibration"),)
 
 
 def _ad_parameters(summary: Mapping[str, Any] | None) -> Paragraph:
@@ -173,7 +173,7 @@ PAGES = (
         google2011.ID,
         "calibration",
         (stage_results("calibration", "table.parquet").relative(google2011.ID),),
-        "tracelab calibrate",
+        "tracelab calibration",
         calibration_sections,
     ),
 )

@@ -347,7 +347,7 @@ def test_the_renamed_usage_sample_no_longer_crashes_calibration_or_variability(
     the catalog failed on a column-less examples.parquet, variability drew NaN over empty plots."""
     data = tmp_path / "data"
     _ingest_derive(data, _raw_with_usage(tmp_path, "part-00000-of-00500.csv"))
-    for step in ("analyze", "calibrate"):
+    for step in ("analyze", "calibration"):
         done = _tracelab(step, "--data", str(data), "--trace", TRACE)
         assert done.rc == 0, done.err
         assert "unexpected" not in done.err
