@@ -1,8 +1,8 @@
 """``tracelab``: one entry point, one sub-command per job.
 
-Stage commands (derive, analyze, fit, export, and the consuming stages) are built from the stage
-registry (``flows/registry.py``); the others (generate, ingest, report, run, serve, schedule, sql)
-live in their own module under ``flows/`` exposing ``configure_parser(parser)`` and
+Stage commands (derive, statistics, priors, export, and the consuming stages) are built from the
+stage registry (``flows/registry.py``); the others (generate, ingest, report, run, serve, schedule,
+sql) live in their own module under ``flows/`` exposing ``configure_parser(parser)`` and
 ``run_command(args, settings) -> int``. This file only wires them, and turns every failure into
 one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on screen with ``--debug``).
 """

@@ -78,14 +78,14 @@ def _derive_run() -> StageRun:
     return run_stage
 
 
-def _analyze_run() -> StageRun:
-    from tracelab.flows.analyze import run_stage
+def _statistics_run() -> StageRun:
+    from tracelab.flows.statistics import run_stage
 
     return run_stage
 
 
-def _fit_run() -> StageRun:
-    from tracelab.flows.fit import run_stage
+def _priors_run() -> StageRun:
+    from tracelab.flows.priors import run_stage
 
     return run_stage
 
@@ -100,8 +100,8 @@ def _export_run() -> StageRun:
 #: by the ``runs_as`` of their declaration; every other stage is :data:`CONSUMING`
 _OWN_FLOWS: dict[str, Callable[[], StageRun]] = {
     "derive": _derive_run,
-    "analyze": _analyze_run,
-    "fit": _fit_run,
+    "statistics": _statistics_run,
+    "priors": _priors_run,
     "export": _export_run,
 }
 

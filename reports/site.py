@@ -628,7 +628,7 @@ def _headline(sections: Sequence[Section]) -> str:
 
 
 def _results_folder(spec: PageSpec) -> Path:
-    """``results/<trace>/<stage>`` of the page (``analyze/variability``: its ``variability``)."""
+    """``results/<trace>/<stage>`` of the page (``statistics/variability``: its ``variability``)."""
     return Path(stage_results(spec.stage.split("/")[-1]).relative(spec.trace))
 
 

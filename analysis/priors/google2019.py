@@ -16,7 +16,7 @@ normalised to the largest machine, so the CPU records' rate is per NCU. The Azur
 (§2.6) is not fitted: it is defined on deployments of VMs with whole cores (vmtable), and v3 has
 neither (a collection is a job whose instances arrive with it; requests are fractions of an NCU).
 
-Every record names the trace ``google-2019``; ``tracelab fit --trace google-2019`` writes them to
+Every record names the trace ``google-2019``; ``tracelab priors --trace google-2019`` writes them to
 ``DATA/results/google-2019/priors/``, beside alibaba-2018's and azure-2017's.
 """
 
@@ -175,7 +175,7 @@ def google2019_needs(data_dir: Path) -> Shortfall | None:
         table_found(lake, t) for t in ("machine_events", "instance_events", "instance_usage")
     )
     return Shortfall(
-        "fit",
+        "priors",
         "instance_events rows (the execution times of FINISHed instances; with instance_usage, "
         "the long instances' CPU usage): machine_events alone supports no prior of the model",
         held,

@@ -1,4 +1,4 @@
-"""What ``tracelab fit`` needs on each trace beyond its input files (its declaration's ``needs``)."""
+"""What ``tracelab priors`` needs on each trace beyond its input files (its declaration's ``needs``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stages ``analyze`` and ``calibration``, declared: their options (one frozen dataclass each;
+"""Stages ``statistics`` and ``calibration``, declared: their options (one frozen dataclass each;
 each field is a command-line option) and their :class:`Stage` records.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
@@ -39,7 +39,7 @@ DEFAULT_BOOTSTRAP = 200
 
 @dataclass(frozen=True)
 class AnalyzeOptions:
-    """``tracelab analyze``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
+    """``tracelab statistics``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
 
     seed: int = option(0, "seed of every random choice", minimum=0)
     stages: tuple[str, ...] = option(ANALYSES, "analyses to run", choices=ANALYSES)
@@ -128,18 +128,19 @@ class CalibrationOptions:
 
 STAGES = (
     Stage(
-        name="analyze",
-        command="analyze",
+        name="statistics",
+        command="statistics",
+        aliases=("analyze",),
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
-        traces=traces_feeding("analyze"),
+        traces=traces_feeding("statistics"),
         options=AnalyzeOptions,
-        runs_as="analyze",
+        runs_as="statistics",
         inputs=(
             derived_table("fct_task_usage_stats"),
             derived_table("fct_task_usage_histograms"),
             derived_table("fct_task_times"),
         ),
-        outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
+        outputs=tuple(stage_results(a, producer="statistics") for a in ANALYSES),
         upstream=("ingest", "derive"),
         methods="§2.1–2.5, §2.7",
     ),
@@ -153,11 +154,11 @@ STAGES = (
         compute="tracelab.analysis.statistics.calibration:calibration_results",
         page="calibration",
         inputs=(
-            stage_results("clustering", "summary.json", producer="analyze"),
+            stage_results("clustering", "summary.json", producer="statistics"),
             derived_table("fct_task_times"),
         ),
         outputs=(stage_results("calibration"),),
-        upstream=("derive", "analyze", "fit"),
+        upstream=("derive", "statistics", "priors"),
         methods="§0.3, §2",
     ),
 )

@@ -160,5 +160,5 @@ SPEC = TraceSpec(
     derived_infix="g2019",
     outcomes=OUTCOME_CODES,
     comparison=COMPARISON,
-    stages=("derive", "fit", "export"),
+    stages=("derive", "priors", "export"),
 )

@@ -1,4 +1,4 @@
-"""The alibaba-2018 Gamma priors page: ``tracelab fit --trace alibaba-2018``'s
+"""The alibaba-2018 Gamma priors page: ``tracelab priors --trace alibaba-2018``'s
 records (``DATA/results/alibaba-2018/priors/params.json``) with their intervals and KS distances,
 the samples it could not fit, and the options it ran with (its ``summary.json``)."""
 
@@ -192,9 +192,9 @@ PAGES = (
         "alibaba-priors",
         f"Gamma priors of {alibaba2018.ID}",
         alibaba2018.ID,
-        "fit/priors",
+        "priors",
         (stage_results("priors", "params.json").relative(alibaba2018.ID),),
-        f"tracelab fit --trace {alibaba2018.ID}",
+        f"tracelab priors --trace {alibaba2018.ID}",
         alibaba_priors_sections,
     ),
 )

@@ -1,4 +1,4 @@
-"""`tracelab analyze` end to end on a hand-built lake + derived tables (real Prefect, DuckDB, Parquet)."""
+"""`tracelab statistics` end to end on a hand-built lake + derived tables (real Prefect, DuckDB, Parquet)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.analysis.statistics.options import AnalyzeOptions
-from tracelab.flows.analyze import STAGES, analyze_results
 from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings
+from tracelab.flows.statistics import STAGES, analyze_results
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000
@@ -140,7 +140,7 @@ def test_analyze_writes_every_stage(tmp_path: Path) -> None:
 
 
 def test_cli_says_to_run_derive_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["analyze", "--data", str(tmp_path), "--trace", TRACE]) == 1
+    assert main(["statistics", "--data", str(tmp_path), "--trace", TRACE]) == 1
     err = capsys.readouterr().err
     assert "fct_task_usage_stats" in err
     assert "run `tracelab derive --trace google-2011` first" in err
@@ -149,7 +149,7 @@ def test_cli_says_to_run_derive_first(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_cli_rejects_unknown_stage_and_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["analyze", "--data", str(tmp_path), "--stages", "nope"]) == 1
+    assert main(["statistics", "--data", str(tmp_path), "--stages", "nope"]) == 1
     assert "--stages nope: must be one of inst_vs_avg" in capsys.readouterr().err
-    assert main(["analyze", "--data", str(tmp_path), "--trace", "azure-2017"]) == 1
-    assert "tracelab fit" in capsys.readouterr().err
+    assert main(["statistics", "--data", str(tmp_path), "--trace", "azure-2017"]) == 1
+    assert "tracelab priors" in capsys.readouterr().err

@@ -15,6 +15,8 @@ from tracelab.flows.run_config import stage_options_from_config
 
 #: every name a stage's command had before it took the stage's name, and the stage it runs
 FORMER_COMMANDS = {
+    "analyze": "statistics",
+    "fit": "priors",
     "pack": "packing",
     "admit": "admission",
     "place": "placement",
@@ -25,6 +27,19 @@ FORMER_COMMANDS = {
 def test_each_stage_is_run_by_the_command_of_its_name() -> None:
     assert {s.command for s in STAGES} == {s.name for s in STAGES}
     assert all(s.command == s.name for s in STAGES)
+
+
+def test_each_stage_writes_the_results_folder_of_its_name() -> None:
+    results = {
+        s.name: sorted(o.template for o in s.outputs if o.template.startswith("results/"))
+        for s in STAGES
+    }
+    # statistics is the exception: each of its six analyses has a folder of its own
+    analyses = "inst_vs_avg variability time_invariance clustering gaussian_sums gamma_fits"
+    assert results.pop("statistics") == sorted(f"results/{{trace}}/{a}" for a in analyses.split())
+    # derive writes derived tables and export the params document, no results folder
+    assert results.pop("derive") == results.pop("export") == []
+    assert results == {name: [f"results/{{trace}}/{name}"] for name in results}
 
 
 def test_the_former_names_are_the_declared_aliases() -> None:

@@ -96,7 +96,7 @@ def test_the_command_line_refuses_them_in_one_line(
             "--horizon-hours 1e+308: must be at most 876000",
         ),
         (["admission", "--runs", "999999999"], "--runs 999999999: must be at most 1000000"),
-        (["analyze", "--ad-pool", "999999999"], "must be at most"),
+        (["statistics", "--ad-pool", "999999999"], "must be at most"),
     ],
 )
 def test_sizes_have_upper_bounds(

@@ -1,4 +1,4 @@
-"""`tracelab analyze`: the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
+"""`tracelab statistics`: the statistics stages of docs/methods.md §2.1–2.5 and §2.7.
 
 Plain functions, no Prefect: one per analysis, each calling the plain functions in ``analysis/``,
 all run and written the same way by :func:`analysis_summary`, into ``DATA/results/<trace>/<stage>/`` (Parquet tables + ``summary.json``; ``params.json`` for
@@ -51,8 +51,8 @@ from tracelab.analysis.traces import traces_feeding
 from tracelab.flows.settings import Settings, duckdb_connection
 
 STAGES = ANALYSES
-_LOG = logging.getLogger("tracelab.analyze")
-SUPPORTED_TRACES: tuple[str, ...] = traces_feeding("analyze")
+_LOG = logging.getLogger("tracelab.statistics")
+SUPPORTED_TRACES: tuple[str, ...] = traces_feeding("statistics")
 USAGE_STATS = "fct_task_usage_stats"
 HISTOGRAMS = "fct_task_usage_histograms"
 TASK_TIMES = "fct_task_times"
@@ -82,8 +82,8 @@ def check_inputs(settings: Settings, trace: str, stages: tuple[str, ...]) -> Non
     """Raise a :class:`TracelabError` naming the first missing input and the command that makes it."""
     if trace not in SUPPORTED_TRACES:
         raise TracelabError(
-            f"analyze supports {', '.join(SUPPORTED_TRACES)}, not {trace!r} "
-            f"(the priors of {', '.join(traces_feeding('fit'))} are `tracelab fit --trace ...`)"
+            f"statistics supports {', '.join(SUPPORTED_TRACES)}, not {trace!r} "
+            f"(the priors of {', '.join(traces_feeding('priors'))} are `tracelab priors --trace ...`)"
         )
     unknown = [s for s in stages if s not in STAGES]
     if unknown:
@@ -250,7 +250,7 @@ def _gaussian_sums(a: _Analysis) -> _Computed:
             f"({time.perf_counter() - started:.0f} s)"
         )
         _LOG.info(message)
-        print(f"[analyze]   {message}", file=sys.stderr, flush=True)
+        print(f"[statistics]   {message}", file=sys.stderr, flush=True)
 
     result = gaussian_sums.ad_rejection_table(
         pool, sizes=p.ad_sizes, sets=p.ad_sets, seed=p.seed, on_size_done=_report
@@ -337,12 +337,12 @@ def analyze_results(
     stages = params.stages
     for n, stage in enumerate(stages, start=1):
         _LOG.info("analyze %s: stage %d/%d %s", trace, n, len(stages), stage)
-        print(f"[analyze] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
+        print(f"[statistics] {n}/{len(stages)} {stage} ...", file=sys.stderr, flush=True)
         summaries[stage] = analysis_summary(settings, trace, stage, params)
         seconds = summaries[stage]["seconds"]
         short = summaries[stage].get(NOT_ENOUGH_DATA)
         done = f"not run: {short['text']}" if short else f"done in {seconds:.1f} s"
-        print(f"[analyze] {n}/{len(stages)} {stage} {done}", file=sys.stderr)
+        print(f"[statistics] {n}/{len(stages)} {stage} {done}", file=sys.stderr)
     return summaries
 
 
@@ -368,7 +368,7 @@ def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageRe
     started = time.perf_counter()
     summaries = analyze_results(settings, trace, params)
     return StageResult(
-        stage="analyze",
+        stage="statistics",
         trace=trace,
         outputs=tuple(f"results/{trace}/{stage}" for stage in summaries),
         headline=_headline(summaries),

@@ -1,10 +1,10 @@
-"""Benchmark `tracelab analyze`: every stage on a medium synthetic input, and Table 1 at paper scale.
+"""Benchmark `tracelab statistics`: every stage on a medium synthetic input, and Table 1 at paper scale.
 
 Run by hand (never in tests)::
 
-    .venv/bin/python bench/analyze.py                      # 20M usage rows, 100k long tasks
-    .venv/bin/python bench/analyze.py --rows 2000000       # quicker
-    .venv/bin/python bench/analyze.py --data DIR           # an existing data dir (derive done)
+    .venv/bin/python bench/statistics.py                      # 20M usage rows, 100k long tasks
+    .venv/bin/python bench/statistics.py --rows 2000000       # quicker
+    .venv/bin/python bench/statistics.py --data DIR           # an existing data dir (derive done)
 
 Without ``--data`` it writes a synthetic task_usage lake and the three derived tables the stages
 read (Gamma-distributed inst per task, avg a smoothed copy; numpy/polars, vectorised) into a
@@ -33,14 +33,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from tracelab.analysis.statistics.options import AnalyzeOptions  # noqa: E402
-from tracelab.flows.analyze import STAGES, analyze_results  # noqa: E402
 from tracelab.flows.settings import Settings  # noqa: E402
+from tracelab.flows.statistics import STAGES, analyze_results  # noqa: E402
 
 #: the code whose speed this benchmark measures: `make bench-check` lists every row of
 #: docs/benchmarks.md measured before the last change to these files
 MEASURES = (
     "analysis/statistics",
-    "flows/analyze.py",
+    "flows/statistics.py",
 )
 
 TRACE = "google-2011"
@@ -144,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory", default="4GB", help="DuckDB memory limit")
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="bench-analyze-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="bench-statistics-") as tmp:
         data = args.data or Path(tmp)
         if args.data is None:
             started = time.perf_counter()

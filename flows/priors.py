@@ -1,4 +1,4 @@
-"""`tracelab fit`: Gamma priors of the Azure deployment model (docs/methods.md §2.6).
+"""`tracelab priors`: Gamma priors of the Azure deployment model (docs/methods.md §2.6).
 
 Reads ``DATA/derived/azure-2017/fct_azure_deployments.parquet`` (``tracelab derive --trace
 azure-2017``) or, with ``--vmtable FILE``, first derives the ``fct_azure_*`` / ``agg_azure_*`` tables
@@ -45,7 +45,7 @@ from tracelab.analysis.priors.vmtable import (
 )
 from tracelab.flows.settings import Settings, duckdb_connection
 
-_LOG = logging.getLogger("tracelab.fit")
+_LOG = logging.getLogger("tracelab.priors")
 
 
 def derive_azure(settings: Settings, vmtable_csv: Path, shutdown_min_vms: int) -> dict[str, int]:
@@ -101,10 +101,10 @@ def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path,
     the stage's params.json and the number of deployments fitted."""
     steps = 2 if params.vmtable else 1
     if params.vmtable:
-        print(f"[fit] 1/2 deriving the {TRACE} tables from --vmtable ...", file=sys.stderr)
+        print(f"[priors] 1/2 deriving the {TRACE} tables from --vmtable ...", file=sys.stderr)
         derive_azure(settings, Path(params.vmtable), params.shutdown_min_vms)
     print(
-        f"[fit] {steps}/{steps} fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
+        f"[priors] {steps}/{steps} fitting the priors ({params.n_boot} bootstrap replicates per fit) ...",
         file=sys.stderr,
         flush=True,
     )
@@ -182,7 +182,7 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
         return _run_trace_priors(settings, trace, params)
     if params.vmtable and trace != TRACE:
         raise TracelabError(
-            f"--vmtable is an {TRACE} option (a V1 vmtable); `tracelab fit --trace {trace}` "
+            f"--vmtable is an {TRACE} option (a V1 vmtable); `tracelab priors --trace {trace}` "
             f"reads DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
         )
     if params.vmtable and not Path(params.vmtable).is_file():
@@ -191,7 +191,7 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
     path, deployments = fit_azure(settings, trace, params)
     priors = str(path.parent.relative_to(settings.data_dir))
     return StageResult(
-        stage="fit",
+        stage="priors",
         trace=trace,
         outputs=(f"derived/{trace}", priors) if params.vmtable else (priors,),
         headline=(("deployments", f"{deployments:,}"),),
@@ -204,12 +204,12 @@ def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> Sta
     """alibaba-2018's or google-2019's Gamma priors (the azure-only options refused)."""
     if params.vmtable:
         raise TracelabError(
-            f"--vmtable is an {TRACE} option; `tracelab fit --trace {trace}` reads "
+            f"--vmtable is an {TRACE} option; `tracelab priors --trace {trace}` reads "
             f"DATA/derived/{trace}/ (run `tracelab derive --trace {trace}` first)"
         )
     started = time.perf_counter()
     print(
-        f"[fit] 1/1 fitting the {trace} priors ({params.n_boot} bootstrap replicates per fit) ...",
+        f"[priors] 1/1 fitting the {trace} priors ({params.n_boot} bootstrap replicates per fit) ...",
         file=sys.stderr,
         flush=True,
     )
@@ -219,7 +219,7 @@ def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> Sta
         else fit_google2019_priors(settings, params)
     )
     return StageResult(
-        stage="fit",
+        stage="priors",
         trace=trace,
         outputs=(f"results/{trace}/{alibaba.STAGE}",),
         headline=tuple((r.name, f"{r.n:,} values") for r in fits.records),
