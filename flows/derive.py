@@ -49,7 +49,9 @@ def derive_table(
     """Materialise ``queries/<name>.sql`` over the lake and the derived tables it ``reads``."""
     derived_dir = settings.derived_dir / trace
     with duckdb_connection(settings) as con:
-        derive.create_input_views(con, trace, settings.lake_dir / trace)
+        derive.create_input_views(
+            con, trace, settings.lake_dir / trace, params=params.as_sql_params()
+        )
         derive.expose_derived(con, reads, derived_dir)
         return derive.materialise_table(con, name, params.as_sql_params(), derived_dir)
 
@@ -69,7 +71,7 @@ def derive_partition(
     out = derive.partition_dir(settings.derived_dir / trace, n_partitions) / f"part-{partition:05d}"
     with duckdb_connection(settings) as con:
         derive.create_partition_input_views(
-            con, trace, settings.lake_dir / trace, partition, n_partitions
+            con, trace, settings.lake_dir / trace, partition, n_partitions, params.as_sql_params()
         )
         return tuple(
             derive.materialise_table(con, name, params.as_sql_params(), out).path for name in names
@@ -92,7 +94,9 @@ def run_checks(
     every = derive.derived_table_names(trace)
     results = []
     with duckdb_connection(settings) as con:
-        derive.create_input_views(con, trace, settings.lake_dir / trace)
+        derive.create_input_views(
+            con, trace, settings.lake_dir / trace, params=params.as_sql_params()
+        )
         derive.expose_derived(con, tables, settings.derived_dir / trace)
         for check in derive.check_names(trace):
             reads = derive.referenced_names(load_sql(check), every)

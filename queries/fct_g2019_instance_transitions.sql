@@ -12,7 +12,7 @@
 -- event of an instance in the data (its history may predate it), and so is the verdict.
 with
 
-instance_events as (
+events as (
     select
         collection_id,
         instance_index,
@@ -41,7 +41,7 @@ ordered as (
         cast(count(*) filter (where event_type = 0) over (
             instance_order rows between unbounded preceding and current row
         ) as bigint) as incarnation,
-    from instance_events
+    from events
     window instance_order as (
         partition by collection_id, instance_index order by time, source_file, source_row
     )

@@ -1,29 +1,34 @@
--- one row per task (job_id, task_index) across its incarnations: the per-task record peers publish.
--- from fct_task_transitions (every event, in (time, source_file, source_row) order) and
--- fct_task_times (one row per incarnation, from a SUBMIT on).
+-- one row per task (job_id, task_index) across its incarnations: the per-task record peers publish,
+-- for every trace whose staging gives stg_task_events: from its events (in (time, source_file,
+-- source_row) order, fct_task_transitions' order) and fct_task_times (one row per incarnation,
+-- from a SUBMIT on).
 -- first_submit_time and last_terminal_time keep the markers 0 (before the window) and 2^63-1
--- (after it). n_attempts = SCHEDULE events. final_state is the state after the task's last event
--- that is not an UPDATE (an UPDATE keeps the state): pending, running, or the way it died.
+-- (after it); last_terminal_event_type is the trace's own code. n_attempts = SCHEDULE events.
+-- final_state is the state after the task's last event that is not an UPDATE (an UPDATE keeps the
+-- state): pending, queued (google-2019's batch queue), running, or the way it died.
 -- total_wait_s sums the time pending (SUBMIT -> its SCHEDULE, or -> the death of an incarnation
--- that never ran), total_run_s the time running (SCHEDULE -> the terminal event), over all
--- incarnations, in µs then converted (an exact integer sum, the same on every run). either is null
--- when a part of it is unknown: an interval that starts or ends at a marker, an incarnation still
--- pending (wait) or running (run) at the end of the data, or events before the task's first
--- SUBMIT in the data (its history predates the data). has_missing_info: the trace synthesised at
--- least one of the task's records (task_events' missing_info set).
+-- that never ran; google-2019: time queued included), total_run_s the time running (SCHEDULE ->
+-- the terminal event), over all incarnations, in µs then converted (an exact integer sum, the
+-- same on every run). either is null when a part of it is unknown: an interval that starts or
+-- ends at a marker, an incarnation still pending (wait) or running (run) at the end of the data,
+-- or events before the task's first SUBMIT in the data (its history predates the data).
+-- has_missing_info: the trace synthesised at least one of the task's records. is_production is
+-- the staging view's for the priority of the task's last event.
 with
 
 events as (
     select
         job_id,
         task_index,
-        incarnation,
-        event_seq,
+        (time, source_file, source_row) as event_order,
         time,
         event_type,
+        event,
         priority,
+        is_production,
         missing_info,
-    from fct_task_transitions
+        event in ('evict', 'fail', 'finish', 'kill', 'lost') as is_terminal,
+    from stg_task_events
 ),
 
 incarnations as (
@@ -73,19 +78,22 @@ per_task_events as (
         job_id,
         task_index,
         count(*) as n_events,
-        arg_max(priority, event_seq) as priority,
-        arg_min(time, event_seq) as first_event_time,
-        arg_min(time, event_seq) filter (where event_type = 0) as first_submit_time,
-        arg_max(time, event_seq) filter (where event_type in (2, 3, 4, 5, 6)) as last_terminal_time,
-        arg_max(event_type, event_seq) filter (where event_type in (2, 3, 4, 5, 6))
-            as last_terminal_event_type,
+        arg_max(priority, event_order) as priority,
+        arg_max(is_production, event_order) as is_production,
+        min(time) as first_event_time,
+        min(time) filter (where event = 'submit') as first_submit_time,
+        max(time) filter (where is_terminal) as last_terminal_time,
+        arg_max(event_type, event_order) filter (where is_terminal) as last_terminal_event_type,
         coalesce(
-            arg_max(event_type, event_seq) filter (where event_type not in (7, 8)),
-            arg_max(event_type, event_seq)
-        ) as state_event_type,
-        count(*) filter (where event_type = 0) as n_submits,
-        count(*) filter (where event_type = 1) as n_attempts,
-        bool_or(incarnation = 0) as has_events_before_submit,
+            arg_max(event, event_order) filter (
+                where event not in ('update_pending', 'update_running')
+            ),
+            arg_max(event, event_order)
+        ) as state_event,
+        count(*) filter (where event = 'submit') as n_submits,
+        count(*) filter (where event = 'schedule') as n_attempts,
+        -- incarnation 0: the task's first event in the data is not a SUBMIT
+        arg_min(event, event_order) <> 'submit' as has_events_before_submit,
         count(missing_info) > 0 as has_missing_info,
     from events
     group by job_id, task_index
@@ -96,21 +104,23 @@ final as (
         e.job_id,
         e.task_index,
         e.priority,
-        e.priority >= $production_priority as is_production,
+        e.is_production,
         e.first_event_time,
         e.first_submit_time,
         e.last_terminal_time,
         e.last_terminal_event_type,
-        case e.state_event_type
-            when 0 then 'pending'
-            when 7 then 'pending'
-            when 1 then 'running'
-            when 8 then 'running'
-            when 2 then 'evicted'
-            when 3 then 'failed'
-            when 4 then 'finished'
-            when 5 then 'killed'
-            when 6 then 'lost'
+        case e.state_event
+            when 'submit' then 'pending'
+            when 'enable' then 'pending'
+            when 'update_pending' then 'pending'
+            when 'queue' then 'queued'
+            when 'schedule' then 'running'
+            when 'update_running' then 'running'
+            when 'evict' then 'evicted'
+            when 'fail' then 'failed'
+            when 'finish' then 'finished'
+            when 'kill' then 'killed'
+            when 'lost' then 'lost'
         end as final_state,
         e.n_events,
         e.n_submits,

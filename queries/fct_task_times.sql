@@ -1,30 +1,43 @@
--- one row per task incarnation (docs/methods.md §1.5, Zhu et al. Observations 9-10, Figure 8): the events from
--- a SUBMIT up to the next SUBMIT. scheduling time = SUBMIT -> first SCHEDULE; execution time =
--- that SCHEDULE -> the first terminal event (EVICT FAIL FINISH KILL LOST) after it.
--- terminal_phase is 'pending' when the incarnation died before any SCHEDULE, 'running' after one,
--- null while still alive at the end of the data.
+-- one row per task incarnation (docs/methods.md §1.5, Zhu et al. Observations 9-10, Figure 8), for
+-- every trace whose staging gives stg_task_events: the events from a SUBMIT up to the next SUBMIT,
+-- in (time, source_file, source_row) order within a task (fct_task_transitions' order).
+-- scheduling time = SUBMIT -> first SCHEDULE (google-2019: time in v3's batch queue included);
+-- execution time = that SCHEDULE -> the first terminal event (EVICT FAIL FINISH KILL LOST) after it.
+-- terminal_event_type is the trace's own code; terminal_phase is 'pending' when the incarnation
+-- died before any SCHEDULE, 'running' after one, null while still alive at the end of the data.
 -- times 0 (before the window) and 2^63-1 (after it) are kept in the time columns, but a duration
 -- that starts or ends at either is unknown and left null. events before a task's first SUBMIT in
 -- the data (incarnation 0) have no submit time and are not incarnations here.
 -- the *_time columns (µs) let a report order incarnations for moving averages.
--- submit_missing_info / schedule_missing_info / end_missing_info: the trace's "missing info" code of
--- the SUBMIT, SCHEDULE and terminal record the durations start and end at (0 snapshot but no
--- transition, 1 no snapshot or transition: the time is a pessimistic upper bound, 2 exists but no
--- creation: SUBMIT or SCHEDULE may be placed late); null = a genuine record. arg_min_null, as
--- arg_min skips the null codes of genuine records.
+-- submit_missing_info / schedule_missing_info / end_missing_info: the trace's missing-info code of
+-- the SUBMIT, SCHEDULE and terminal record the durations start and end at (google-2011: 0 snapshot
+-- but no transition, 1 no snapshot or transition: the time is a pessimistic upper bound, 2 exists
+-- but no creation: SUBMIT or SCHEDULE may be placed late; google-2019: v3's missing_type 1-5);
+-- null = a genuine record. arg_min_null, as arg_min skips the null codes of genuine records.
+-- is_production is the staging view's, which depends on the priority alone.
 with
 
-events as (
+ordered as (
     select
         job_id,
         task_index,
-        incarnation,
-        event_seq,
         time,
         event_type,
+        event,
         priority,
+        is_production,
         missing_info,
-    from fct_task_transitions
+        event in ('evict', 'fail', 'finish', 'kill', 'lost') as is_terminal,
+        row_number() over task_order as event_seq,
+        cast(count(*) filter (where event = 'submit') over (
+            task_order rows between unbounded preceding and current row
+        ) as bigint) as incarnation,
+    from stg_task_events
+    window task_order as (partition by job_id, task_index order by time, source_file, source_row)
+),
+
+events as (
+    select * from ordered
     where incarnation >= 1
 ),
 
@@ -33,19 +46,21 @@ per_incarnation as (
         job_id,
         task_index,
         incarnation,
-        min(event_seq) filter (where event_type = 0) as submit_seq,
-        arg_min(time, event_seq) filter (where event_type = 0) as submit_time,
-        arg_min(priority, event_seq) filter (where event_type = 0) as priority,
-        arg_min_null(missing_info, event_seq) filter (where event_type = 0) as submit_missing_info,
-        min(event_seq) filter (where event_type = 1) as schedule_seq,
-        arg_min(time, event_seq) filter (where event_type = 1) as schedule_time,
-        arg_min_null(missing_info, event_seq) filter (where event_type = 1)
+        min(event_seq) filter (where event = 'submit') as submit_seq,
+        arg_min(time, event_seq) filter (where event = 'submit') as submit_time,
+        arg_min(priority, event_seq) filter (where event = 'submit') as priority,
+        arg_min(is_production, event_seq) filter (where event = 'submit') as is_production,
+        arg_min_null(missing_info, event_seq) filter (where event = 'submit')
+            as submit_missing_info,
+        min(event_seq) filter (where event = 'schedule') as schedule_seq,
+        arg_min(time, event_seq) filter (where event = 'schedule') as schedule_time,
+        arg_min_null(missing_info, event_seq) filter (where event = 'schedule')
             as schedule_missing_info,
-        min(event_seq) filter (where event_type in (2, 3, 4, 5, 6)) as terminal_seq,
-        arg_min(time, event_seq) filter (where event_type in (2, 3, 4, 5, 6)) as end_time,
-        arg_min(event_type, event_seq) filter (where event_type in (2, 3, 4, 5, 6))
+        min(event_seq) filter (where is_terminal) as terminal_seq,
+        arg_min(time, event_seq) filter (where is_terminal) as end_time,
+        arg_min(event_type, event_seq) filter (where is_terminal)
             as terminal_event_type,
-        arg_min_null(missing_info, event_seq) filter (where event_type in (2, 3, 4, 5, 6))
+        arg_min_null(missing_info, event_seq) filter (where is_terminal)
             as end_missing_info,
         count(*) as n_events,
     from events
@@ -70,7 +85,7 @@ final as (
         task_index,
         incarnation,
         priority,
-        priority >= $production_priority as is_production,
+        is_production,
         submit_time,
         case when was_scheduled then schedule_time end as schedule_time,
         end_time,

@@ -5,7 +5,7 @@
 -- prev_event_type is null for the first event of a task in the data (its history may predate it).
 with
 
-task_events as (
+events as (
     select
         job_id,
         task_index,
@@ -34,7 +34,7 @@ ordered as (
         cast(count(*) filter (where event_type = 0) over (
             task_order rows between unbounded preceding and current row
         ) as bigint) as incarnation,
-    from task_events
+    from events
     window task_order as (partition by job_id, task_index order by time, source_file, source_row)
 ),
 

@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import numpy.typing as npt
 
+from tracelab.analysis.statistics.gamma_fits import gamma_cdf
 from tracelab.reports.model import Figure
 
 FloatArray = npt.NDArray[np.float64]
@@ -79,6 +80,40 @@ def ecdf(values: FloatArray, max_points: int = 2000) -> tuple[FloatArray, FloatA
         idx = np.unique(np.linspace(0, n - 1, max_points).round().astype(np.int64))
         x, y = x[idx], y[idx]
     return x, y
+
+
+def gamma_fit_figure(
+    out: Path,
+    name: str,
+    quantity: str,
+    unit: str,
+    gamma: tuple[float, float],
+    sample: FloatArray,
+    caption: str,
+    after: str = "",
+) -> list[Figure]:
+    """The sample's empirical CDF with the fitted Gamma(shape, rate) CDF (location 0) over it;
+    ``caption`` is completed with the axis used, then ``after`` (sentences). A sample spanning more than two decades
+    (execution times: seconds to days) is drawn on a log axis, where it would pile up at 0 on a
+    linear one."""
+    shape, rate = gamma
+    x, y = ecdf(sample)
+    log = x.size > 0 and x[0] > 0 and x[-1] / x[0] > 100
+    with new_axes(
+        out,
+        name,
+        alt=f"Empirical CDF of {quantity} with the fitted Gamma CDF.",
+        caption=f"{caption}{', log axis' if log else ''}. {after}".rstrip(),
+    ) as (ax, figs):
+        ax.step(x, y, where="post", label="data")
+        grid = np.geomspace(x[0], x[-1], 400) if log else np.linspace(0.0, float(x[-1]), 400)
+        ax.plot(grid, gamma_cdf(shape, rate, grid), label="Gamma fit")
+        if log:
+            ax.set_xscale("log")
+        ax.set_xlabel(f"{quantity} ({unit})")
+        ax.set_ylabel("fraction at or below")
+        ax.legend()
+    return figs
 
 
 #: legend and axis names of columns whose words alone would not say what they are

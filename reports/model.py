@@ -102,6 +102,8 @@ class Page:
     attribution: tuple[str, ...] = ()
     #: the page's first computed number with the words before it, for the index's link
     headline: str = ""
+    #: the condition the headline number holds under, as its stage recorded it (summary.json)
+    condition: str = ""
 
     @property
     def file(self) -> str:

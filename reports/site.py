@@ -40,6 +40,7 @@ from tracelab.analysis.common.datapaths import PARAMS_EXPORT, stage_results
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.safety import checked_run_id, remove_stale_temp_dirs
 from tracelab.analysis.common.shortfall import read_shortfall, read_shortfalls
+from tracelab.analysis.common.stage_outputs import SUMMARY_FILE, read_headline
 from tracelab.analysis.lake.availability import derived_shortfall
 from tracelab.analysis.lake.provenance import data_source
 from tracelab.analysis.lake.schemas import TRACES as LAKE_TRACES
@@ -87,6 +88,8 @@ class PageLink:
     stage: str = ""
     sources: tuple[str, ...] = ()
     headline: str = ""
+    #: the condition the headline holds under, read from the stage's summary.json
+    condition: str = ""
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,7 @@ def _built_pages(
                 stage=p.stage,
                 sources=p.sources,
                 headline=p.headline,
+                condition=p.condition,
             )
             for p in pages
         ),
@@ -517,6 +521,7 @@ def _latest_run(runs_dir: Path) -> _BuiltPages | None:
                     file=str(p["file"]),
                     unavailable=str(p.get("unavailable", "")),
                     headline=str(p.get("headline", "")),
+                    condition=str(p.get("condition", "")),
                     stage=str(p.get("stage", "")),
                     sources=tuple(str(s) for s in p.get("sources", ())),
                 )
@@ -569,16 +574,21 @@ def _page(
         last = traceback.format_exception_only(exc)[-1].strip()
         return replace(base, unavailable=f"{_BUILD_ERROR} ({last})."), tuple(ctx.reads)
     numbers = {f.key: f.value for s in sections for f in s.this_run if isinstance(f, Number)}
-    notes = read_shortfalls(data_dir / _results_folder(spec))
+    folder = _results_folder(spec)
+    notes = read_shortfalls(data_dir / folder)
+    recorded = read_headline(data_dir / folder)
+    headline, condition = _headline(sections, recorded)
     page = replace(
         base,
         sections=sections,
         numbers=numbers,
         notes=notes,
         attribution=tuple(ctx.attribution),
-        headline=_headline(sections),
+        headline=headline,
+        condition=condition,
     )
-    return page, tuple(ctx.reads)
+    summary = (folder / SUMMARY_FILE).as_posix()
+    return page, (*ctx.reads, *((summary,) if recorded is not None else ()))
 
 
 #: the number each page leads with on the index, by its key, and what the index calls it
@@ -601,6 +611,7 @@ HEADLINES = {
     "milp_over_mcb8_pct": "MILP above MCB8",
     "recommended_n": "deployments in the recommended fit",
     "best_utilization": "best utilization meeting the SLA",
+    "top_utilization": "highest utilization, SLA not met",
     "improvement_pp_la_binary_oracle": "LA-Binary (oracle) empty hosts over Best Fit",
     "alibaba_task_execution_time_shape": "execution-time Gamma shape",
     "machines_end": "machines up at the end",
@@ -610,21 +621,33 @@ HEADLINES = {
 }
 
 
-def _headline(sections: Sequence[Section]) -> str:
-    """The page's headline number (:data:`HEADLINES`) with what it is; else the first computed
-    number with the words before it."""
+def _headline(
+    sections: Sequence[Section], recorded: tuple[str, str] | None = None
+) -> tuple[str, str]:
+    """The page's headline number with what it is, and the condition it holds under.
+
+    The number the stage's summary names (``recorded``: its key and condition) when the page
+    states it; else the first of :data:`HEADLINES` the page states, or its first computed number
+    with the words before it, without a condition (pages of derived tables have no summary).
+    """
     numbers = [f for s in sections for f in s.this_run if isinstance(f, Number)]
+    if recorded is not None:
+        key, condition = recorded
+        for n in numbers:
+            if n.key == key:
+                return f"{HEADLINES.get(key, key.replace('_', ' '))}: {n.text}", condition
     for n in numbers:
         if n.key in HEADLINES:
-            return f"{HEADLINES[n.key]}: {n.text}"
+            return f"{HEADLINES[n.key]}: {n.text}", ""
     for section in sections:
         words = ""
         for frag in section.this_run:
             if isinstance(frag, Number):
                 lead = words.rstrip(" :,(").split(". ")[-1].strip()
-                return f"{lead}: {frag.text}" if lead else f"{section.title}: {frag.text}"
+                text = f"{lead}: {frag.text}" if lead else f"{section.title}: {frag.text}"
+                return text, ""
             words += frag
-    return ""
+    return "", ""
 
 
 def _results_folder(spec: PageSpec) -> Path:

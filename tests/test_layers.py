@@ -79,3 +79,35 @@ def test_reports_compute_no_statistics() -> None:
             if any(n == "scipy" or n.startswith("scipy.") for n in names):
                 importers.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert not importers, importers
+
+
+#: what analysis/common/intervals.py computes; reports/ may use its Estimate type and method names
+INTERVAL_COMPUTATIONS = frozenset(
+    {
+        "binomial_rate",
+        "mean_interval",
+        "clustered_mean_interval",
+        "clopper_pearson",
+        "t_half_width",
+        "quantile_interval",
+        "time_average",
+        "poisson_rate",
+        "ratio_interval",
+    }
+)
+
+
+def test_reports_import_no_interval_computation() -> None:
+    """Every interval a page prints is computed by its stage (or the comparison) and read from
+    its results: reports/ imports the estimate type, never a function that computes one."""
+    importers = []
+    for path in sorted((REPO / "reports").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names: set[str] = set()
+            if isinstance(node, ast.ImportFrom):
+                names = {a.name for a in node.names} & INTERVAL_COMPUTATIONS
+            elif isinstance(node, ast.Attribute) and node.attr in INTERVAL_COMPUTATIONS:
+                names = {node.attr}  # ``intervals.binomial_rate`` through a module import
+            if names:
+                importers.append(f"{path.relative_to(REPO)}:{node.lineno} {sorted(names)}")
+    assert not importers, importers

@@ -42,7 +42,7 @@ from tracelab.analysis.common.stage_api import (
     no_progress,
     serial_map,
 )
-from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline, write_stage_outputs
 from tracelab.analysis.export.document import load_params
 
 #: the policies of Fig. 1, run once per entry of ``observations``
@@ -72,6 +72,24 @@ class AdmissionSummary:
     #: what the priors predict for a deployment's size over the look-ahead (``drift.py``)
     drift: SizeDrift | None = None
 
+    def headline(self) -> dict[str, str]:
+        """The utilization the page leads with: the best Table 2 policy (no observations)
+        among those that met the SLA on the verification seeds, or, when none did, the
+        highest, each with the case it was chosen in."""
+        table2 = [r for r in self.results if r.observations == 0]
+        met = [r for r in table2 if r.sla_met]
+        case = (
+            f"failure rate ≤ {self.sla:g} on {self.runs} verification runs; {self.cores:,} "
+            f"cores, {self.horizon_hours:g} h, {self.prior} prior"
+        )
+        if met:
+            best = max(met, key=lambda r: r.utilization)
+            return headline("best_utilization", f"{best.policy} policy, best of those with {case}")
+        if not table2:
+            return headline("best_utilization", f"no policy was verified ({case})")
+        top = max(table2, key=lambda r: r.utilization)
+        return headline("top_utilization", f"{top.policy} policy; none met the SLA ({case})")
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "trace": TRACE,
@@ -88,6 +106,7 @@ class AdmissionSummary:
             "importance_sampling": self.importance_sampling,
             "importance": None if self.importance is None else self.importance.to_dict(),
             "drift": None if self.drift is None else self.drift.to_dict(),
+            HEADLINE: self.headline(),
             # the options, and what the stage derived from them and the params document
             "parameters": asdict(self.params)
             | {"arrival_rate_per_hour": self.arrival_rate_per_hour, "records": list(self.records)},

@@ -12,6 +12,7 @@ from scipy import stats
 
 from tracelab.analysis.admission.sim import RunResult
 from tracelab.analysis.common.bootstrap import ratio_interval
+from tracelab.analysis.common.intervals import Estimate, binomial_rate
 
 #: what a threshold means per policy (Cluster Admission Defs. 4.1, 4.2, 4.4)
 THRESHOLD_UNITS = {
@@ -91,6 +92,11 @@ class PolicyResult:
     #: policy's verification run r and the zeroth's share their arrivals: a paired comparison)
     gain_ci_low: float | None = None
     gain_ci_high: float | None = None
+    #: the failure rate as the page states it, an :class:`Estimate`'s dict: with failures or
+    #: importance weights the bootstrap interval over runs above; without any failure of plain
+    #: Monte Carlo runs the one-sided 95% binomial bound over the scale-outs (an interval over
+    #: runs of zeros would be [0, 0])
+    failure_rate_interval: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -125,6 +131,10 @@ def utilization_ci(
     if not (math.isfinite(low) and math.isfinite(high)):
         return _percentile_ci(values * w, w, resamples, seed)
     return low, high
+
+
+#: how the failure rate's interval is computed when the page states it as an interval
+RUNS_BOOTSTRAP = "percentile bootstrap resampling runs (failed / all scale-outs)"
 
 
 def _percentile_ci(
@@ -174,6 +184,12 @@ def policy_result(
     deployments = np.array([r.mean_deployments for r in runs], dtype=np.float64)
     accepted = sum(r.accepted for r in runs)
     arrivals = sum(r.arrivals for r in runs)
+    failures, requested = int(fails.sum()), int(scaleouts.sum())
+    interval = (
+        binomial_rate(0, requested)
+        if failures == 0 and not weighted
+        else Estimate(rate, f_low, f_high, requested, method=RUNS_BOOTSTRAP, events=failures)
+    )
     return PolicyResult(
         policy=policy,
         observations=observations,
@@ -185,8 +201,8 @@ def policy_result(
         failure_rate=rate,
         failure_rate_ci_low=f_low,
         failure_rate_ci_high=f_high,
-        scaleouts=int(scaleouts.sum()),
-        failures=int(fails.sum()),
+        scaleouts=requested,
+        failures=failures,
         runs=len(runs),
         sla_met=None if sla is None else rate <= sla,
         mean_deployments=float(_weighted_mean(deployments, weights)),
@@ -194,4 +210,5 @@ def policy_result(
         arrivals=arrivals,
         accepted_share=accepted / arrivals if arrivals else 0.0,
         lookahead_rejections=sum(r.lookahead_rejections for r in runs),
+        failure_rate_interval=interval.to_dict(),
     )

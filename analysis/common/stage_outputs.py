@@ -9,16 +9,20 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.atomic import atomic_write_text, atomic_write_with
 
+T = TypeVar("T")
+
 SUMMARY_FILE = "summary.json"
+#: the summary's entry naming the number the stage's page leads with and its condition
+HEADLINE = "headline"
 
 
 def write_stage_outputs(
@@ -47,6 +51,42 @@ def read_summary(stage_dir: Path) -> dict[str, Any]:
     """The ``summary.json`` a stage wrote."""
     doc: dict[str, Any] = json.loads((stage_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
     return doc
+
+
+def headline(key: str, condition: str) -> dict[str, str]:
+    """``summary.json``'s :data:`HEADLINE` entry: the key of the number the stage's page leads
+    with (the index shows it beside the page's link) and the condition that number holds under
+    (which case, policy or sample it was chosen from), so a reader of the index never sees a
+    number without what it is of."""
+    return {"key": key, "condition": condition}
+
+
+def case_headline(
+    prefix: str,
+    items: Sequence[T],
+    case: Callable[[T], int],
+    wanted: int,
+    condition: Callable[[T], str],
+    without: str,
+) -> dict[str, str]:
+    """The :func:`headline` of the item whose ``case`` is ``wanted`` (the case a page leads
+    with, when the run has it), else of the first: key ``<prefix><case>``, its ``condition``;
+    without items, the wanted case's key with ``without`` as its condition."""
+    item = next((i for i in items if case(i) == wanted), items[0] if items else None)
+    if item is None:
+        return headline(f"{prefix}{wanted}", without)
+    return headline(f"{prefix}{case(item)}", condition(item))
+
+
+def read_headline(stage_dir: Path) -> tuple[str, str] | None:
+    """The (key, condition) a stage recorded with :func:`headline`; None without one."""
+    entry = read_json_object(stage_dir / SUMMARY_FILE).get(HEADLINE)
+    if not isinstance(entry, dict):
+        return None
+    key, condition = entry.get("key"), entry.get("condition")
+    if not isinstance(key, str) or not isinstance(condition, str):
+        return None
+    return key, condition
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 from scipy import stats
 
+# the one estimate type of the stages, the export and the pages
+from tracelab.analysis.common.intervals import NO_DATA as NO_DATA
+from tracelab.analysis.common.intervals import Estimate as Estimate
+
 FloatArray = npt.NDArray[np.float64]
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A statistic with its 95% interval (NaN bounds when the data cannot give one) and the
-    number of observations (or events, for a rate) it rests on."""
-
-    value: float
-    low: float
-    high: float
-    n: int
-
-
-NO_DATA = Estimate(math.nan, math.nan, math.nan, 0)
 
 
 def quantile_interval(values: FloatArray, q: float, level: float = 0.95) -> Estimate:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import binomial_rate
 from tracelab.analysis.common.sums import sorted_sum
 from tracelab.analysis.compare.intervals import (
     NO_DATA,
@@ -46,6 +47,12 @@ class OutcomeCounts:
     unit: str
     ended: int
     counts: Mapping[str, int]
+
+    @property
+    def shares(self) -> dict[str, Estimate]:
+        """Each outcome's share of the units that ended with its exact binomial interval (a
+        one-sided bound with the count where none ended so)."""
+        return {name: binomial_rate(self.counts[name], self.ended) for name in OUTCOMES}
 
 
 def outcome_counts(spec: TraceTables, times: pl.DataFrame) -> OutcomeCounts:

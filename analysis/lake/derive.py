@@ -6,12 +6,12 @@ punctuation, ``stg_azure2019__vms``) recodes the trace's raw tables into the com
 ``stg_<shape>`` and is exposed under that name. The derived tables are the ``queries/fct_*.sql``
 and ``queries/agg_*.sql`` files; one runs for every trace that provides every relation it reads
 (``from`` / ``join``, common table expressions aside), derived tables included, so a mart written
-over staging shapes runs for each trace whose staging provides them. A file that reads a raw
-table several traces publish under one name (``machine_events``) cannot be told apart by what it
-reads: it runs only for the trace whose ``derived_infix`` its name carries (no infix: the trace
-whose infix is empty). The dependencies are the derived-table names a file mentions, so adding
-a table is adding a file. A check ``queries/checks/assert_*.sql`` follows the same rule and
-returns the rows that break its property (zero rows = holds).
+over staging shapes runs for each trace whose staging provides them; a file's name routes
+nothing. A raw table several traces publish under one name (``machine_events``) does not say
+whose rows it holds, so only staging files read it: a derived file or check that reads it is
+refused, naming the staging views to read instead. The dependencies are the derived-table names a
+file mentions, so adding a table is adding a file. A check ``queries/checks/assert_*.sql``
+follows the same rule and returns the rows that break its property (zero rows = holds).
 
 Values enter as DuckDB named parameters; :class:`DeriveParams` holds every default in one place and
 each query receives only the parameters it names.
@@ -40,7 +40,6 @@ from tracelab.analysis.lake.options import WINDOW_LENGTH_US as WINDOW_LENGTH_US
 from tracelab.analysis.lake.options import DeriveOptions as DeriveOptions
 from tracelab.analysis.lake.options import DeriveParams as DeriveParams
 from tracelab.analysis.lake.schemas import TRACES, trace_tables
-from tracelab.analysis.traces import TRACES as SPECS
 
 _COMMENT = re.compile(r"--[^\n]*")
 _PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -72,15 +71,6 @@ class CheckResult:
     @property
     def holds(self) -> bool:
         return self.n_violations == 0
-
-
-def trace_of_table(name: str) -> str:
-    """The trace whose ``derived_infix`` a derived table's name carries (no infix: the first
-    trace whose infix is empty); a shared mart runs for more traces (:func:`traces_of_table`)."""
-    for spec in SPECS:
-        if spec.derived_infix and f"_{spec.derived_infix}_" in f"_{name}":
-            return spec.id
-    return next(spec.id for spec in SPECS if not spec.derived_infix)
 
 
 def staging_key(trace: str) -> str:
@@ -117,34 +107,38 @@ def _shared_raw() -> set[str]:
     return {raw for raw in names if names.count(raw) > 1}
 
 
-def _runs_for(
-    trace: str, name: str, reads: Sequence[str], available: set[str], shared_raw: set[str]
-) -> bool:
-    """Whether a file reading ``reads`` runs for ``trace``, given the relations it has."""
-    if not reads or not set(reads) <= available:
-        return not reads and trace_of_table(name) == trace
-    # a raw table several traces publish under one name does not tell whose it is
-    return not set(reads) & shared_raw or trace_of_table(name) == trace
+def _reads(path: Path, universe: set[str]) -> tuple[str, ...]:
+    """The relations a derived file or check reads; a :class:`TracelabError` when one is a raw
+    table several traces publish under that name, which does not say whose rows it holds."""
+    reads = relations_read(path.read_text(encoding="utf-8"), universe)
+    shared = sorted(set(reads) & _shared_raw())
+    if shared:
+        raise TracelabError(
+            f"{path.name} reads {', '.join(shared)}, which several traces publish under that "
+            "name: read the traces' staging views (queries/stg_<trace>__<shape>.sql) instead"
+        )
+    return reads
+
+
+def _runs_for(reads: Sequence[str], available: set[str]) -> bool:
+    """Whether a file reading ``reads`` runs for a trace that has the relations ``available``."""
+    return bool(reads) and set(reads) <= available
 
 
 def _derive_plan(trace: str, queries_dir: Path) -> tuple[set[str], dict[str, tuple[str, ...]]]:
     """(the trace's relations with its derived tables, what each derived file reads)."""
     trace_tables(trace)  # unknown trace ids fail here, naming the known ones
-    shared_raw = _shared_raw()
     names = sorted(p.stem for p in queries_dir.glob("*.sql") if _DERIVED_FILE.match(p.stem))
     shapes = {v for t in TRACES for v in staging_views(t, queries_dir)}
     universe = {raw for t in TRACES for raw in trace_tables(t)} | shapes | set(names)
-    reads = {
-        n: relations_read((queries_dir / f"{n}.sql").read_text(encoding="utf-8"), universe)
-        for n in names
-    }
+    reads = {n: _reads(queries_dir / f"{n}.sql", universe) for n in names}
     available = _trace_relations(trace, queries_dir)
     pending = list(names)
     grew = True
     while grew:
         grew = False
         for n in list(pending):
-            if _runs_for(trace, n, reads[n], available, shared_raw):
+            if _runs_for(reads[n], available):
                 available.add(n)
                 pending.remove(n)
                 grew = True
@@ -221,14 +215,11 @@ def check_names(trace: str, queries_dir: Path = QUERIES_DIR) -> list[str]:
     universe = set(available) | set(reads)
     for t in TRACES:
         universe |= _trace_relations(t, queries_dir)
-    shared_raw = _shared_raw()
-    found: list[str] = []
-    for path in sorted((queries_dir / "checks").glob("assert_*.sql")):
-        check = f"checks/{path.stem}"
-        read = relations_read(path.read_text(encoding="utf-8"), universe)
-        if read and _runs_for(trace, check, read, available, shared_raw):
-            found.append(check)
-    return found
+    return [
+        f"checks/{path.stem}"
+        for path in sorted((queries_dir / "checks").glob("assert_*.sql"))
+        if _runs_for(_reads(path, universe), available)
+    ]
 
 
 def params_for(sql: str, params: Mapping[str, object]) -> dict[str, object]:
@@ -258,11 +249,16 @@ def require_lake(trace: str, lake_trace_dir: Path) -> dict[str, list[Path]]:
 
 
 def create_input_views(
-    con: duckdb.DuckDBPyConnection, trace: str, lake_trace_dir: Path, *, staging: bool = True
+    con: duckdb.DuckDBPyConnection,
+    trace: str,
+    lake_trace_dir: Path,
+    *,
+    staging: bool = True,
+    params: Mapping[str, object] | None = None,
 ) -> None:
     """Expose each lake table of the trace under its own name; an absent table is empty; then,
     unless ``staging`` is False (a caller that checks the lake's columns first), the trace's
-    staging views.
+    staging views with the tunables ``params`` (default :class:`DeriveParams`'s).
 
     Raises a :class:`TracelabError` naming the folder and the ingest command when the trace has
     no lake at all.
@@ -277,12 +273,21 @@ def create_input_views(
             # an absent table (e.g. machine_attributes not ingested) still binds, with no rows
             con.from_arrow(table.arrow_schema().empty_table()).create(name)
     if staging:
-        create_staging_views(con, trace)
+        create_staging_views(con, trace, params)
 
 
-def create_staging_views(con: duckdb.DuckDBPyConnection, trace: str) -> None:
+def create_staging_views(
+    con: duckdb.DuckDBPyConnection, trace: str, params: Mapping[str, object] | None = None
+) -> None:
     """Expose the trace's staging views (``queries/stg_<key>__<shape>.sql``) as ``stg_<shape>``,
-    over the lake tables already exposed under their names; a view reading another comes after it."""
+    over the lake tables already exposed under their names; a view reading another comes after it.
+
+    A view takes no parameters: the tunables a staging view reads (google-2011's production
+    priority) are DuckDB variables, set here from ``params`` (default :class:`DeriveParams`'s).
+    """
+    values = DeriveParams().as_sql_params() if params is None else params
+    variables = load_sql("inputs/staging_variables")
+    con.execute(variables, params_for(variables, values))
     views = staging_views(trace)
     sqls = {shape: load_sql(stem) for shape, stem in views.items()}
     reads = {shape: relations_read(sql, set(views) - {shape}) for shape, sql in sqls.items()}
@@ -366,10 +371,11 @@ def create_partition_input_views(
     lake_trace_dir: Path,
     partition: int,
     n_partitions: int,
+    params: Mapping[str, object] | None = None,
 ) -> None:
     """Like :func:`create_input_views`, restricted to one job_id-hash partition of every table
     that has a ``job_id`` column (``queries/inputs/lake_table_partition.sql``)."""
-    create_input_views(con, trace, lake_trace_dir)
+    create_input_views(con, trace, lake_trace_dir, params=params)
     sql = load_sql("inputs/lake_table_partition")
     for name, table in trace_tables(trace).items():
         files = lake_table_files(lake_trace_dir, name)

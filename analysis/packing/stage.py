@@ -24,6 +24,7 @@ the map or its order.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,9 +33,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.common.intervals import binomial_rate, clustered_mean_interval
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, serial_map
-from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_outputs import headline, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.packing.core import (
     FloatArray,
@@ -414,6 +416,23 @@ class PackingSummary:
     parameters: dict[str, Any] = field(default_factory=dict)
     #: options where this run's grid differs from the SLO-aware Colocation paper's §5 (run and paper values)
     reduced: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: the number the page leads with (GPA 0.001's q) and the case it is the mean of
+    headline: dict[str, str] = field(default_factory=dict)
+    #: per method of the base case, the pooled overflow rate (all instances' overflows of their
+    #: m_abs × R evaluations) with its Clopper–Pearson interval, an :class:`Estimate`'s dict
+    q_interval_by_method: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``rebalancing_q_decrease`` with its interval resampling whole instances (Estimate dict)
+    rebalancing_q_decrease_interval: dict[str, Any] = field(default_factory=dict)
+    #: Fig. 10: mean over GPA's ρ of its mean q with statistics from avg over its mean q with
+    #: statistics from inst (ρ whose inst q is 0 left out; NaN without the experiment)
+    gpa_avg_over_inst: float = float("nan")
+    #: Fig. 11: GPA 0.001's largest over smallest mean q across capacities, with rebalancing
+    capacity_q_spread: float = float("nan")
+    #: Fig. 12: the clairvoyance level whose observation set is nearest the paper's 100, its
+    #: observations, and GPA 0.01's mean q there over its mean q with full clairvoyance
+    clairvoyance_level: float = float("nan")
+    clairvoyance_level_observations: int = 0
+    clairvoyance_q_ratio: float = float("nan")
 
     def to_dict(self) -> dict[str, Any]:
         """``summary.json``: these fields, the grid it ran and the paper's headline numbers."""
@@ -438,6 +457,67 @@ def _by(frame: pl.DataFrame, family: str, value: str) -> dict[str, float]:
     return {_key(p): float(v) for p, v in zip(rows["parameter"], rows[value], strict=True)}
 
 
+#: the observations the SLO-aware Colocation paper finds enough for near-full clairvoyance (§5.5)
+PAPER_OBSERVATIONS = 100
+
+
+def statistics_q_ratio(runs: pl.DataFrame) -> float:
+    """Fig. 10: GPA's mean q over instances with statistics from avg over that from inst, averaged
+    over ρ (Best Fit, rebalancing; a ρ whose inst mean q is 0 has no ratio)."""
+    avg = runs.filter((pl.col("experiment") == "statistics") & pl.col("rebalance"))
+    if avg.height == 0:
+        return float("nan")
+    inst = runs.filter(
+        (pl.col("experiment") == "methods") & (pl.col("fit") == "best") & pl.col("rebalance")
+    )
+    means = (
+        pl.concat([inst, avg])
+        .filter(pl.col("family") == "gpa")
+        .group_by("method", "statistics", maintain_order=True)
+        .agg(pl.col("q").mean())
+        .pivot(on="statistics", index="method", values="q")
+    )
+    if means.height == 0 or not {"inst", "avg"} <= set(means.columns):
+        return float("nan")
+    q_inst = means["inst"].to_numpy().astype(np.float64)
+    q_avg = means["avg"].to_numpy().astype(np.float64)
+    ratio = np.full(q_inst.shape, np.nan)
+    np.divide(q_avg, q_inst, out=ratio, where=q_inst > 0)
+    finite = ratio[np.isfinite(ratio)]
+    return float(np.mean(finite)) if finite.size else float("nan")
+
+
+def capacity_q_spread(runs: pl.DataFrame) -> float:
+    """Fig. 11: GPA 0.001's mean q over instances per capacity (rebalancing), largest over
+    smallest; NaN without the experiment or with a mean of 0."""
+    q = (
+        runs.filter(
+            (pl.col("experiment") == "capacity")
+            & (pl.col("method") == "GPA 0.001")
+            & pl.col("rebalance")
+        )
+        .group_by("capacity")
+        .agg(pl.col("q").mean())["q"]
+        .to_numpy()
+        .astype(np.float64)
+    )
+    return float(q.max() / q.min()) if q.size and q.min() > 0 else float("nan")
+
+
+def clairvoyance_ratio(
+    q_by_level: dict[str, float], observations: dict[str, int]
+) -> tuple[float, int, float]:
+    """Fig. 12: the partial level whose observations are nearest :data:`PAPER_OBSERVATIONS`
+    (in log ratio), its observations, and its q over the q of full clairvoyance (level 1)."""
+    partial = {k: int(v) for k, v in observations.items() if k != "1"}
+    if not partial or "1" not in q_by_level:
+        return float("nan"), 0, float("nan")
+    best = min(partial, key=lambda k: abs(math.log(max(partial[k], 1) / PAPER_OBSERVATIONS)))
+    full = q_by_level["1"]
+    q = q_by_level.get(best, float("nan"))
+    return float(best), partial[best], q / full if full > 0 else float("nan")
+
+
 def packing_summary(
     runs: pl.DataFrame, params: PackingParams, source: TaskSource
 ) -> PackingSummary:
@@ -450,15 +530,13 @@ def packing_summary(
         b: m / gpa_m["0.05"] if "0.05" in gpa_m else float("nan")
         for b, m in _by(base, "cantelli", "m_mean").items()
     }
-    gains = (
-        rebalancing_table(runs)
-        .filter(
-            (pl.col("experiment") == "methods")
-            & (pl.col("fit") == "best")
-            & pl.col("family").is_in(["gpa", "av"])
-        )["q_decrease"]
-        .drop_nulls()
+    gain_rows = rebalancing_table(runs).filter(
+        (pl.col("experiment") == "methods")
+        & (pl.col("fit") == "best")
+        & pl.col("family").is_in(["gpa", "av"])
+        & pl.col("q_decrease").is_not_null()
     )
+    gains = gain_rows["q_decrease"]
     base_runs = runs.filter((pl.col("experiment") == "methods") & pl.col("rebalance"))
     per_fit = base_runs.pivot(on="fit", index=["instance", "method"], values="m_abs")
     diff = np.abs(per_fit["first"].to_numpy() - per_fit["best"].to_numpy())
@@ -472,6 +550,10 @@ def packing_summary(
         & pl.col("rebalance")
         & (pl.col("method") == "GPA 0.001")
     )
+    clair_q = dict(
+        zip(map(_key, clair["clairvoyance"]), clair["q_mean"].cast(pl.Float64), strict=True)
+    )
+    clair_n = dict(zip(map(_key, clair["clairvoyance"]), clair["observations"], strict=True))
     return PackingSummary(
         source=params.source,
         data=source.description,
@@ -489,18 +571,39 @@ def packing_summary(
         machines_ratio_cantelli_to_gpa_95=ratio,
         rebalancing_q_decrease=float(gains.to_numpy().mean()) if gains.len() else float("nan"),
         first_best_max_machine_difference=int(diff.max()) if diff.size else 0,
-        clairvoyance_gpa_q=dict(
-            zip(map(_key, clair["clairvoyance"]), clair["q_mean"].cast(pl.Float64), strict=True)
-        ),
-        clairvoyance_observations=dict(
-            zip(map(_key, clair["clairvoyance"]), clair["observations"], strict=True)
-        ),
+        clairvoyance_gpa_q=clair_q,
+        clairvoyance_observations=clair_n,
         capacity_gpa_q=dict(
             zip(map(_key, cap["capacity"]), cap["q_mean"].cast(pl.Float64), strict=True)
         ),
         parameters=dataclasses.asdict(params),
         reduced=reduced_options(params, PAPER_PACKING_PARAMS),
+        q_interval_by_method={
+            str(r["method"]): binomial_rate(int(r["overflows"]), int(r["evaluations"])).to_dict()
+            for r in base.iter_rows(named=True)
+        },
+        rebalancing_q_decrease_interval=clustered_mean_interval(
+            gains.to_numpy(), gain_rows["instance"].to_numpy()
+        ).to_dict(),
+        gpa_avg_over_inst=statistics_q_ratio(runs),
+        capacity_q_spread=capacity_q_spread(runs),
+        **_clairvoyance_fields(clair_q, clair_n),
+        headline=headline(
+            "gpa_q_rho_0001",
+            f"GPA at ρ = 0.001: Best Fit with rebalancing, c = {params.capacity:g}, full "
+            f"clairvoyance, statistics from inst; mean over {params.instances:,} instances of "
+            f"{params.tasks:,} tasks, {params.realizations:,} realizations each",
+        ),
     )
+
+
+def _clairvoyance_fields(q: dict[str, float], n: dict[str, int]) -> dict[str, Any]:
+    level, observations, ratio = clairvoyance_ratio(q, n)
+    return {
+        "clairvoyance_level": level,
+        "clairvoyance_level_observations": observations,
+        "clairvoyance_q_ratio": ratio,
+    }
 
 
 def packing_tables(runs: pl.DataFrame) -> dict[str, pl.DataFrame]:

@@ -22,6 +22,7 @@ import polars as pl
 from tracelab.analysis.common.bootstrap import ratio_interval
 from tracelab.analysis.common.datapaths import PARAMS_EXPORT
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.common.intervals import mean_interval
 from tracelab.analysis.common.stage_api import (
     MapFn,
     Progress,
@@ -29,7 +30,7 @@ from tracelab.analysis.common.stage_api import (
     out_of_range,
     serial_map,
 )
-from tracelab.analysis.common.stage_outputs import write_stage_outputs
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.export.document import ParamsDocument, load_params
 from tracelab.analysis.placement.model import (
@@ -109,6 +110,9 @@ class PlacementSummary:
     parameters: dict[str, Any]
     #: the model's classes at creation against the true ones (:func:`prediction_quality`)
     prediction: dict[str, Any] = field(default_factory=dict)
+    #: ``policy/predictor`` -> the mean improvement over pools with its 95% t interval (an
+    #: :class:`Estimate`'s dict; ``n`` pools)
+    improvement_pp_interval: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict, with the paper's numbers beside this run's."""
@@ -119,6 +123,12 @@ class PlacementSummary:
         d["lars_saved_pct_ci"] = list(self.lars_saved_pct_ci)
         d["lars_oracle_saved_pct_ci"] = list(self.lars_oracle_saved_pct_ci)
         d["lars_interval_method"] = LARS_INTERVAL_METHOD
+        d[HEADLINE] = headline(
+            "improvement_pp_la_binary_oracle",
+            "LA-Binary with oracle lifetimes: empty hosts (% of the pool) minus Best Fit's, mean "
+            f"over {len(self.pool_hosts)} pools of {', '.join(map(str, self.pool_hosts))} hosts "
+            f"({self.vms:,} VMs, {self.source})",
+        )
         return d
 
 
@@ -441,6 +451,16 @@ def saved_share_interval(
     return low, high
 
 
+def improvement_intervals(replays: pl.DataFrame) -> dict[str, dict[str, Any]]:
+    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval, of
+    :func:`replays_table`'s rows (Best Fit's own left out), as :class:`Estimate` dicts."""
+    others = replays.filter(pl.col("policy") != BASELINE)
+    return {
+        f"{policy}/{predictor}": mean_interval(part["improvement_pp"].to_numpy()).to_dict()
+        for (policy, predictor), part in others.group_by("policy", "predictor", maintain_order=True)
+    }
+
+
 def placement_summary(
     results: list[ReplayResult],
     params: PlacementParams,
@@ -477,4 +497,5 @@ def placement_summary(
         seconds=round(seconds, 3),
         parameters=asdict(params),
         prediction=dict(quality or {}),
+        improvement_pp_interval=improvement_intervals(replays_table(results)),
     )

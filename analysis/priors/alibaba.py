@@ -24,7 +24,12 @@ import polars as pl
 
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
-from tracelab.analysis.statistics.gamma_fits import DEFAULT_BOOTSTRAP, fit_gamma_samples
+from tracelab.analysis.common.stage_outputs import HEADLINE
+from tracelab.analysis.statistics.gamma_fits import (
+    DEFAULT_BOOTSTRAP,
+    execution_headline,
+    fit_gamma_samples,
+)
 from tracelab.analysis.traces import alibaba2018
 
 TRACE = alibaba2018.ID
@@ -92,6 +97,11 @@ def alibaba_summary(
         },
         SHORTFALLS: [s.text for s in alibaba_shortfalls(fits, task_times, task_usage)],
         "fits": {r.name: r.to_dict() for r in fits.records},
+        HEADLINE: execution_headline(
+            "alibaba_task_execution_time",
+            next((r.n for r in fits.records if r.name == "alibaba_task_execution_time"), 0),
+            "Terminated tasks",
+        ),
     }
 
 

@@ -60,6 +60,7 @@ from scipy import optimize, special, stats
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.analysis.priors.paper import (
     ALPHA_BOUNDS,
     ALPHA_TIME_UNIT,
@@ -1126,6 +1127,16 @@ def priors_summary(p: AzurePriors) -> dict[str, Any]:
         "alpha": p.alpha,
         "bootstrap": {"replicates": p.n_boot, "seed": p.seed},
         "fits": {r.name: r.to_dict() for r in p.records()},
+        HEADLINE: headline(
+            "recommended_n",
+            "deployments of the joint marginal core-lifetime fit over the "
+            f"{p.window_hours:g} h window, "
+            + (
+                "lifetimes right-censored at the window's end"
+                if p.censoring
+                else "censoring ignored"
+            ),
+        ),
     }
 
 

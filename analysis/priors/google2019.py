@@ -5,7 +5,7 @@ The existing model's priors that this trace supports are the Gamma fits of docs/
 other names, so all three are fitted, as google-2011's ``gamma_fits`` fits them:
 
 * the execution time (SCHEDULE to the end, s) of the incarnations that ended with FINISH (v3 event
-  type 6; google-2011's 4) in ``fct_g2019_instance_times``;
+  type 6; google-2011's 4) in ``fct_task_times``;
 * the per-instance mean and population std of inst CPU usage (``random_sample_usage.cpus``, one
   sampled second per 5-minute window, as 2011's sampled CPU usage) of the long instances
   (``is_long``) in ``fct_g2019_instance_usage_stats``, which keeps, as 2011's table does, only the
@@ -30,10 +30,12 @@ import polars as pl
 
 from tracelab.analysis.common.fitted_params import FittedParameter
 from tracelab.analysis.common.shortfall import SHORTFALLS, Shortfall
+from tracelab.analysis.common.stage_outputs import HEADLINE
 from tracelab.analysis.lake.availability import lake_dir, table_found, table_rows
 from tracelab.analysis.priors.alibaba import STAGE as STAGE  # every trace's priors folder
 from tracelab.analysis.statistics.gamma_fits import (
     DEFAULT_BOOTSTRAP,
+    execution_headline,
     finished_execution_times,
     fit_gamma_samples,
 )
@@ -47,7 +49,7 @@ FINISH = 6
 CPU_UNIT = "NCU"
 #: v3 marks times before and after the trace's window with 0 and 2^63 - 1 (not times)
 _AFTER_WINDOW = 2**63 - 1
-INSTANCE_TIMES = "fct_g2019_instance_times"
+INSTANCE_TIMES = "fct_task_times"
 USAGE_STATS = "fct_g2019_instance_usage_stats"
 EXECUTION = "g2019_instance_execution_time"
 INST_MEAN = "g2019_instance_inst_mean"
@@ -143,6 +145,11 @@ def google2019_summary(
         },
         SHORTFALLS: [s.text for s in google2019_shortfalls(fits, data_dir)],
         "fits": {r.name: r.to_dict() for r in fits.records},
+        HEADLINE: execution_headline(
+            EXECUTION,
+            next((r.n for r in fits.records if r.name == EXECUTION), 0),
+            "FINISHed incarnations",
+        ),
     }
 
 

@@ -26,7 +26,12 @@ import polars as pl
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import NOT_ENOUGH_DATA
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, serial_map
-from tracelab.analysis.common.stage_outputs import read_summary, write_stage_outputs
+from tracelab.analysis.common.stage_outputs import (
+    HEADLINE,
+    headline,
+    read_summary,
+    write_stage_outputs,
+)
 from tracelab.analysis.common.sums import sorted_sum
 from tracelab.analysis.lake.provenance import lake_source
 from tracelab.analysis.statistics.options import CalibrationOptions as CalibrationOptions
@@ -662,9 +667,25 @@ def write_calibration(data_dir: Path, out_dir: Path | None = None) -> list[Path]
         "out_of_tolerance": [r.statistic for r in judged if not r.ok],
         "not_comparable": sum(r.measured_on_real for r in rows),
         "data_kinds": dict(inputs.data_kinds),
+        HEADLINE: _headline(len(judged), sum(r.measured_on_real for r in rows)),
     }
     target = out_dir or data_dir / "results" / GOOGLE / "calibration"
     return write_stage_outputs(target, {"table": frame}, summary)
+
+
+def _headline(judged: int, on_real: int) -> dict[str, str]:
+    """The count within tolerance, of the rows judged; without any (every row measured on real
+    files), the count of rows on real files, which have no verdict."""
+    if judged or not on_real:
+        return headline(
+            "calibration_rows_ok",
+            f"of {judged:,} statistics measured on the generated sample, each against the "
+            "tolerance chosen for that sample",
+        )
+    return headline(
+        "calibration_rows_real",
+        "measured on real files: the generated sample's tolerances do not apply, so no verdict",
+    )
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from sklearn.metrics import silhouette_score
 from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_K,
     DEFAULT_K_RANGE,
@@ -289,6 +290,11 @@ def clustering_summary(
         "inertia": chosen.inertia,
         "largest_cluster_share": float(chosen.shares.max()),
         "smallest_cluster_share": float(chosen.shares.min()),
+        HEADLINE: headline(
+            "largest_share",
+            f"k = {chosen.k} clusters ({chosen.algorithm}) of {chosen.n_tasks:,} long-task "
+            "histograms",
+        ),
         "paper": {
             "largest_cluster_share": PAPER_LARGEST_CLUSTER_SHARE,
             "smallest_cluster_share": PAPER_SMALLEST_CLUSTER_SHARE,

@@ -20,6 +20,7 @@ import polars as pl
 from scipy import stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Interval, Quantity
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 
 # re-exported: the priors of the other traces bootstrap as often by default
 from tracelab.analysis.statistics.options import DEFAULT_BOOTSTRAP as DEFAULT_BOOTSTRAP
@@ -172,14 +173,18 @@ def fit_gamma_samples(
 def finished_execution_times(
     task_times: pl.LazyFrame, finish_event_type: int = FINISH_EVENT_TYPE
 ) -> FloatArray:
-    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds), or in
-    a table with its columns (google-2019's ``fct_g2019_instance_times``, whose FINISH is 6)."""
+    """``execution_time_s`` of the finished incarnations in ``fct_task_times`` (seconds): the
+    trace's own FINISH code (google-2019's is 6)."""
     frame = (
         task_times.filter(pl.col("terminal_event_type") == finish_event_type)
         .select("execution_time_s")
         .collect()
     )
     return np.asarray(frame["execution_time_s"].to_numpy(), dtype=np.float64)
+
+
+#: the execution-time record, the one the page leads with
+EXECUTION_FIT = "google_task_execution_time"
 
 
 def google_gamma_fits(
@@ -200,7 +205,7 @@ def google_gamma_fits(
     samples = (
         ("google_task_inst_mean", mean, "cores"),
         ("google_task_inst_std", np.asarray(inst_std, dtype=np.float64), "cores"),
-        ("google_task_execution_time", execution, "s"),
+        (EXECUTION_FIT, execution, "s"),
     )
     fits, skipped = fit_gamma_samples(samples, seed=seed, n_bootstrap=n_bootstrap)
     return GoogleGammaFits(
@@ -239,7 +244,19 @@ def gamma_fits_summary(result: GoogleGammaFits) -> dict[str, Any]:
         },
         "fits": {f.name: {"shape": f.shape, "rate": f.rate, "n": f.n} for f in result.fits},
         "skipped": dict(result.skipped),
+        HEADLINE: execution_headline(
+            EXECUTION_FIT,
+            next((f.n for f in result.fits if f.name == EXECUTION_FIT), 0),
+            "FINISHed incarnations",
+        ),
     }
+
+
+def execution_headline(record: str, n: int, what: str) -> dict[str, str]:
+    """The execution-time record's shape, which a priors page leads with, and its sample."""
+    return headline(
+        f"{record}_shape", f"MLE with location 0 over the execution times of {n:,} {what}"
+    )
 
 
 def gamma_fits_tables(result: GoogleGammaFits) -> dict[str, pl.DataFrame]:

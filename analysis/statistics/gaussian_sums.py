@@ -28,6 +28,8 @@ import polars as pl
 from scipy import special, stats
 
 from tracelab.analysis.common.fitted_params import FittedParameter, Quantity
+from tracelab.analysis.common.intervals import binomial_rate
+from tracelab.analysis.common.stage_outputs import HEADLINE, case_headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_POOL_SIZE,
     DEFAULT_REALIZATIONS,
@@ -101,7 +103,21 @@ class GaussianSums:
     examples: pl.DataFrame = field(default_factory=pl.DataFrame)
 
     def table(self) -> pl.DataFrame:
-        return pl.DataFrame([vars(r) for r in self.rows])
+        """Table 1, one row per N, with each rejection rate's estimate over its sets:
+        ``rejections`` and the ``rejection_rate_low``/``_high`` interval (``_method``)."""
+        rates = [binomial_rate(round(r.rejection_rate * r.n_sets), r.n_sets) for r in self.rows]
+        return pl.DataFrame(
+            [
+                vars(r)
+                | {
+                    "rejections": e.events,
+                    "rejection_rate_low": e.low,
+                    "rejection_rate_high": e.high,
+                    "rejection_rate_method": e.method,
+                }
+                for r, e in zip(self.rows, rates, strict=True)
+            ]
+        )
 
     def to_parameter(self, trace: str, stage: str = "gaussian_sums") -> FittedParameter:
         """Table 1 as a params-export record (columns as lists in ``values``)."""
@@ -385,12 +401,32 @@ def gaussian_sums_summary(
         "inputs": {"long_tasks": n_long, "pool_tasks": pool_tasks},
         "skipped_sizes": list(result.skipped_sizes),
         "rejection_rate_by_n": {str(r.n_tasks_per_set): r.rejection_rate for r in result.rows},
+        HEADLINE: _headline(result),
         "paper": {
             "n": list(PAPER_TABLE1_N),
             "rejection_rate": list(PAPER_TABLE1_REJECTION_RATE),
             "mean_mu": list(PAPER_TABLE1_MEAN_MU),
         },
     }
+
+
+#: the set size the page leads with (Table 1's smallest N)
+HEADLINE_N = 10
+
+
+def _headline(result: GaussianSums) -> dict[str, str]:
+    """The rejection rate at N = 10 when the run has it, else at its first N, with its test."""
+    return case_headline(
+        "rejection_rate_",
+        result.rows,
+        lambda r: r.n_tasks_per_set,
+        HEADLINE_N,
+        lambda r: (
+            f"Anderson–Darling at level {result.level:g}, {r.n_sets:,} sets of "
+            f"{r.n_tasks_per_set} tasks, {result.realizations:,} realizations each"
+        ),
+        "no set size had enough tasks",
+    )
 
 
 def gaussian_sums_tables(result: GaussianSums) -> dict[str, pl.DataFrame]:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import polars as pl
 
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_KS,
 )
@@ -157,7 +158,17 @@ def inst_vs_avg_summary(result: InstAvgConvergence, *, batch_rows: int) -> dict[
         "n_zero_avg_tasks": result.n_zero_avg,
         "median_by_k": dict(zip(keys, [b.median for b in result.boxes], strict=True)),
         "iqr_by_k": dict(zip(keys, [b.q3 - b.q1 for b in result.boxes], strict=True)),
+        HEADLINE: _headline(result),
     }
+
+
+def _headline(result: InstAvgConvergence) -> dict[str, str]:
+    """The page leads with the median at the largest k that has tasks."""
+    shown = [(k, b.n) for k, b in zip(result.ks, result.boxes, strict=True) if b.n > 0]
+    if not shown:
+        return headline("median_last", "no k has a long task with that many samples")
+    k, n = shown[-1]
+    return headline("median_last", f"k = {k} inst samples per task, {n:,} long tasks")
 
 
 def inst_vs_avg_tables(result: InstAvgConvergence) -> dict[str, pl.DataFrame]:

@@ -26,6 +26,7 @@ import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
+from tracelab.analysis.common.stage_outputs import HEADLINE, case_headline
 from tracelab.analysis.statistics.options import (
     DEFAULT_ALPHA,
     DEFAULT_DELTAS,
@@ -208,8 +209,28 @@ def time_invariance_summary(
             "long_tasks_with_samples": int(first.n_tested + first.n_too_short) if first else 0
         },
         "shares": [vars(s) for s in result.shares],
+        HEADLINE: _headline(result),
         "paper": {"share_rejected": PAPER_SHARE_REJECTED},
     }
+
+
+#: the window length the page leads with (the paper's Δ = 12, an hour of 5-minute windows)
+HEADLINE_DELTA = 12
+
+
+def _headline(result: TimeInvariance) -> dict[str, str]:
+    """The share at Δ = 12 when the run tested it, else at its first Δ, with its test."""
+    return case_headline(
+        "share_rejected_",
+        result.shares,
+        lambda s: s.delta,
+        HEADLINE_DELTA,
+        lambda s: (
+            f"two-sample KS at α = {result.alpha:g} on windows of Δ = {s.delta}, "
+            f"{s.n_tested:,} long tasks tested"
+        ),
+        "no Δ tested",
+    )
 
 
 def time_invariance_tables(result: TimeInvariance) -> dict[str, pl.DataFrame]:

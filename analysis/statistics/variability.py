@@ -17,6 +17,8 @@ import numpy.typing as npt
 import polars as pl
 from scipy import stats
 
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
+
 FloatArray = npt.NDArray[np.float64]
 
 #: quantile levels at which the std CDFs are stored (0.1% steps)
@@ -164,6 +166,11 @@ def variability_summary(result: Variability, *, n_long: int) -> dict[str, Any]:
         "inputs": {"long_tasks": n_long},
         "regressions": {"inst": vars(result.inst), "avg": vars(result.avg)},
         "share_inst_std_above_avg_std": result.share_inst_std_above_avg,
+        HEADLINE: headline(
+            "inst_slope",
+            f"least squares of the per-task std on the mean, {n_long:,} long tasks, "
+            "population std of inst samples",
+        ),
         "paper": {
             "inst": {"slope": PAPER_INST_SLOPE, "intercept": PAPER_INST_INTERCEPT},
             "avg": {"slope": PAPER_AVG_SLOPE, "intercept": PAPER_AVG_INTERCEPT},

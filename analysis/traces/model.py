@@ -170,8 +170,9 @@ class TraceSpec:
     #: prefix of its lake tables in the catalog, where another trace has tables of the same name,
     #: and of its derived tables whose names do not carry its ``derived_infix`` (shared marts)
     view_prefix: str = ""
-    #: the word its own derived tables carry (``fct_<infix>_...``); "" for the first trace's and
-    #: for a trace that only feeds the shared marts (analysis/lake/derive.py)
+    #: the word its own derived tables' names carry (``fct_<infix>_...``), so the catalog leaves
+    #: them unprefixed; "" for the first trace's and for a trace that only feeds the shared marts.
+    #: derive routes nothing by it: a table runs where the relations it reads exist
     derived_infix: str = ""
     #: raw event or status code of each common outcome (``finish``, ``fail``, ...)
     outcomes: Mapping[str, int | str] = field(default_factory=lambda: MappingProxyType({}))

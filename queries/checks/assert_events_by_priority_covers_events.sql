@@ -1,9 +1,10 @@
--- agg_events_by_priority counts every task_events row once, and its sub-counts fit in its counts
+-- agg_events_by_priority counts every stg_task_events row once (every trace whose staging gives
+-- it), and its sub-counts fit in its counts
 with
 
 totals as (
     select
-        (select count(*) from task_events) as n_rows,
+        (select count(*) from stg_task_events) as n_rows,
         (select sum(n_events) from agg_events_by_priority) as n_counted,
 ),
 

@@ -1,5 +1,5 @@
--- fct_task_lifecycles holds one row per task of fct_task_transitions, with all its events and
--- SCHEDULEs, and its durations are never negative
+-- fct_task_lifecycles holds one row per task of stg_task_events (on every trace whose staging gives
+-- it), with all its events and SCHEDULEs, and its durations are never negative
 with
 
 transitions as (
@@ -7,8 +7,8 @@ transitions as (
         job_id,
         task_index,
         count(*) as n_events,
-        count(*) filter (where event_type = 1) as n_attempts,
-    from fct_task_transitions
+        count(*) filter (where event = 'schedule') as n_attempts,
+    from stg_task_events
     group by job_id, task_index
 ),
 

@@ -14,6 +14,7 @@ from matplotlib.patches import Patch
 
 from tracelab.analysis.admission.options import TRACE, AdmissionParams
 from tracelab.analysis.common.datapaths import stage_results
+from tracelab.analysis.common.intervals import ZERO_EVENT_BOUND, Estimate
 from tracelab.reports.figures import new_axes
 from tracelab.reports.model import (
     Figure,
@@ -25,7 +26,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import binomial_rate, fmt, fmt_ci, fmt_pct
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_ci, fmt_pct
 from tracelab.reports.run_parameters import (
     differences,
     differences_text,
@@ -113,6 +114,8 @@ class PolicyRow:
     gain_ci_high: float | None = None
     #: verification arrivals that fit now but a look-ahead step rejected (None: not recorded)
     lookahead_rejections: int | None = None
+    #: the failure rate as the stage states it (None: outputs written before it stored one)
+    failure_estimate: Estimate | None = None
 
 
 def _opt_float(value: Any) -> float | None:
@@ -169,6 +172,11 @@ def _row(d: dict[str, Any]) -> PolicyRow:
         lookahead_rejections=(
             None if d.get("lookahead_rejections") is None else int(d["lookahead_rejections"])
         ),
+        failure_estimate=(
+            None
+            if d.get("failure_rate_interval") is None
+            else Estimate.from_dict(d["failure_rate_interval"])
+        ),
     )
 
 
@@ -210,23 +218,27 @@ def _pct(x: float | None) -> str:
     return fmt_pct(x)
 
 
-def failure_text(r: PolicyRow, weighted: bool) -> str:
-    """The failure rate with its interval; zero failures as an upper bound with the count.
-
-    Plain Monte Carlo: the stage's interval over runs, and for zero failures the one-sided 95%
-    binomial bound over the scale-outs (an interval over runs of zeros would be [0, 0]). With
-    importance sampling the stage's weighted interval.
-    """
-    if r.failures == 0 and not weighted:
-        return binomial_rate(0, r.scaleouts).text
-    return fmt_ci(r.failure_rate, r.failure_rate_ci_low, r.failure_rate_ci_high)
+def _failure_estimate(r: PolicyRow) -> Estimate:
+    if r.failure_estimate is None:
+        raise InputsMissing(
+            "admission's results have no failure_rate_interval (an older `tracelab admit` wrote "
+            "them)"
+        )
+    return r.failure_estimate
 
 
-def failure_upper(r: PolicyRow, weighted: bool) -> float:
+def failure_text(r: PolicyRow) -> str:
+    """The failure rate as the stage stated it: its interval over runs, or, without any failure
+    of plain Monte Carlo runs, the one-sided bound with the count of scale-outs."""
+    e = _failure_estimate(r)
+    if e.method == ZERO_EVENT_BOUND:
+        return estimate_text(e)
+    return fmt_ci(e.value, e.low, e.high)
+
+
+def failure_upper(r: PolicyRow) -> float:
     """The upper end of the interval :func:`failure_text` shows (one number on the page)."""
-    if r.failures == 0 and not weighted:
-        return binomial_rate(0, r.scaleouts).high
-    return r.failure_rate_ci_high
+    return _failure_estimate(r).high
 
 
 def _horizon_change(rec: Mapping[str, Any]) -> str:
@@ -342,7 +354,7 @@ def _table2(n: AdmissionNumbers) -> HtmlTable:
                 "no-SLA upper bound" if r.policy == "accept-all" else r.policy,
                 _threshold_cell(r),
                 fmt_ci(r.utilization, r.ci_low, r.ci_high),
-                failure_text(r, n.importance_sampling),
+                failure_text(r),
                 "–" if r.sla_met is None else ("yes" if r.sla_met else "NO"),
                 _pct(r.gain_vs_zeroth),
                 fmt(r.mean_deployments),
@@ -627,15 +639,15 @@ def _headline(n: AdmissionNumbers, zeroth: PolicyRow | None) -> Paragraph:
             "No tuned policy met the SLA on the verification seeds, so none is best here; the "
             f"highest utilization, {top.policy}'s ",
             Number("top_utilization", top.utilization),
-            f", came with a failure rate of {failure_text(top, n.importance_sampling)}. ",
+            f", came with a failure rate of {failure_text(top)}. ",
             *count,
         )
-    high = failure_upper(best, n.importance_sampling)
+    high = failure_upper(best)
     caveat = (
         ""
         if high <= n.sla
         else f" ({best.failures} failures in {best.scaleouts:,} scale-outs cannot show a rate "
-        f"below {fmt(n.sla)}: its failure rate is {failure_text(best, n.importance_sampling)}, "
+        f"below {fmt(n.sla)}: its failure rate is {failure_text(best)}, "
         "the table's 95% interval)"
     )
     baseline: Paragraph = (

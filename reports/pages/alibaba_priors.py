@@ -5,17 +5,23 @@ the samples it could not fit, and the options it ran with (its ``summary.json``)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_params
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
-from tracelab.analysis.priors.alibaba import STAGE
+from tracelab.analysis.priors.alibaba import STAGE, TERMINATED, terminated_execution_times
 from tracelab.analysis.priors.options import FitOptions, options_for
 from tracelab.analysis.traces import alibaba2018, google2011
+from tracelab.reports.figures import FloatArray, gamma_fit_figure
+from tracelab.reports.frames import collect, floats, scan
 from tracelab.reports.metadata import data_sources
 from tracelab.reports.model import (
+    Figure,
     Fragment,
     HtmlTable,
     InputsMissing,
@@ -53,7 +59,7 @@ _PAPER = (
 
 def alibaba_priors_sections(ctx: PageContext) -> Sequence[Section]:
     """The fitted records first, then the options of the run."""
-    return priors_sections(ctx, _PAPER, _prose)
+    return priors_sections(ctx, _PAPER, _prose, PriorSamples(_samples, _left_out))
 
 
 #: a page's sentences on its records: (records, shortfalls, data source, summary.json)
@@ -62,9 +68,21 @@ ProseOfRecords = Callable[
 ]
 
 
-def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequence[Section]:
-    """A trace's priors page (alibaba-2018, google-2019): its records' sentences and table,
-    then the options the fit ran with."""
+@dataclass(frozen=True)
+class PriorSamples:
+    """What a priors page draws its figures from: the samples behind its records, by record
+    name, read from the derived tables with the fit's own selection (``read``), and what each
+    sample leaves out, from the counts the stage recorded in ``summary.json`` (``left_out``)."""
+
+    read: Callable[[PageContext], Mapping[str, FloatArray]]
+    left_out: Callable[[str, Mapping[str, Any]], str]
+
+
+def priors_sections(
+    ctx: PageContext, paper: str, prose: ProseOfRecords, samples: PriorSamples
+) -> Sequence[Section]:
+    """A trace's priors page (alibaba-2018, google-2019): its records' sentences, table and
+    figures (each fit over its data), then the options the fit ran with."""
     folder = ctx.results(STAGE)
     if not (folder / "params.json").is_file():
         raise InputsMissing("priors/params.json is missing")
@@ -76,6 +94,7 @@ def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequ
             title=f"Gamma priors of {ctx.trace}",
             this_run=prose(records, read_shortfalls(folder), source, summary),
             paper=paper,
+            figures=fit_figures(ctx, records, samples, summary),
             tables=(priors_table(records, ctx.trace),),
         ),
         # the Azure-only options have no meaning here (older summaries recorded them all)
@@ -84,6 +103,71 @@ def priors_sections(ctx: PageContext, paper: str, prose: ProseOfRecords) -> Sequ
             FitOptions,
             "fit",
         ),
+    )
+
+
+def fit_figures(
+    ctx: PageContext,
+    records: Sequence[FittedParameter],
+    samples: PriorSamples,
+    summary: Mapping[str, Any],
+) -> tuple[Figure, ...]:
+    """Per record, the empirical CDF of the values it was fitted to (those above 0, as the fit
+    keeps them) with its Gamma's CDF over them."""
+    data = samples.read(ctx)
+    figures: list[Figure] = []
+    for r in records:
+        sample = np.asarray(data.get(r.name, ()), dtype=np.float64)
+        sample = sample[np.isfinite(sample) & (sample > 0)]
+        if sample.size == 0:
+            continue
+        shape, rate = float(r.parameters["shape"].value), float(r.parameters["rate"].value)
+        unit = r.parameters["rate"].unit.removeprefix("1/")
+        what = _WHAT.get(r.name, r.name)
+        figures += gamma_fit_figure(
+            ctx.out_dir,
+            f"gamma_{r.name}",
+            what.split(" (")[0],
+            unit,
+            (shape, rate),
+            sample,
+            f"{what[:1].upper()}{what[1:]} ({unit}), {r.name}: empirical CDF of the "
+            f"{fmt_int(sample.size)} values above 0 and the fitted Gamma(shape {fmt(shape)}, "
+            f"rate {fmt(rate)} 1/{unit})",
+            samples.left_out(r.name, summary),
+        )
+    return tuple(figures)
+
+
+def _samples(ctx: PageContext) -> Mapping[str, FloatArray]:
+    """The two samples, as :func:`alibaba_fits` selects them."""
+    times = collect(
+        scan(ctx.derived("fct_alibaba_task_times"), ("terminal_state", "execution_time_s")).select(
+            "terminal_state", "execution_time_s"
+        )
+    )
+    usage = collect(
+        scan(ctx.derived("fct_alibaba_task_usage_stats"), ("avg_mean",)).select("avg_mean")
+    )
+    return {
+        "alibaba_task_execution_time": terminated_execution_times(times),
+        "alibaba_task_avg_mean": floats(usage, "avg_mean"),
+    }
+
+
+def _left_out(name: str, summary: Mapping[str, Any]) -> str:
+    """The tasks the execution-time sample leaves out, from the states the stage counted: the
+    ones not ended are right-censored (the trace ends before they do), the others ended
+    otherwise than Terminated."""
+    if name != "alibaba_task_execution_time":
+        return ""
+    states = dict(summary.get("inputs", {}).get("terminal_states", {}))
+    censored = states.pop("not ended", 0)
+    others = ", ".join(f"{n:,} {s}" for s, n in states.items() if s != TERMINATED)
+    return (
+        f"Left out of both curves: {fmt_int(censored)} tasks not ended by the trace's end "
+        "(right-censored: their execution time is longer than the trace shows)"
+        + (f" and {others} ones." if others else ".")
     )
 
 

@@ -17,9 +17,9 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.datapaths import stage_results
-from tracelab.analysis.statistics.gamma_fits import gamma_cdf
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.traces import google2011
-from tracelab.reports.figures import FloatArray, ecdf, new_axes
+from tracelab.reports.figures import FloatArray, gamma_fit_figure, new_axes
 from tracelab.reports.frames import collect, floats, fmt_int, fmt_num, scan
 from tracelab.reports.model import (
     Figure,
@@ -30,7 +30,7 @@ from tracelab.reports.model import (
     PageSpec,
     Section,
 )
-from tracelab.reports.numfmt import binomial_rate, fmt, fmt_pct
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_pct
 
 #: the papers the pages cite: authors, year, short title (from the seed file's first lines)
 PAPERS = {
@@ -613,6 +613,8 @@ class SumsRow:
     rejection_rate: float
     paper_rejection_rate: float | None
     mean_mu_cores: float | None
+    #: the rate's estimate over the sets, as the stage stored it (None in tables without it)
+    estimate: Estimate | None = None
 
 
 @dataclass(frozen=True)
@@ -630,6 +632,7 @@ def gaussian_sums_numbers(table: pl.DataFrame) -> GaussianSumsNumbers:
                 rejection_rate=float(r["rejection_rate"]),
                 paper_rejection_rate=PAPER_AD_REJECTION.get(int(r["n_tasks_per_set"])),
                 mean_mu_cores=_opt(r["mean_mu_cores"]),
+                estimate=_stored_rate(r),
             )
             for r in table.sort("n_tasks_per_set").iter_rows(named=True)
         )
@@ -649,7 +652,16 @@ _SETS = (
 def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     """The paper's Table 1, Figs. 5–6: AD normality of sums of N tasks, percentile errors of the normal."""
     folder = ctx.results("gaussian_sums")
-    cols = ("n_tasks_per_set", "n_sets", "rejection_rate", "mean_mu_cores")
+    cols = (
+        "n_tasks_per_set",
+        "n_sets",
+        "rejection_rate",
+        "mean_mu_cores",
+        "rejections",
+        "rejection_rate_low",
+        "rejection_rate_high",
+        "rejection_rate_method",
+    )
     nums = gaussian_sums_numbers(collect(scan(folder / "table.parquet", cols)))
     figs = _gaussian_sums_figures(folder, ctx.out_dir)
     rates = [
@@ -675,12 +687,25 @@ def gaussian_sums_sections(ctx: PageContext) -> Sequence[Section]:
     )
 
 
-def _rejection_text(rate: float, sets: int | None) -> str:
-    """The rejection rate with its Clopper–Pearson interval over the sets (a bound at zero)."""
-    if sets is None or not np.isfinite(rate):
+def _stored_rate(r: dict[str, Any]) -> Estimate | None:
+    """The rejection rate's estimate from its table row: the stage's interval over the sets."""
+    if r.get("rejections") is None or r["n_sets"] is None:
+        return None
+    return Estimate(
+        value=float(r["rejection_rate"]),
+        low=float(r["rejection_rate_low"]),
+        high=float(r["rejection_rate_high"]),
+        n=int(r["n_sets"]),
+        method=str(r["rejection_rate_method"]),
+        events=int(r["rejections"]),
+    )
+
+
+def _rejection_text(rate: float, e: Estimate | None) -> str:
+    """The rejection rate with its interval over the sets (a bound at zero), as stored."""
+    if e is None or not np.isfinite(rate):
         return fmt(rate)
-    r = binomial_rate(round(rate * sets), sets)
-    return r.text if r.events == 0 else f"{fmt(rate)} [{fmt(r.low)}, {fmt(r.high)}]"
+    return estimate_text(e) if e.events == 0 else f"{fmt(rate)} [{fmt(e.low)}, {fmt(e.high)}]"
 
 
 def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
@@ -691,7 +716,7 @@ def _table_1(nums: GaussianSumsNumbers) -> HtmlTable:
             (
                 str(r.n_tasks_per_set),
                 fmt_int(r.n_sets),
-                _rejection_text(r.rejection_rate, r.n_sets),
+                _rejection_text(r.rejection_rate, r.estimate),
                 fmt(r.paper_rejection_rate),
                 fmt(r.mean_mu_cores),
             )
@@ -937,25 +962,16 @@ def _gamma_table(nums: GammaFitsNumbers) -> HtmlTable:
 
 def _gamma_figure(fit: GammaFit, sample: FloatArray, out: Path) -> list[Figure]:
     quantity = fit.name.removeprefix("google_").replace("_", " ")
-    x, y = ecdf(sample)
-    # a sample spanning decades (execution times: seconds to days) piles up at 0 on a linear axis
-    log = x.size > 0 and x[0] > 0 and x[-1] / x[0] > 100
-    with new_axes(
+    return gamma_fit_figure(
         out,
         f"gamma_{fit.name}",
-        alt=f"Empirical CDF of {quantity} with the fitted Gamma CDF.",
-        caption=f"{quantity} ({fit.unit}): empirical CDF and fitted Gamma(shape {fmt(fit.shape)}, "
-        f"rate {fmt(fit.rate)} 1/{fit.unit}){', log axis' if log else ''}.",
-    ) as (ax, figs):
-        ax.step(x, y, where="post", label="data")
-        grid = np.geomspace(x[0], x[-1], 400) if log else np.linspace(0.0, float(x[-1]), 400)
-        ax.plot(grid, gamma_cdf(fit.shape, fit.rate, grid), label="Gamma fit")
-        if log:
-            ax.set_xscale("log")
-        ax.set_xlabel(f"{quantity} ({fit.unit})")
-        ax.set_ylabel("fraction at or below")
-        ax.legend()
-    return figs
+        quantity,
+        fit.unit,
+        (fit.shape, fit.rate),
+        sample,
+        f"{quantity} ({fit.unit}): empirical CDF and fitted Gamma(shape {fmt(fit.shape)}, "
+        f"rate {fmt(fit.rate)} 1/{fit.unit})",
+    )
 
 
 def _gamma_samples(ctx: PageContext) -> dict[str, FloatArray]:

@@ -31,7 +31,7 @@ from tracelab.reports.model import (
     PageSpec,
     Section,
 )
-from tracelab.reports.numfmt import DASH, binomial_rate, fmt, fmt_ci, fmt_int
+from tracelab.reports.numfmt import DASH, estimate_text, fmt, fmt_ci, fmt_int
 
 _NO_PAPER = (
     "No paper compares these traces side by side; the definitions behind each column (which "
@@ -118,7 +118,7 @@ def _outcomes_section(rows: Sequence[TraceComparison]) -> Section:
     for r in rows:
         o = r.outcomes
         assert o is not None
-        shares = tuple(binomial_rate(o.counts[name], o.ended).text for name in OUTCOMES)
+        shares = tuple(estimate_text(o.shares[name]) for name in OUTCOMES)
         body.append((r.trace, fmt_int(o.ended), *shares, fmt_int(o.counts["other"])))
     return Section(
         title="How tasks end (transition shares)",

@@ -11,9 +11,21 @@ from typing import Any
 
 from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.fitted_params import FittedParameter
-from tracelab.analysis.priors.google2019 import CPU_UNIT
+from tracelab.analysis.priors.google2019 import (
+    CPU_UNIT,
+    EXECUTION,
+    FINISH,
+    INST_MEAN,
+    INST_STD,
+    INSTANCE_TIMES,
+    USAGE_STATS,
+)
+from tracelab.analysis.statistics.gamma_fits import finished_execution_times
+from tracelab.analysis.statistics.variability import long_task_stats
 from tracelab.analysis.traces import google2011, google2019
 from tracelab.analysis.traces.model import terminal_codes
+from tracelab.reports.figures import FloatArray
+from tracelab.reports.frames import floats, scan
 from tracelab.reports.model import (
     Fragment,
     Number,
@@ -23,7 +35,7 @@ from tracelab.reports.model import (
     Section,
 )
 from tracelab.reports.numfmt import fmt_int
-from tracelab.reports.pages.alibaba_priors import priors_sections, record_prose
+from tracelab.reports.pages.alibaba_priors import PriorSamples, priors_sections, record_prose
 
 #: v3's terminal event types, by their codes as the summary writes them
 _ENDS = {str(code): name.upper() for code, name in terminal_codes(google2019.OUTCOME_CODES).items()}
@@ -44,7 +56,41 @@ _PAPER = (
 
 def google2019_priors_sections(ctx: PageContext) -> Sequence[Section]:
     """The fitted records first, then the options of the run."""
-    return priors_sections(ctx, _PAPER, _prose)
+    return priors_sections(ctx, _PAPER, _prose, PriorSamples(_samples, _left_out))
+
+
+def _samples(ctx: PageContext) -> Mapping[str, FloatArray]:
+    """The three samples, as :func:`google2019_fits` selects them."""
+    times = scan(ctx.derived(INSTANCE_TIMES), ("terminal_event_type", "execution_time_s"))
+    usage = scan(ctx.derived(USAGE_STATS), ("is_long", "inst_mean", "inst_std"))
+    long = long_task_stats(usage, ("inst_mean", "inst_std"))
+    return {
+        EXECUTION: finished_execution_times(times, FINISH),
+        INST_MEAN: floats(long, "inst_mean"),
+        INST_STD: floats(long, "inst_std"),
+    }
+
+
+def _left_out(name: str, summary: Mapping[str, Any]) -> str:
+    """The incarnations the execution-time sample leaves out, from the ends the stage counted:
+    the ones not ended are right-censored, the others ended otherwise than FINISH; the usage
+    samples hold the long instances only."""
+    inputs = summary.get("inputs", {})
+    if name != EXECUTION:
+        return (
+            "Long instances only (is_long), without those that failed, were evicted, killed or "
+            "lost."
+        )
+    ends = dict(inputs.get("terminal_event_types", {}))
+    censored = ends.pop("none", 0)
+    others = ", ".join(
+        f"{fmt_int(n)} {_ENDS.get(k, k)}" for k, n in ends.items() if k != str(FINISH)
+    )
+    return (
+        f"Left out of both curves: {fmt_int(censored)} incarnations not ended by the trace's end "
+        "(right-censored: their execution time is longer than the trace shows)"
+        + (f" and {others} ones." if others else ".")
+    )
 
 
 def _prose(

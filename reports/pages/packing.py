@@ -19,10 +19,12 @@ import polars as pl
 from matplotlib.ticker import NullFormatter
 
 from tracelab.analysis.common.datapaths import stage_results
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.packing.options import PAPER_PACKING_PARAMS, PackingParams
+from tracelab.analysis.packing.stage import PAPER_OBSERVATIONS
 from tracelab.analysis.traces import google2011
-from tracelab.reports.figures import PlottedData, new_axes
+from tracelab.reports.figures import FloatArray, PlottedData, new_axes
 from tracelab.reports.frames import collect, floats, read_json, scan
 from tracelab.reports.model import (
     Figure,
@@ -34,14 +36,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import (
-    Mean,
-    Rate,
-    binomial_rate,
-    clustered_mean_interval,
-    fmt,
-    fmt_pct,
-)
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_pct
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "packing"
@@ -66,7 +61,6 @@ PAPER_GPA_Q_RHO_0001 = 1.6e-3
 PAPER_CANTELLI_Q = {"1": 3e-4, "1.7": 2e-6}
 PAPER_MACHINES_RATIO = (1.9, 3.7)
 PAPER_REBALANCING_DECREASE = 0.07
-PAPER_OBSERVATIONS = 100
 PAPER_AV1_MACHINES = 28.0
 #: the options that make Janus & Rzadca 2017's grid (§5); the run's are compared with them
 _GRID_OPTIONS = ("instances", "tasks", "realizations", "clairvoyance", "capacity", "max_failures")
@@ -95,6 +89,9 @@ class PackingNumbers:
     clairvoyance_observations: int
     clairvoyance_q_ratio: float
     first_best_max_machine_difference: int
+    #: Fig. 10's avg-over-inst ratio of GPA's q and Fig. 11's spread of GPA 0.001's q
+    gpa_avg_over_inst: float
+    capacity_q_spread: float
 
 
 def _get(d: Mapping[str, Any], key: str) -> float:
@@ -107,8 +104,6 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
     try:
         params = summary["parameters"]
         ratio = summary["machines_ratio_cantelli_to_gpa_95"]
-        clair_q = summary["clairvoyance_gpa_q"]
-        clair_n = summary["clairvoyance_observations"]
         numbers: dict[str, Any] = dict(
             source=str(summary["source"]),
             data=str(summary["data"]),
@@ -123,22 +118,15 @@ def packing_numbers(summary: Mapping[str, Any]) -> PackingNumbers:
             machines_ratio_44=_get(ratio, "4.4"),
             rebalancing_q_decrease=_get(summary, "rebalancing_q_decrease"),
             first_best_max_machine_difference=int(summary["first_best_max_machine_difference"]),
+            clairvoyance_level=_get(summary, "clairvoyance_level"),
+            clairvoyance_observations=int(summary["clairvoyance_level_observations"]),
+            clairvoyance_q_ratio=_get(summary, "clairvoyance_q_ratio"),
+            gpa_avg_over_inst=_get(summary, "gpa_avg_over_inst"),
+            capacity_q_spread=_get(summary, "capacity_q_spread"),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise InputsMissing(f"packing summary.json lacks {exc}") from None
-    partial = {k: int(v) for k, v in clair_n.items() if k != "1"}
-    level, observations, q_ratio = math.nan, 0, math.nan
-    if partial and "1" in clair_q:
-        best = min(partial, key=lambda k: abs(math.log(max(partial[k], 1) / PAPER_OBSERVATIONS)))
-        full = _get(clair_q, "1")
-        level, observations = float(best), partial[best]
-        q_ratio = _get(clair_q, best) / full if full > 0 else math.nan
-    return PackingNumbers(
-        **numbers,
-        clairvoyance_level=level,
-        clairvoyance_observations=observations,
-        clairvoyance_q_ratio=q_ratio,
-    )
+    return PackingNumbers(**numbers)
 
 
 def _runs(ctx: PageContext) -> tuple[dict[str, Any], pl.DataFrame]:
@@ -199,8 +187,18 @@ def _values_data(frame: pl.DataFrame, order: Sequence[str], column: str, label: 
 def _boxes(ax: Any, values: Sequence[Any], order: Sequence[str]) -> None:
     """Box plots filled with each method's colour."""
     boxes = ax.boxplot(values, showfliers=False, patch_artist=True)
-    for patch, method in zip(boxes["boxes"], order, strict=True):
+    for i, (patch, method) in enumerate(zip(boxes["boxes"], order, strict=True), start=1):
         patch.set_facecolor(method_colour(method))
+        # with a few instances a box is a line: the points carry the method's colour too
+        ax.scatter(
+            np.full(len(values[i - 1]), i),
+            values[i - 1],
+            s=10,
+            color=method_colour(method),
+            edgecolors="black",
+            linewidths=0.4,
+            zorder=3,
+        )
 
 
 @dataclass(frozen=True)
@@ -208,15 +206,24 @@ class PackingEvidence:
     """What the headline numbers rest on: overflow counts, machines, per-instance gains."""
 
     #: method -> overflows of all instances' m_abs × R evaluations (Best Fit, rebalancing, c)
-    rates: dict[str, Rate]
+    rates: dict[str, Estimate]
     #: mean m_abs of av 1 over instances (the paper: 28.0 machines for 1,000 tasks)
     av1_machines: float
     #: the mean relative decrease of q from rebalancing, resampling whole instances
-    rebalancing: Mean
+    rebalancing: Estimate
 
 
 def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidence:
-    """From ``methods.parquet`` and ``rebalancing.parquet`` (what the summary's numbers summarise)."""
+    """The intervals the stage stored in ``summary.json`` and av 1's machines from
+    ``methods.parquet`` (the base case: Best Fit, rebalancing, c)."""
+    rates, rebalancing = (
+        summary.get("q_interval_by_method"),
+        summary.get("rebalancing_q_decrease_interval"),
+    )
+    if not isinstance(rates, dict) or not isinstance(rebalancing, dict):
+        raise InputsMissing(
+            "packing/summary.json has no q_interval_by_method (an older `tracelab pack` wrote it)"
+        )
     capacity = summary.get("parameters", {}).get("capacity", 1.0)
     methods = pl.read_parquet(folder / "methods.parquet").filter(
         (pl.col("experiment") == "methods")
@@ -224,23 +231,11 @@ def packing_evidence(folder: Path, summary: Mapping[str, Any]) -> PackingEvidenc
         & pl.col("rebalance")
         & (pl.col("capacity") == capacity)
     )
-    rates = {
-        str(r["method"]): binomial_rate(int(r["overflows"]), int(r["evaluations"]))
-        for r in methods.iter_rows(named=True)
-    }
     av1 = methods.filter(pl.col("method") == "av 1")["m_abs_mean"]
-    gains = pl.read_parquet(folder / "rebalancing.parquet").filter(
-        (pl.col("experiment") == "methods")
-        & (pl.col("fit") == "best")
-        & pl.col("family").is_in(["gpa", "av"])
-        & pl.col("q_decrease").is_not_null()
-    )
     return PackingEvidence(
-        rates=rates,
+        rates={str(m): Estimate.from_dict(d) for m, d in rates.items()},
         av1_machines=float(av1[0]) if av1.len() else math.nan,
-        rebalancing=clustered_mean_interval(
-            floats(gains, "q_decrease"), gains["instance"].to_numpy()
-        ),
+        rebalancing=Estimate.from_dict(rebalancing),
     )
 
 
@@ -250,14 +245,18 @@ def _q_text(e: PackingEvidence, method: str, mean_q: float) -> str:
     rate = e.rates.get(method)
     if rate is None:
         return fmt(mean_q)
-    return rate.text if rate.events == 0 else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+    return (
+        estimate_text(rate)
+        if rate.events == 0
+        else f"{fmt(mean_q)} [{fmt(rate.low)}, {fmt(rate.high)}]"
+    )
 
 
 def _q_fragments(key: str, e: PackingEvidence, method: str, mean_q: float) -> Paragraph:
     """:func:`_q_text` as page fragments: the mean is a Number, a bound is text."""
     rate = e.rates.get(method)
     if rate is not None and rate.events == 0:
-        return (f"q {rate.text}",)
+        return (f"q {estimate_text(rate)}",)
     if rate is None:
         return ("q = ", Number(key, mean_q))
     return ("q = ", Number(key, mean_q), f" [{fmt(rate.low)}, {fmt(rate.high)}]")
@@ -269,7 +268,7 @@ def _rate_cell(e: PackingEvidence, method: str, paper: float, mean_q: float) -> 
     rate = e.rates.get(method)
     text = _q_text(e, method, mean_q)
     if rate is not None and rate.events == 0:
-        return f"{text}; at the paper's rate {fmt(paper * rate.trials)} expected"
+        return f"{text}; at the paper's rate {fmt(paper * rate.n)} expected"
     return text
 
 
@@ -381,38 +380,68 @@ def _fig7_machines(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
 def _fig8_tradeoff(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
     shown = base.filter(pl.col("family").is_in(["gpa", "av", "perc"]) & (pl.col("parameter") < 100))
     families = [f for f in ("gpa", "av", "perc") if f in set(shown["family"].to_list())]
+    q = floats(shown, "q")
+    linear = _zero_span(q)
     with new_axes(
         ctx.out_dir,
         "packing_m_vs_q",
         alt="Scatter of normalised machines against overflow frequency, one panel per family, "
         "one point per instance and method.",
-        caption="m against q per instance, one panel per family (GPA, av, perc); an instance "
-        "without any overflow (q = 0, which a log axis cannot show) is drawn at 1e-6, below the "
-        "smallest q one overflow gives here (1 / (m_abs · R)).",
+        caption="m against q per instance, one panel per family (GPA, av, perc); q on a "
+        f"logarithmic axis above {fmt(linear)} and a linear one from there down to 0, so an "
+        "instance without any overflow (q = 0, open marker) sits on the axis' 0.",
         ncols=max(len(families), 1),
         size=(3.6 * max(len(families), 1), 3.4),
         margins={"left": 0.08, "right": 0.98, "bottom": 0.15, "top": 0.9, "wspace": 0.3},
+        data=(
+            ("family", "method", "m (normalised machines)", "q (overflow frequency)"),
+            shown.select("family", "method", "m", "q").rows(),
+        ),
     ) as (axes, figs):
-        floor = 1e-6
         row = [axes] if len(families) <= 1 else list(axes[0])
         for ax, family in zip(row, families, strict=False):
             part = shown.filter(pl.col("family") == family)
             for method in _method_order(part):
                 one = part.filter(pl.col("method") == method)
-                ax.scatter(
-                    floats(one, "m"),
-                    np.maximum(floats(one, "q"), floor),
-                    s=14,
-                    label=method,
-                    color=method_colour(method),
-                )
-            ax.set_yscale("log")
-            ax.set_ylim(floor / 2, 1.0)
+                _zero_scatter(ax, floats(one, "m"), floats(one, "q"), method)
+            _zero_axis(ax, linear)
             ax.set_title({"gpa": "GPA", "av": "av", "perc": "perc"}[family], fontsize=9)
             ax.set_xlabel("m (normalised machines)", fontsize=8)
             ax.legend(fontsize=8)
         row[0].set_ylabel("q (overflow frequency)")
     return tuple(figs)
+
+
+def _zero_scatter(ax: Any, m: FloatArray, q: FloatArray, method: str) -> None:
+    """The method's points in its colour; q = 0 (no overflow at all, not a small q) as open
+    markers on the axis' 0, drawn over the frame (``clip_on``) so they are not cut in half."""
+    colour, zero = method_colour(method), q == 0
+    ax.scatter(m[~zero], q[~zero], s=14, color=colour, label=method if (~zero).any() else None)
+    ax.scatter(
+        m[zero],
+        q[zero],
+        s=14,
+        facecolors="none",
+        edgecolors=colour,
+        clip_on=False,
+        label=None if (~zero).any() else method,
+    )
+
+
+def _zero_span(q: FloatArray) -> float:
+    """The power of ten at or below the smallest positive q: below it the q axis is linear,
+    so 0 has a place on it (a log axis has none)."""
+    positive = q[q > 0]
+    return 10.0 ** math.floor(math.log10(float(positive.min()))) if positive.size else 1e-3
+
+
+def _zero_axis(ax: Any, linear: float) -> None:
+    """A q axis from 0 to 1: linear up to ``linear``, logarithmic above, with 0 labelled."""
+    ax.set_yscale("symlog", linthresh=linear, linscale=0.4)
+    ax.set_ylim(0.0, 1.0)
+    ticks = [0.0, *10.0 ** np.arange(round(math.log10(linear)), 1)]
+    ax.set_yticks(ticks, ["0", *(fmt(t) for t in ticks[1:])], fontsize=8)
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
@@ -423,9 +452,15 @@ def _fig9_gpa_error(ctx: PageContext, base: pl.DataFrame) -> tuple[Figure, ...]:
         "packing_gpa_error",
         alt="Box plots of GPA's relative error of the overflow frequency per target rho.",
         caption="(q − ρ)/ρ of GPA per ρ over instances; 0 = q exactly at the target.",
+        data=(
+            ("ρ", "(q − ρ)/ρ"),
+            gpa.select(
+                "parameter", ((pl.col("q") - pl.col("parameter")) / pl.col("parameter"))
+            ).rows(),
+        ),
     ) as (ax, figs):
         data = [(floats(gpa.filter(pl.col("parameter") == r), "q") - r) / r for r in rhos]
-        ax.boxplot(data, showfliers=False)
+        _boxes(ax, data, [f"GPA {r:g}" for r in rhos])
         ax.set_xticks(np.arange(1, len(rhos) + 1), [f"{r:g}" for r in rhos])
         ax.axhline(0.0, color="grey", linewidth=0.8)
         ax.set_xlabel("ρ")
@@ -493,7 +528,7 @@ def _methods_sections(
     ]
 
 
-def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
+def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> Section | None:
     avg = runs.filter((pl.col("experiment") == "statistics") & pl.col("rebalance"))
     if avg.height == 0:
         return None
@@ -509,8 +544,9 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         "packing_inst_vs_avg",
         alt="Bars of mean overflow frequency per method when statistics come from inst or from avg.",
         caption="Mean q per method with statistics from inst (1 s) or avg (5 min); evaluation on "
-        "inst; a mean q of 0 (no overflow in any instance) has no bar on the log axis and is "
-        "marked “0” at its foot.",
+        "inst; q on a logarithmic axis down to the smallest positive mean's power of ten and a "
+        "linear one below it, so every bar starts at 0; a mean q of 0 (no overflow in any "
+        "instance) has no bar and is marked “0”.",
         margins={"bottom": 0.25, "top": 0.88},
         data=(
             ("method", "mean q, statistics from inst", "mean q, statistics from avg"),
@@ -518,16 +554,11 @@ def _fig10_statistics(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
         ),
     ) as (ax, figs):
         _q_bars(ax, means, order)
-    inst_q = floats(means, "inst")
-    # q = 0 with inst statistics (conservative methods, small grids) has no ratio
-    ratio = np.full(inst_q.shape, np.nan)
-    np.divide(floats(means, "avg"), inst_q, out=ratio, where=inst_q > 0)
-    gpa = [i for i, m in enumerate(order) if m.startswith("GPA") and np.isfinite(ratio[i])]
     return Section(
         title="Inst vs avg statistics (Janus & Rzadca 2017 Fig. 10)",
         this_run=(
             "Estimating from avg multiplies GPA's mean q by ",
-            Number("gpa_avg_over_inst", float(np.nanmean(ratio[gpa])) if gpa else math.nan),
+            Number("gpa_avg_over_inst", n.gpa_avg_over_inst),
             " on average over ρ.",
         ),
         paper="Statistics from 5-minute averages underestimate variability: Cantelli's q grows ~10×, "
@@ -541,20 +572,18 @@ _STATISTICS = (("inst", "statistics from inst (1 s)"), ("avg", "statistics from 
 
 
 def _q_bars(ax: Any, means: pl.DataFrame, order: Sequence[str]) -> None:
-    """Mean q per method and statistics on a log axis; a zero has no bar (log 0 is not on the
-    axis) and is written "0" at the bar's place instead of being drawn at an invented floor."""
+    """Mean q per method and statistics on :func:`_zero_axis`, so every bar starts at 0; a
+    mean of 0 has no height and is written "0" at its place."""
     x = np.arange(len(order))
-    positive = [q for col, _ in _STATISTICS for q in floats(means, col) if q > 0]
-    foot = min(positive, default=1e-3) / 3
+    linear = _zero_span(np.concatenate([floats(means, col) for col, _ in _STATISTICS]))
     for (col, label), shift, colour in zip(
         _STATISTICS, (-0.2, 0.2), ("#4a7fb0", "#d08a3a"), strict=True
     ):
         q = floats(means, col)
-        ax.bar(x + shift, np.where(q > 0, q, np.nan), width=0.4, label=label, color=colour)
+        ax.bar(x + shift, q, width=0.4, label=label, color=colour)
         for xi in (x + shift)[q == 0]:
-            ax.text(xi, foot, "0", ha="center", va="bottom", fontsize=8, color=colour)
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=foot)
+            ax.text(xi, 0.0, "0", ha="center", va="bottom", fontsize=8, color=colour)
+    _zero_axis(ax, linear)
     ax.set_xticks(x, order, rotation=60, fontsize=8.5)
     ax.set_ylabel("mean q (overflow frequency)")
     # above the axes: inside, the legend would cover the tallest bars
@@ -573,8 +602,9 @@ def _lines(
         ctx.out_dir,
         name,
         alt=caption,
-        caption=f"{caption} A mean q of 0 (no overflow), which a log axis cannot show, is marked "
-        "▽ at the axis' foot.",
+        caption=f"{caption} q on a logarithmic axis down to the smallest positive mean's power "
+        "of ten and a linear one below it, so a mean q of 0 (no overflow) is drawn at 0, as an "
+        "open marker.",
         ncols=len(panels),
         size=(3.8 * len(panels) + 0.6, 3.4) if split_rebalance else None,
         data=(
@@ -585,34 +615,33 @@ def _lines(
         row = [axes] if len(panels) == 1 else list(axes[0])
         for ax, rebalance in zip(row, panels, strict=True):
             part = means.filter(pl.col("rebalance") == rebalance) if split_rebalance else means
-            _q_lines(ax, part.sort(x), methods, x)
+            _q_lines(ax, part.sort(x), methods, x, _zero_span(floats(means, "q")))
             if split_rebalance:
                 ax.set_title("rebalancing" if rebalance else "no rebalancing", fontsize=9)
     return tuple(figs)
 
 
-def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str) -> None:
-    """Mean q against ``x`` per method on log axes; zeros as open triangles at the foot."""
-    positive = floats(means, "q")[floats(means, "q") > 0]
-    foot = float(positive.min()) / 3 if positive.size else 1e-3
+def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str, linear: float) -> None:
+    """Mean q against ``x`` per method, q on :func:`_zero_axis` so a mean of 0 (no overflow
+    in any instance) is drawn at 0, as an open marker."""
     for method in methods:
         line = means.filter(pl.col("method") == method)
         if not line.height:
             continue
         xs, q = floats(line, x), floats(line, "q")
         colour = method_colour(method)
-        ax.plot(xs, np.where(q > 0, q, np.nan), marker="o", color=colour, label=method)
-        ax.plot(
-            xs[q == 0],
-            np.full(int((q == 0).sum()), foot),
-            marker="v",
-            linestyle="none",
-            color=colour,
-            markerfacecolor="none",
+        ax.plot(xs, q, color=colour, label=method, clip_on=False)
+        ax.scatter(
+            xs,
+            q,
+            s=22,
+            facecolors=[colour if v > 0 else "none" for v in q],
+            edgecolors=colour,
+            clip_on=False,
+            zorder=3,
         )
+    _zero_axis(ax, linear)
     ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_ylim(bottom=foot / 1.6)
     # the grid's own values as ticks: log-axis minor labels collide on a short range
     ticks = sorted(set(means[x].to_list()))
     ax.set_xticks(ticks, [fmt(v) for v in ticks], fontsize=8)
@@ -622,19 +651,15 @@ def _q_lines(ax: Any, means: pl.DataFrame, methods: Sequence[str], x: str) -> No
     ax.legend(fontsize=8)
 
 
-def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame) -> Section | None:
+def _fig11_capacity(ctx: PageContext, runs: pl.DataFrame, n: PackingNumbers) -> Section | None:
     cap = runs.filter(pl.col("experiment") == "capacity")
     if cap.height == 0:
         return None
-    gpa = cap.filter((pl.col("method") == "GPA 0.001") & pl.col("rebalance"))
-    qs = gpa.group_by("capacity").agg(pl.col("q").mean()).sort("capacity")
-    q = floats(qs, "q")
-    spread = float(q.max() / q.min()) if q.size and q.min() > 0 else math.nan
     return Section(
         title="Machine capacities (Janus & Rzadca 2017 Fig. 11)",
         this_run=(
             "GPA 0.001's mean q varies by a factor ",
-            Number("capacity_q_spread", spread),
+            Number("capacity_q_spread", n.capacity_q_spread),
             " across capacities (with rebalancing).",
         ),
         paper="GPA keeps similar q across c ∈ {0.5, 0.8, 1, 2, 5}; av's q changes strongly with c. "
@@ -726,8 +751,8 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
     sections: list[Section] = [_overview(summary, numbers, evidence)]
     sections.extend(_methods_sections(ctx, runs, numbers, evidence))
     for extra in (
-        _fig10_statistics(ctx, runs),
-        _fig11_capacity(ctx, runs),
+        _fig10_statistics(ctx, runs, numbers),
+        _fig11_capacity(ctx, runs, numbers),
         _fig12_clairvoyance(ctx, runs, numbers),
     ):
         if extra is not None:

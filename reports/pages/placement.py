@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.datapaths import stage_results
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.placement.model import TRACE
 from tracelab.analysis.placement.options import PlacementParams
 from tracelab.analysis.traces import azure2017
@@ -28,7 +29,7 @@ from tracelab.reports.model import (
     Paragraph,
     Section,
 )
-from tracelab.reports.numfmt import Mean, fmt, mean_interval
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.run_parameters import parameters_section
 
 STAGE = "placement"
@@ -164,19 +165,23 @@ def _folder(ctx: PageContext) -> Path:
     return folder
 
 
-def improvement_means(replays: pl.DataFrame) -> dict[str, Mean]:
-    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval."""
-    out: dict[str, Mean] = {}
-    for (policy, predictor), part in replays.group_by("policy", "predictor", maintain_order=True):
-        out[f"{policy}/{predictor}"] = mean_interval(floats(part, "improvement_pp"))
-    return out
+def improvement_means(summary: Mapping[str, Any]) -> dict[str, Estimate]:
+    """``policy/predictor`` -> mean improvement over Best Fit over pools with its t interval,
+    as the stage stored it in ``summary.json``."""
+    stored = summary.get("improvement_pp_interval")
+    if not isinstance(stored, dict):
+        raise InputsMissing(
+            f"results/{TRACE}/{STAGE}/summary.json has no improvement_pp_interval (an older "
+            "`tracelab place` wrote it)"
+        )
+    return {str(k): Estimate.from_dict(d) for k, d in stored.items()}
 
 
 def _bars(
     ctx: PageContext,
     name: str,
     keys: Sequence[tuple[str, str]],
-    means: Mapping[str, Mean],
+    means: Mapping[str, Estimate],
     paper: Mapping[str, float],
     caption: str,
 ) -> list[Figure]:
@@ -213,7 +218,7 @@ def _bars(
 
 
 def _gains(
-    keys: Sequence[tuple[str, str]], means: Mapping[str, Mean], n: Mapping[str, float]
+    keys: Sequence[tuple[str, str]], means: Mapping[str, Estimate], n: Mapping[str, float]
 ) -> list[str | Number]:
     """``label x [a, b]; …`` for the keys this run has (Numbers keyed improvement_pp_<key>)."""
     out: list[str | Number] = []
@@ -231,7 +236,10 @@ def _gains(
 
 
 def _oracle_section(
-    ctx: PageContext, summary: Mapping[str, Any], means: Mapping[str, Mean], n: Mapping[str, float]
+    ctx: PageContext,
+    summary: Mapping[str, Any],
+    means: Mapping[str, Estimate],
+    n: Mapping[str, float],
 ) -> Section:
     paper = {
         k: v for k, v in summary.get("paper_improvement_pp", {}).items() if k.endswith("/oracle")
@@ -273,7 +281,7 @@ def _oracle_section(
 
 def _model_section(
     ctx: PageContext,
-    means: Mapping[str, Mean],
+    means: Mapping[str, Estimate],
     n: Mapping[str, float],
     improvement: pl.DataFrame,
     summary: Mapping[str, Any],
@@ -543,7 +551,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
     curve = _read(folder, "lifetime_curve", ("age_hours", "expected_remaining_hours"))
     pools = _read(folder, "pools", ("pool", "hosts", "vms", "deployments", "mean_load"))
     n = placement_numbers(summary)
-    means = improvement_means(replays.filter(pl.col("policy") != "best-fit"))
+    means = improvement_means(summary)
     series_section = Section(
         title="Empty hosts over time",
         this_run=("Empty hosts hour by hour in the largest pool, per predictor.",),

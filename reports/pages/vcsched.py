@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
 
 from tracelab.analysis.common.datapaths import stage_results
+from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.traces import google2011
 from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams
@@ -27,7 +27,7 @@ from tracelab.reports.model import (
     PageSpec,
     Section,
 )
-from tracelab.reports.numfmt import Mean, fmt
+from tracelab.reports.numfmt import fmt
 from tracelab.reports.run_parameters import differences, differences_text, parameters_section
 
 STAGE = "yield"
@@ -100,7 +100,7 @@ class YieldHeadline:
     #: summary.json's MCB mean % degradation from the best MCB, per variant
     mcb_degradation_pct: dict[str, float]
     #: the MILP-vs-MCB8 gap with a bootstrap interval over the instances both solved
-    milp_over_mcb8: Mean
+    milp_over_mcb8: Estimate
     #: summary.json's parameters record
     parameters: dict[str, Any]
 
@@ -134,40 +134,21 @@ def yield_headline(folder: Path) -> YieldHeadline:
         mcb_degradation_pct={
             k: _nan(v) for k, v in (summary.get("mcb_degradation_pct") or {}).items()
         },
-        milp_over_mcb8=gap_interval(folder, source, "MILP", "MCB8"),
+        milp_over_mcb8=_gap_estimate(summary),
         parameters=dict(summary.get("parameters") or {}),
     )
 
 
-def gap_interval(folder: Path, source: str, higher: str, lower: str) -> Mean:
-    """``100 · (mean higher / mean lower − 1)`` over the small instances of ``source`` both
-    solved, the summary's gap, with a percentile bootstrap 95% interval over those instances
-    (seeded: the page is the same for the same results)."""
-    path = folder / "results.parquet"
-    if not path.is_file():
-        return Mean(float("nan"), float("nan"), float("nan"), 0)
-    ids = pl.read_parquet(folder / "instances.parquet").filter(
-        (pl.col("source") == source) & (pl.col("size_class") == "small")
-    )["instance_id"]
-    solved = pl.read_parquet(path).filter(
-        pl.col("solved") & pl.col("instance_id").is_in(ids.implode())
-    )
-    pair = (
-        solved.filter(pl.col("algorithm") == higher)
-        .select("instance_id", hi="min_yield")
-        .join(
-            solved.filter(pl.col("algorithm") == lower).select("instance_id", lo="min_yield"),
-            on="instance_id",
+def _gap_estimate(summary: Mapping[str, Any]) -> Estimate:
+    """The MILP's gap over MCB8 with its interval over the instances both solved, as the stage
+    stored it."""
+    stored = summary.get("milp_over_mcb8_interval")
+    if not isinstance(stored, dict):
+        raise InputsMissing(
+            f"{STAGE}/summary.json has no milp_over_mcb8_interval (an older `tracelab yield` "
+            "wrote it)"
         )
-    )
-    hi, lo = floats(pair, "hi"), floats(pair, "lo")
-    if hi.size == 0:
-        return Mean(float("nan"), float("nan"), float("nan"), 0)
-    gap = 100.0 * (hi.mean() / lo.mean() - 1.0)
-    picks = np.random.default_rng(0).integers(0, hi.size, size=(2000, hi.size))
-    boot = 100.0 * (hi[picks].mean(axis=1) / lo[picks].mean(axis=1) - 1.0)
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return Mean(float(gap), float(low), float(high), int(hi.size))
+    return Estimate.from_dict(stored)
 
 
 def _read(folder: Path, name: str) -> pl.DataFrame:

@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from tracelab.analysis.common.errors import TracelabError
+from tracelab.analysis.lake.options import DeriveParams
 from tracelab.analysis.lake.schemas import AZURE_2017, GOOGLE_2011, SOURCE_FILE, SOURCE_ROW
 from tracelab.flows.cli import main
 from tracelab.flows.derive import run_derive
@@ -32,10 +33,21 @@ def _typed(frame: pl.DataFrame, table: str, source_file: str) -> pl.DataFrame:
     ).select(*schema, SOURCE_FILE, SOURCE_ROW)
 
 
+def _task_events_lake(data_dir: Path, te: pl.DataFrame) -> Settings:
+    """A google-2011 lake whose task_events are ``te`` (other columns NULL), and its settings."""
+    full = te.with_columns(
+        pl.lit(None, dtype=t).alias(c)
+        for c, t in GOOGLE_2011["task_events"].polars_schema().items()
+        if c not in te.columns
+    )
+    lake = data_dir / "lake" / "google-2011"
+    _write_lake_table(lake, "task_events", _typed(full, "task_events", "part-0"), "part-0")
+    return Settings(data_dir=data_dir, duckdb_memory_limit="512MB", duckdb_threads=1)
+
+
 def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
     prefect_harness: None, tmp_path: Path
 ) -> None:
-    lake = tmp_path / "lake" / "google-2011"
     # a SCHEDULE inside the window with no SUBMIT before it (a mid-trace window): it
     # is not subtracted, as its SUBMIT was never added, so the queue stays at zero
     te = pl.DataFrame(
@@ -48,13 +60,7 @@ def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
             SOURCE_ROW: [1],
         }
     )
-    full = te.with_columns(
-        pl.lit(None, dtype=t).alias(c)
-        for c, t in GOOGLE_2011["task_events"].polars_schema().items()
-        if c not in te.columns
-    )
-    _write_lake_table(lake, "task_events", _typed(full, "task_events", "part-0"), "part-0")
-    settings = Settings(data_dir=tmp_path, duckdb_memory_limit="512MB", duckdb_threads=1)
+    settings = _task_events_lake(tmp_path, te)
     run = run_derive(settings=settings, tables=("agg_queue_length",))
     assert [t.name for t in run.tables] == [
         "fct_task_transitions",
@@ -64,6 +70,23 @@ def test_a_schedule_whose_submit_predates_the_data_leaves_the_queue_at_zero(
     assert all(c.holds for c in run.checks)
     queue = pl.read_parquet(tmp_path / "derived" / "google-2011" / "agg_queue_length.parquet")
     assert queue.select("schedules", "unqueued_schedules", "queue_length").rows() == [(1, 1, 0)]
+
+
+def test_the_production_priority_option_reaches_the_staging_view(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    # production is judged in google-2011's staging view (a DuckDB variable, as a view takes no
+    # parameters): a priority-3 task is production only once the option lowers the threshold to 2
+    te = pl.DataFrame(
+        {"time": [700_000_000], "job_id": [7], "task_index": [0], "event_type": [0]}
+    ).with_columns(pl.lit(3).alias("priority"), pl.lit(1).alias(SOURCE_ROW))
+    settings = _task_events_lake(tmp_path, te)
+    counts = tmp_path / "derived" / "google-2011" / "agg_events_by_priority.parquet"
+    for threshold, production in ((9, False), (2, True)):
+        params = DeriveParams(production_priority=threshold)
+        run = run_derive(settings=settings, tables=("agg_events_by_priority",), params=params)
+        assert all(c.holds for c in run.checks)
+        assert pl.read_parquet(counts)["is_production"].to_list() == [production]
 
 
 def test_flow_fails_with_the_offending_rows(prefect_harness: None, tmp_path: Path) -> None:

@@ -196,7 +196,7 @@ def test_fit_refuses_the_azure_vmtable_option_on_google_2019(
 
 def test_an_independent_fit_of_the_exported_sample_matches(generated_run: Path) -> None:
     # the FINISHed incarnations' execution times, read from the derived table by hand
-    times = pl.read_parquet(generated_run / "derived" / TRACE / "fct_g2019_instance_times.parquet")
+    times = pl.read_parquet(generated_run / "derived" / TRACE / "fct_task_times.parquet")
     x = (
         times.filter((pl.col("terminal_event_type") == 6) & (pl.col("execution_time_s") > 0))[
             "execution_time_s"

@@ -150,7 +150,7 @@ def _run_case(case: Path, trace: str, tmp_path: Path) -> None:
     params = derive.DeriveParams(**overrides).as_sql_params()
     con = duckdb.connect()
     given = _load_inputs(con, case, trace)
-    derive.create_staging_views(con, trace)
+    derive.create_staging_views(con, trace, params)
     built = []
     if table not in derive.staging_views(trace).values():
         for name in derive.tables_needed([table], derive.table_dependencies(trace)):

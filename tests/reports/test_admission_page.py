@@ -15,6 +15,7 @@ from tracelab.analysis.admission.options import AdmissionParams
 from tracelab.analysis.admission.stage import (
     admission_results,
 )
+from tracelab.analysis.common.intervals import Estimate, binomial_rate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.reports.model import InputsMissing, Number, PageContext
@@ -26,6 +27,7 @@ from tracelab.reports.pages.admission import (
     admission_sections,
     best_meeting_sla,
     failure_text,
+    failure_upper,
     gain_cell,
     gain_verdict,
 )
@@ -125,9 +127,12 @@ def test_importance_sampling_section_shows_the_pilot_buckets(tmp_path: Path) -> 
 
 
 def _row(policy: str, utilization: float, met: bool) -> PolicyRow:
+    # as the stage stores them: 0 of 300 a bound; 9 failures the interval over runs
+    failures = binomial_rate(0, 300) if met else Estimate(0.03, 0.0, 0.07, 300, events=9)
     return PolicyRow(
         policy, 0, 0.5, "fraction of C", utilization, utilization - 0.05, utilization + 0.05,
         0.0 if met else 0.03, 0.0, 0.0 if met else 0.07, 300, 0 if met else 9, met, None,
+        failure_estimate=failures,
     )  # fmt: skip
 
 
@@ -142,8 +147,9 @@ def test_best_is_best_among_those_meeting_the_sla() -> None:
 
 def test_zero_failures_are_an_upper_bound_with_the_count() -> None:
     # 0 failures in 300 scale-outs: 95% one-sided bound 1 - 0.05^(1/300) = 0.009937
-    assert failure_text(_row("zeroth", 0.477, True), weighted=False) == "< 0.00994 (0 of 300, 95%)"
-    assert failure_text(_row("first", 0.531, False), weighted=False) == "0.03 [0, 0.07]"
+    assert failure_text(_row("zeroth", 0.477, True)) == "< 0.00994 (0 of 300, 95%)"
+    assert failure_upper(_row("zeroth", 0.477, True)) == pytest.approx(1 - 0.05 ** (1 / 300))
+    assert failure_text(_row("first", 0.531, False)) == "0.03 [0, 0.07]"
 
 
 def test_gain_verdict_reads_the_paired_interval() -> None:

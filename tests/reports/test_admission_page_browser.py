@@ -16,6 +16,8 @@ import pytest
 from browser.chromium import CHROMIUM, render
 
 from tracelab.analysis.admission.options import AdmissionParams
+from tracelab.analysis.admission.stats import RUNS_BOOTSTRAP
+from tracelab.analysis.common.intervals import ZERO_EVENT_BOUND
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.reports.pages import PAGE_SPECS
 from tracelab.reports.site import build_site
@@ -50,7 +52,20 @@ def _policy(policy: str, **over: Any) -> dict[str, Any]:
         "tuning_steps": 7,
         "tuning_settled": True,
     }
-    return row | over
+    row |= over
+    # the failure rate as the stage states it: without failures the one-sided 95% bound over
+    # the scale-outs, else the interval over runs above
+    bound = row["failures"] == 0
+    row["failure_rate_interval"] = {
+        "value": row["failure_rate"],
+        "low": row["failure_rate_ci_low"],
+        "high": 1 - 0.05 ** (1 / row["scaleouts"]) if bound else row["failure_rate_ci_high"],
+        "n": row["scaleouts"],
+        "level": 0.95,
+        "method": ZERO_EVENT_BOUND if bound else RUNS_BOOTSTRAP,
+        "events": row["failures"],
+    }
+    return row
 
 
 def _write_results(data: Path) -> None:

@@ -177,6 +177,6 @@ def test_the_page_says_why_each_absent_trace_is_not_compared(page: Path) -> None
     # azure-2017 has no life-cycle events whatever the data directory holds
     assert "Not compared: azure-2017, its VM table has one row per VM" in text
     # google-2019 could be compared but this data directory has none of it
-    assert "Not compared: google-2019, this data directory has no fct_g2019_instance_times" in text
+    assert "Not compared: google-2019, this data directory has no fct_task_times" in text
     assert "Not compared: google-2011" not in text
     assert "Not compared: alibaba-2018" not in text

@@ -9,16 +9,13 @@ from pathlib import Path
 import pytest
 from browser.formats import format_violations
 
-from tracelab.reports.metadata import stage_parameters
-from tracelab.reports.numfmt import (
+from tracelab.analysis.common.intervals import (
     binomial_rate,
     clustered_mean_interval,
-    fmt,
-    fmt_ci,
-    fmt_in_text,
-    fmt_pct,
     mean_interval,
 )
+from tracelab.reports.metadata import stage_parameters
+from tracelab.reports.numfmt import estimate_text, fmt, fmt_ci, fmt_in_text, fmt_pct
 from tracelab.reports.run_parameters import differences, differences_text, recorded_parameters
 
 
@@ -52,7 +49,7 @@ def test_a_rate_without_events_is_a_bound_with_its_count() -> None:
     # one-sided 95%: 1 - 0.05^(1/70000) = 4.2796e-5 (about 3 / 70,000)
     rate = binomial_rate(0, 70_000)
     assert rate.high == pytest.approx(1 - 0.05 ** (1 / 70_000))
-    assert rate.text == "< 4.28e-5 (0 of 70,000, 95%)"
+    assert estimate_text(rate) == "< 4.28e-5 (0 of 70,000, 95%)"
 
 
 def test_a_rate_with_events_has_the_exact_interval() -> None:
@@ -61,7 +58,7 @@ def test_a_rate_with_events_has_the_exact_interval() -> None:
     rate = binomial_rate(3, 100)
     assert rate.low == pytest.approx(0.0062300, abs=1e-6)
     assert rate.high == pytest.approx(0.0851761, abs=1e-6)
-    assert rate.text == "0.03 [0.00623, 0.0852]"
+    assert estimate_text(rate) == "0.03 [0.00623, 0.0852]"
 
 
 def test_a_mean_has_its_t_interval() -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import polars as pl
 import pytest
@@ -19,7 +20,14 @@ from tracelab.analysis.packing.stage import (
 )
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
-from tracelab.reports.pages.packing import method_colour, packing_numbers, packing_sections
+from tracelab.reports.pages.packing import (
+    _fig8_tradeoff,
+    _zero_axis,
+    _zero_span,
+    method_colour,
+    packing_numbers,
+    packing_sections,
+)
 
 SUMMARY: dict[str, Any] = {
     "source": "trace",
@@ -35,6 +43,11 @@ SUMMARY: dict[str, Any] = {
     "first_best_max_machine_difference": 1,
     "clairvoyance_gpa_q": {"0.001": 0.05, "0.01": 0.012, "0.1": 0.011, "1": 0.01},
     "clairvoyance_observations": {"0.001": 10, "0.01": 100, "0.1": 1000, "1": 10000},
+    "clairvoyance_level": 0.01,
+    "clairvoyance_level_observations": 100,
+    "clairvoyance_q_ratio": 1.2,
+    "gpa_avg_over_inst": 2.5,
+    "capacity_q_spread": None,
 }
 
 
@@ -44,25 +57,22 @@ def test_numbers_come_from_the_summary() -> None:
     assert n.gpa_q_rho_0001 == 0.0021
     assert (n.cantelli_q_1, n.cantelli_q_17) == (4e-4, 1e-5)
     assert (n.machines_ratio_17, n.machines_ratio_44) == (1.8, 3.1)
-    # the level whose observation set is nearest 100 realizations, against full clairvoyance
-    assert n.clairvoyance_level == 0.01
-    assert n.clairvoyance_observations == 100
-    assert n.clairvoyance_q_ratio == pytest.approx(1.2)
+    # the stage's Fig. 10–12 numbers as stored; one it could not compute (None) reads NaN
+    assert (n.clairvoyance_level, n.clairvoyance_observations) == (0.01, 100)
+    assert n.clairvoyance_q_ratio == 1.2
+    assert n.gpa_avg_over_inst == 2.5
+    assert math.isnan(n.capacity_q_spread)
     assert n.first_best_max_machine_difference == 1
 
 
 def test_numbers_without_optional_experiments_are_nan() -> None:
     partial = SUMMARY | {
         "gpa_q": {"0.1": 0.09},
-        "clairvoyance_gpa_q": {},
-        "clairvoyance_observations": {},
         "machines_ratio_cantelli_to_gpa_95": {"1.7": None},
     }
     n = packing_numbers(partial)
     assert math.isnan(n.gpa_q_rho_0001)
     assert math.isnan(n.machines_ratio_17)
-    assert math.isnan(n.clairvoyance_q_ratio)
-    assert n.clairvoyance_observations == 0
     with pytest.raises(InputsMissing, match="cantelli_q"):
         packing_numbers({k: v for k, v in SUMMARY.items() if k != "cantelli_q"})
 
@@ -125,10 +135,43 @@ def test_page_states_this_runs_numbers_and_draws_every_figure(tmp_path: Path) ->
     assert "paper" in overview.tables[0].columns
     assert ("tasks", "25", "tasks per instance (paper: 1,000)") in sections[-1].tables[0].rows
     # the plotted data say q = 0 where no instance overflowed, never an invented floor
-    for name in ("packing_inst_vs_avg", "packing_capacity", "packing_clairvoyance"):
+    for name in (
+        "packing_inst_vs_avg",
+        "packing_capacity",
+        "packing_clairvoyance",
+        "packing_m_vs_q",
+    ):
         table = pl.read_csv(tmp_path / "site" / f"{name}.csv")
         values = table.select(pl.exclude(pl.String)).to_numpy().ravel()
-        assert not (values == 1e-7).any(), name
+        assert not np.isin(values, [1e-6, 1e-7]).any(), name
+
+
+def test_zero_overflow_is_drawn_at_a_labelled_zero_and_its_csv_says_zero(tmp_path: Path) -> None:
+    """q = 0 (no overflow in any realization) sits at 0 of a q axis that is linear below the
+    smallest positive q's power of ten, never at an invented floor on a log axis."""
+    base = pl.DataFrame(
+        {
+            "family": ["perc", "perc", "perc"],
+            "parameter": [90.0, 99.0, 99.0],
+            "method": ["perc 90", "perc 99", "perc 99"],
+            "m": [1.8, 2.7, 2.8],
+            "q": [3.2e-5, 0.0, 0.0],
+        }
+    )
+    ctx = PageContext(tmp_path, tmp_path / "site", "google-2011")
+    (fig,) = _fig8_tradeoff(ctx, base)
+    table = pl.read_csv(tmp_path / "site" / fig.data_file)
+    assert table["q (overflow frequency)"].to_list() == [3.2e-5, 0.0, 0.0]
+    # 3.2e-5: the axis turns logarithmic at 1e-5 and is labelled 0 at its foot
+    assert _zero_span(np.array([0.0, 3.2e-5, 0.2])) == pytest.approx(1e-5)
+    _, ax = plt.subplots()
+    _zero_axis(ax, 1e-5)
+    assert ax.get_yscale() == "symlog"
+    assert ax.get_ylim() == (0.0, 1.0)
+    labels = {t.get_text(): t.get_position()[1] for t in ax.get_yticklabels()}
+    assert labels["0"] == 0.0
+    assert labels["1e-5"] == pytest.approx(1e-5)
+    plt.close("all")
 
 
 def test_a_method_keeps_its_colour_whatever_else_a_figure_shows() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from tracelab.analysis.common.fitted_params import (
     write_stage_params,
 )
 from tracelab.reports.model import PageContext
+from tracelab.reports.pages.alibaba_priors import alibaba_priors_sections
 from tracelab.reports.pages.priors import priors_comparison, priors_sections
 
 
@@ -163,3 +166,71 @@ def test_each_fits_unit_exponent_goes_beside_its_value_and_no_identifier_paragra
     prose = sections[0].paper + "".join(str(f) for f in sections[0].this_run)
     assert "_prior" not in prose
     assert "scaleout_alpha" not in prose
+
+
+def _alibaba_results(data: Path) -> None:
+    """Derived tables of four tasks and the stage's records, written as ``fit`` writes them:
+    execution times 10, 20, 40 s (Terminated), one not ended, one Failed."""
+    derived = data / "derived" / "alibaba-2018"
+    derived.mkdir(parents=True)
+    pl.DataFrame(
+        {
+            "terminal_state": ["Terminated", "Terminated", "Terminated", None, "Failed"],
+            "execution_time_s": [10.0, 20.0, 40.0, None, 5.0],
+        }
+    ).write_parquet(derived / "fct_alibaba_task_times.parquet")
+    pl.DataFrame({"avg_mean": [0.1, 0.2, 0.4, 0.8]}).write_parquet(
+        derived / "fct_alibaba_task_usage_stats.parquet"
+    )
+    folder = data / "results" / "alibaba-2018" / "priors"
+    folder.mkdir(parents=True)
+    records = [
+        replace(
+            _gamma("alibaba_task_execution_time", 2.0, 0.1),
+            trace="alibaba-2018",
+            parameters={"shape": Quantity(2.0, ""), "rate": Quantity(0.1, "1/s")},
+        ),
+        replace(
+            _gamma("alibaba_task_avg_mean", 1.5, 4.0),
+            trace="alibaba-2018",
+            parameters={"shape": Quantity(1.5, ""), "rate": Quantity(4.0, "1/cores")},
+        ),
+    ]
+    write_stage_params(folder, records)
+    summary = {
+        "parameters": {"seed": 0, "n_boot": 20, "vmtable": "", "location": 0.0},
+        "inputs": {"terminal_states": {"Terminated": 3, "Failed": 1, "not ended": 1}},
+    }
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+
+
+def test_alibaba_priors_draw_each_fit_over_the_values_it_was_fitted_to(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    _alibaba_results(data)
+    ctx = PageContext(data, tmp_path / "site", "alibaba-2018")
+    fits, options = alibaba_priors_sections(ctx)
+    assert [f.file for f in fits.figures] == [
+        "gamma_alibaba_task_execution_time.png",
+        "gamma_alibaba_task_avg_mean.png",
+    ]
+    execution = pl.read_csv(tmp_path / "site" / fits.figures[0].data_file)
+    assert execution.columns[2:] == [
+        "execution time of Terminated tasks (s)",
+        "fraction at or below",
+    ]
+    data_rows = execution.filter(pl.col("series") == "data")
+    # the Terminated tasks only: the Failed one's 5 s and the censored one are in neither curve
+    assert data_rows[:, 2].to_list() == [10.0, 20.0, 40.0]
+    assert data_rows[:, 3].to_list() == pytest.approx([1 / 3, 2 / 3, 1.0])
+    fitted = execution.filter(pl.col("series") == "Gamma fit")
+    # Gamma(2, 0.1) from 0 to the largest value, 40 s, where its CDF is 1 - e^-4 (1 + 4)
+    assert fitted[:, 2].min() == 0.0
+    assert fitted[-1, 2] == 40.0
+    assert fitted[-1, 3] == pytest.approx(1 - math.exp(-4) * 5)
+    assert "1 tasks not ended" in fits.figures[0].caption
+    assert "right-censored" in fits.figures[0].caption
+    assert "1 Failed" in fits.figures[0].caption
+    # the Azure-only option recorded by an older summary is not listed
+    listed = {row[0] for row in options.tables[0].rows}
+    assert "vmtable" not in listed
+    assert {"seed", "n_boot"} <= listed

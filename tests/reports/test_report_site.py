@@ -16,7 +16,9 @@ from browser.formats import format_violations
 from browser.html import read_refs
 from browser.sitedata import write_export, write_google_derived, write_manifest
 
+from tracelab.analysis.common.stage_outputs import HEADLINE, headline
 from tracelab.reports.metadata import StageTiming
+from tracelab.reports.model import Number, PageContext, PageSpec, Section
 from tracelab.reports.pages import PAGE_SPECS, compare, google
 from tracelab.reports.site import build_site
 
@@ -335,3 +337,39 @@ def test_a_google_2019_cell_without_events_in_the_window_draws_no_empty_series(
     assert "No machine event lies inside the window." in (
         build.run_dir / "google-2019-machines.html"
     ).read_text(encoding="utf-8")
+
+
+def test_an_index_headline_carries_the_condition_its_stage_recorded(tmp_path: Path) -> None:
+    """The stage's summary names which of the page's numbers leads (here not the page's first
+    headline number) and the condition it holds under; the index shows the condition beside
+    the number."""
+
+    def build(ctx: PageContext) -> list[Section]:
+        numbers = (
+            "q ",
+            Number("gpa_q_rho_0001", 0.00152),
+            ", u ",
+            Number("best_utilization", 0.761),
+        )
+        return [Section("s", numbers, "paper")]
+
+    folder = tmp_path / "results" / "azure-2017" / "admission"
+    folder.mkdir(parents=True)
+    summary = {HEADLINE: headline("best_utilization", "second policy, 3 runs")}
+    (folder / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    spec = PageSpec("p", "P", "azure-2017", "admission", (), "tracelab admit", build)
+    site = build_site(tmp_path, specs=(spec,), now=T0, strict=True)
+    (page,) = site.pages
+    assert page.headline == "best utilization meeting the SLA: 0.761"
+    assert page.condition == "second policy, 3 runs"
+    index = (tmp_path / "site" / "index.html").read_text(encoding="utf-8")
+    assert (
+        '<span class="headline">best utilization meeting the SLA: 0.761</span> '
+        '<span class="condition">(second policy, 3 runs)</span>'
+    ) in index
+    run = json.loads((site.run_dir / "run.json").read_text(encoding="utf-8"))
+    assert run["pages"][0]["condition"] == "second policy, 3 runs"
+    # without a recorded headline the page's first headline number leads, with no condition
+    (folder / "summary.json").write_text("{}", encoding="utf-8")
+    (bare,) = build_site(tmp_path, specs=(spec,), now=T0.replace(hour=11), strict=True).pages
+    assert (bare.headline, bare.condition) == ("GPA 0.001 overflow frequency: 0.00152", "")

@@ -29,6 +29,7 @@ def _write_summary_and_instances(folder: Path) -> None:
         "best_mcb": "MCB8",
         "mean_min_yield": {"MCB8": 0.7, "GR": 0.6, "MILP": 0.8, "LP": 0.9, "RRND": None},
         "milp_over_mcb8_pct": 2.5,
+        "milp_over_mcb8_interval": {"value": 2.5, "low": 1.0, "high": None, "n": 2},
         "lp_over_milp_pct": None,
         "milp_over_greedy_pct": {"GR": 12.0, "SG": 9.5, "GB": None, "SGB": 14.0},
         "mcb8_ms_500": 30.0,
@@ -53,6 +54,9 @@ def test_headline_numbers(tmp_path: Path) -> None:
     assert h.n_by_class == {"paper large": 1, "paper small": 2, "trace large": 1}
     assert h.best_heuristic == "MCB8"
     assert h.milp_over_mcb8_pct == 2.5
+    # the stage's interval as stored; a bound it could not give reads NaN
+    assert (h.milp_over_mcb8.value, h.milp_over_mcb8.low, h.milp_over_mcb8.n) == (2.5, 1.0, 2)
+    assert math.isnan(h.milp_over_mcb8.high)
     assert math.isnan(h.lp_over_milp_pct)
     assert (h.milp_over_greedy_low_pct, h.milp_over_greedy_high_pct) == (9.5, 14.0)
     assert h.mcb8_ms_500 == 30.0

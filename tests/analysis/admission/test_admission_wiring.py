@@ -26,6 +26,7 @@ from tracelab.analysis.admission.sim import (
     simulate_cluster,
 )
 from tracelab.analysis.admission.stage import (
+    AdmissionSummary,
     _configs,
     _failure_rate,
     _importance,
@@ -38,6 +39,7 @@ from tracelab.analysis.admission.stage import (
     run_cluster,
 )
 from tracelab.analysis.admission.stats import (
+    PolicyResult,
     gain_interval,
     policy_result,
     threshold_bounds,
@@ -164,6 +166,29 @@ def test_policy_result_pools_the_runs_and_states_the_regime() -> None:
     assert result.mean_deployments == pytest.approx(200.0)
     assert (result.accepted, result.arrivals) == (20, 200)
     assert result.accepted_share == pytest.approx(0.1)
+    # the stored failure rate: 1 of 30 with the bootstrap interval over runs above
+    assert result.failure_rate_interval == {
+        "value": pytest.approx(1 / 30),
+        "low": result.failure_rate_ci_low,
+        "high": result.failure_rate_ci_high,
+        "n": 30,
+        "level": 0.95,
+        "method": "percentile bootstrap resampling runs (failed / all scale-outs)",
+        "events": 1,
+    }
+    # no failure in 30 scale-outs of unweighted runs: the one-sided bound 1 − 0.05^(1/30)
+    safe = [dataclasses.replace(r, failures=0) for r in runs]
+    bound = policy_result("zeroth", 0, 0.5, safe, 0.01, options).failure_rate_interval
+    assert bound is not None
+    assert (bound["value"], bound["low"], bound["events"], bound["n"]) == (0.0, 0.0, 0, 30)
+    assert bound["high"] == pytest.approx(1 - 0.05 ** (1 / 30))
+    # weighted runs (importance sampling) keep the interval over runs even without failures
+    weighted = [dataclasses.replace(r, weight=0.5) for r in safe]
+    assert (
+        policy_result("zeroth", 0, 0.5, weighted, 0.01, options)
+        .failure_rate_interval["method"]
+        .startswith("percentile bootstrap")
+    )
     assert not policy_result("zeroth", 0, 0.5, runs, 0.01, options).sla_met
     assert policy_result("accept-all", 0, 1.0, runs, None, options).sla_met is None
 
@@ -633,3 +658,49 @@ def test_utilization_interval_falls_back_to_the_percentile_bootstrap() -> None:
     # interval; the percentile bootstrap of Σ u·w / Σ w counts 0/0 as 0: (0, 0)
     values, weights = np.array([0.0, 0.0, 1.0]), np.array([1.0, 1.0, 0.0])
     assert utilization_ci(values, 100, 0, weights) == (0.0, 0.0)
+
+
+def _verified(
+    policy: str, utilization: float, met: bool | None, observations: int = 0
+) -> PolicyResult:
+    """A verified result with only what the headline reads set by hand."""
+    base = policy_result("zeroth", 0, 0.5, [_run(0, 0.5, 10, 0)], None, AdmissionParams())
+    return dataclasses.replace(
+        base, policy=policy, utilization=utilization, sla_met=met, observations=observations
+    )
+
+
+def test_the_headline_is_the_best_table_2_policy_meeting_the_sla_with_its_case() -> None:
+    """Of zeroth 0.70 (met), first 0.75 (met), second 0.80 (missed) and a Fig. 1 policy 0.9
+    (observations, not Table 2), the first-moment policy leads; with none met, the highest."""
+    summary = AdmissionSummary(
+        prior="marginal",
+        records=(),
+        cores=3000,
+        arrival_rate_per_hour=8.0,
+        horizon_hours=168.0,
+        runs=3,
+        sla=0.001,
+        results=(
+            _verified("zeroth", 0.70, True),
+            _verified("first", 0.75, True),
+            _verified("second", 0.80, False),
+            _verified("second", 0.90, True, observations=5),
+        ),
+        upper_bound=None,
+        importance_sampling=False,
+        params=AdmissionParams(),
+    )
+    case = "failure rate ≤ 0.001 on 3 verification runs; 3,000 cores, 168 h, marginal prior"
+    assert summary.to_dict()["headline"] == {
+        "key": "best_utilization",
+        "condition": f"first policy, best of those with {case}",
+    }
+    none_met = dataclasses.replace(
+        summary, results=(_verified("zeroth", 0.7, False), _verified("first", 0.75, False))
+    )
+    assert none_met.headline() == {
+        "key": "top_utilization",
+        "condition": f"first policy; none met the SLA ({case})",
+    }
+    assert dataclasses.replace(summary, results=()).headline()["key"] == "best_utilization"

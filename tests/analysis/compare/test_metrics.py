@@ -6,6 +6,7 @@ import math
 
 import polars as pl
 import pytest
+from scipy import stats
 
 from tracelab.analysis.compare.metrics import (
     TRACE_TABLES,
@@ -36,6 +37,13 @@ def test_each_traces_terminal_codes_map_to_the_same_outcomes() -> None:
     ali = pl.DataFrame({"terminal_state": ["Terminated", "Failed", "Cancelled", "Interrupted"]})
     o = outcome_counts(SPECS["alibaba-2018"], ali)
     assert [o.counts[k] for k in ("finish", "fail", "kill", "evict")] == [1, 1, 1, 1]
+    # each share with its exact interval over the 4 that ended: 1 of 4 kills; no lost task,
+    # the one-sided bound 1 − 0.05^(1/4)
+    kill, lost = o.shares["kill"], o.shares["lost"]
+    assert (kill.value, kill.events, kill.n) == (0.25, 1, 4)
+    assert kill.low == pytest.approx(stats.beta.ppf(0.025, 1, 4))
+    assert kill.high == pytest.approx(stats.beta.ppf(0.975, 2, 3))
+    assert (lost.value, lost.events, lost.high) == (0.0, 0, pytest.approx(1 - 0.05**0.25))
 
 
 def test_google_2011_usage_sums_the_priority_classes_of_a_window_first() -> None:

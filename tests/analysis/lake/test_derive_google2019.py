@@ -37,9 +37,13 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
         result = derive.check_violations(con, check, params)
         assert result.holds, derive.failed_checks_message([result])
     assert derive.check_names(TRACE), "no google-2019 invariant checks found"
-    # its own checks, and the shared machine-capacity marts' checks over its staging
+    # its own checks, and the shared marts' checks over its staging
     shared = {"checks/assert_machine_capacity_non_negative"}
     shared.add("checks/assert_machine_capacity_mix_matches_series")
+    shared.add("checks/assert_events_by_priority_covers_events")
+    for times_check in ("durations_non_negative", "missing_info_valid", "one_row_per_incarnation"):
+        shared.add(f"checks/assert_task_times_{times_check}")
+    shared.add("checks/assert_task_lifecycles_one_row_per_task")
     assert shared <= set(derive.check_names(TRACE))
     assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
         derive.check_names(TRACE)
@@ -85,9 +89,9 @@ def test_instance_times_are_the_generated_delays_and_runs(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    first = tables["fct_g2019_instance_times"].filter(pl.col("incarnation") == 1)
+    first = tables["fct_task_times"].filter(pl.col("incarnation") == 1)
     got = {
-        (r["collection_id"], r["instance_index"]): r
+        (r["job_id"], r["task_index"]): r
         for r in first.iter_rows(named=True)
         if r["schedule_time"] is not None
     }
@@ -146,9 +150,7 @@ def test_capacity_mix_and_event_counts_match_the_generator(
     assert machines == {"window_start": truth["machines"], "window_end": truth["machines"]}
     blank = mix.filter((pl.col("snapshot") == "window_start") & pl.col("cpus").is_null())
     assert blank["machines"].sum() == truth["machines_without_capacity"]
-    by_type = (
-        tables["agg_g2019_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
-    )
+    by_type = tables["agg_events_by_priority"].group_by("event_type").agg(pl.col("n_events").sum())
     assert {str(t): n for t, n in by_type.iter_rows()} == truth["event_counts"]["instance_events"]
 
 

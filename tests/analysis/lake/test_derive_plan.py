@@ -50,8 +50,8 @@ def test_google_dependencies_are_read_from_the_sql() -> None:
         "agg_transition_counts": ("fct_task_transitions",),
         "agg_usage_by_priority": ("fct_task_transitions",),
         "agg_utilization_change": ("agg_usage_by_priority",),
-        "fct_task_lifecycles": ("fct_task_times", "fct_task_transitions"),
-        "fct_task_times": ("fct_task_transitions",),
+        "fct_task_lifecycles": ("fct_task_times",),
+        "fct_task_times": (),
         "fct_task_transitions": (),
         "fct_task_transitions_collapsed": ("fct_task_transitions",),
         "fct_task_usage_histograms": ("fct_task_usage_stats",),
@@ -134,33 +134,32 @@ def _queries_folder(folder: Path, files: dict[str, str]) -> None:
 def test_discovery_on_a_queries_folder(tmp_path: Path) -> None:
     files = {
         "fct_a.sql": "select * from task_events",
-        "agg_b.sql": "-- not fct_azure_c\nselect * from fct_a",
-        "fct_azure_c.sql": "select * from vmtable",
+        "agg_b.sql": "-- not fct_alibaba_c\nselect * from fct_a",
+        "fct_alibaba_c.sql": "select * from batch_task",
         "analysis_other.sql": "select * from fct_a",  # another stage's query: not a table
         "checks/assert_google.sql": "select * from agg_b",
         "checks/assert_google_lake.sql": "select * from task_usage",
-        "checks/assert_azure_lake.sql": "select * from vmtable",
-        "checks/assert_mixed.sql": "select * from fct_a, fct_azure_c",
+        "checks/assert_alibaba_lake.sql": "select * from batch_task",
+        "checks/assert_mixed.sql": "select * from fct_a, fct_alibaba_c",
         "checks/assert_nothing.sql": "select 1",
     }
     _queries_folder(tmp_path, files)
     assert derive.derived_table_names("google-2011", tmp_path) == ["agg_b", "fct_a"]
-    assert derive.derived_table_names("azure-2017", tmp_path) == ["fct_azure_c"]
+    assert derive.derived_table_names("alibaba-2018", tmp_path) == ["fct_alibaba_c"]
     assert derive.table_dependencies("google-2011", tmp_path) == {"agg_b": ("fct_a",), "fct_a": ()}
     assert derive.check_names("google-2011", tmp_path) == [
         "checks/assert_google",
         "checks/assert_google_lake",
     ]
-    assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_azure_lake"]
+    assert derive.check_names("alibaba-2018", tmp_path) == ["checks/assert_alibaba_lake"]
     with pytest.raises(ValueError, match="unknown trace"):
         derive.derived_table_names("borg-2019", tmp_path)
 
 
 def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
     """A mart over a staging shape runs for each trace whose staging provides it; one over a
-    shape only one trace provides runs there; a file reading a raw table two traces publish
-    (vmtable, machine_events) runs for the trace its name's infix marks; a CTE or a column alias
-    named like a relation is no read."""
+    shape only one trace provides runs there; a raw table only one trace publishes routes a file
+    to that trace, whatever its name; a CTE or a column alias named like a relation is no read."""
     files = {
         "stg_azure2017__vms.sql": "select vmid from vmtable",
         "stg_azure2019__vms.sql": "select vmid from stg_vm_buckets",
@@ -169,17 +168,15 @@ def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
         "agg_azure_on_shared.sql": "select count(*) as deployments from fct_azure_shared",
         "agg_buckets.sql": "with deployments as (select * from stg_vm_buckets) "
         "select * from deployments",
-        "fct_azure_raw.sql": "select * from vmtable",
-        "agg_machines.sql": "select * from machine_events",
-        "agg_g2019_machines.sql": "select * from machine_events",
+        "agg_instances.sql": "select * from instance_events",
         "checks/assert_vms.sql": "select * from stg_vms where vmid is null",
     }
     _queries_folder(tmp_path, files)
     shared = ["agg_azure_on_shared", "fct_azure_shared"]
-    assert derive.derived_table_names("azure-2017", tmp_path) == sorted([*shared, "fct_azure_raw"])
+    assert derive.derived_table_names("azure-2017", tmp_path) == shared
     assert derive.derived_table_names("azure-2019", tmp_path) == sorted(["agg_buckets", *shared])
-    assert derive.derived_table_names("google-2011", tmp_path) == ["agg_machines"]
-    assert derive.derived_table_names("google-2019", tmp_path) == ["agg_g2019_machines"]
+    assert derive.derived_table_names("google-2011", tmp_path) == []
+    assert derive.derived_table_names("google-2019", tmp_path) == ["agg_instances"]
     assert derive.derived_table_names("alibaba-2018", tmp_path) == []
     assert derive.staging_views("azure-2019", tmp_path) == {
         "stg_vm_buckets": "stg_azure2019__vm_buckets",
@@ -188,6 +185,18 @@ def test_marts_run_where_the_relations_they_read_exist(tmp_path: Path) -> None:
     assert derive.check_names("azure-2017", tmp_path) == ["checks/assert_vms"]
     assert derive.check_names("azure-2019", tmp_path) == ["checks/assert_vms"]
     assert derive.check_names("google-2011", tmp_path) == []
+
+
+@pytest.mark.parametrize("name", ["agg_azure_raw", "agg_g2019_machines", "checks/assert_raw"])
+def test_a_file_reading_a_raw_table_several_traces_publish_is_refused(
+    tmp_path: Path, name: str
+) -> None:
+    """machine_events and vmtable do not say whose rows they hold; a file's name routes nothing,
+    so only staging files may read them."""
+    raw = "vmtable" if "azure" in name else "machine_events"
+    _queries_folder(tmp_path, {f"{name}.sql": f"select * from {raw}"})
+    with pytest.raises(TracelabError, match=rf"reads {raw}, which several traces publish.*stg_"):
+        derive.check_names("google-2011", tmp_path)
 
 
 def _table(con: duckdb.DuckDBPyConnection, name: str, frame: pl.DataFrame) -> None:

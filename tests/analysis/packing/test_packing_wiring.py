@@ -26,6 +26,7 @@ import numpy as np
 import polars as pl
 import pytest
 from packing_helpers import write_packing_params
+from scipy import stats
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_outputs import read_summary
@@ -34,6 +35,8 @@ from tracelab.analysis.packing.options import PackingParams
 from tracelab.analysis.packing.stage import (
     Method,
     all_methods,
+    capacity_q_spread,
+    clairvoyance_ratio,
     evaluated_runs,
     experiment_settings,
     item_moments,
@@ -45,6 +48,7 @@ from tracelab.analysis.packing.stage import (
     packing_summary,
     rebalancing_table,
     selected_experiments,
+    statistics_q_ratio,
     task_source,
 )
 
@@ -240,6 +244,30 @@ def test_summary_means_over_instances_with_rebalancing() -> None:
     assert summary.q_by_method["av 1"] == pytest.approx(0.5)
     assert summary.experiments == ("methods",)
     assert (summary.population, summary.data) == (40, "hand-made")
+    # GPA 0.1's pooled overflows: 16 of 5 machines x 8 realizations (instance 0) and 16 of
+    # 4 x 8 (instance 1): 32 of 72, with the exact interval of the beta quantiles
+    gpa = summary.q_interval_by_method["GPA 0.1"]
+    assert (gpa["events"], gpa["n"], gpa["value"]) == (32, 72, pytest.approx(32 / 72))
+    assert gpa["low"] == pytest.approx(stats.beta.ppf(0.025, 32, 41))
+    assert gpa["high"] == pytest.approx(stats.beta.ppf(0.975, 33, 40))
+    # GPA 0.05 never overflows on its 6 + 5 machines: 0 of 88, the one-sided bound
+    zero = summary.q_interval_by_method["GPA 0.05"]
+    assert (zero["events"], zero["n"], zero["low"]) == (0, 88, 0.0)
+    assert zero["high"] == pytest.approx(1 - 0.05 ** (1 / 88))
+    # the decrease per instance: instance 0's three packings 0, instance 1's 0, −0.5, 0. A
+    # resample of the two instances is (0, 0), (1, 1) or mixed: means 0, −1/6, −1/12 with
+    # probabilities 1/4, 1/4, 1/2, so the 2.5% and 97.5% points are −1/6 and 0
+    decrease = summary.rebalancing_q_decrease_interval
+    assert decrease["value"] == pytest.approx(-0.5 / 6)
+    assert (decrease["low"], decrease["high"]) == (pytest.approx(-1 / 6), pytest.approx(0.0))
+    assert (decrease["n"], decrease["events"]) == (2, None)
+    # the index's headline: GPA 0.001's q, in the base case and over the grid that ran
+    assert summary.to_dict()["headline"] == {
+        "key": "gpa_q_rho_0001",
+        # the default grid: c = 1.0, 4 instances of 1,000 tasks, 1,000 realizations
+        "condition": "GPA at ρ = 0.001: Best Fit with rebalancing, c = 1, full clairvoyance, "
+        "statistics from inst; mean over 4 instances of 1,000 tasks, 1,000 realizations each",
+    }
 
 
 def _one_window(values: list[float]) -> EmpiricalTasks:
@@ -481,3 +509,53 @@ def test_method_table_rows_in_the_order_the_runs_first_show_them() -> None:
         method_table(runs).select(group).rows()
         == runs.select(group).unique(maintain_order=True).rows()
     )
+
+
+def test_clairvoyance_ratio_takes_the_level_nearest_the_papers_100_observations() -> None:
+    q = {"0.001": 0.05, "0.01": 0.012, "0.1": 0.011, "1": 0.01}
+    n = {"0.001": 10, "0.01": 100, "0.1": 1000, "1": 10000}
+    # |log(10/100)| = |log(1000/100)| = 2.3 > |log(100/100)| = 0: level 0.01, q 0.012 / 0.01
+    level, observations, ratio = clairvoyance_ratio(q, n)
+    assert (level, observations) == (0.01, 100)
+    assert ratio == pytest.approx(1.2)
+    # without full clairvoyance or without a partial level there is no ratio
+    assert math.isnan(clairvoyance_ratio({"0.01": 0.012}, {"0.01": 100})[2])
+    assert clairvoyance_ratio({"1": 0.01}, {"1": 10000})[1] == 0
+
+
+def _q_rows(rows: list[tuple[str, str, str, float, bool, float]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows,
+        schema=["experiment", "statistics", "method", "capacity", "rebalance", "q"],
+        orient="row",
+    ).with_columns(
+        fit=pl.lit("best"), family=pl.col("method").str.split(" ").list.first().str.to_lowercase()
+    )
+
+
+def test_fig_10_and_11_numbers_by_hand() -> None:
+    runs = _q_rows(
+        [
+            # GPA 0.1: inst q 0.1, 0.3 (mean 0.2), avg 0.5: ratio 2.5; GPA 0.01: inst 0 (no ratio)
+            ("methods", "inst", "GPA 0.1", 1.0, True, 0.1),
+            ("methods", "inst", "GPA 0.1", 1.0, True, 0.3),
+            ("statistics", "avg", "GPA 0.1", 1.0, True, 0.5),
+            ("methods", "inst", "GPA 0.01", 1.0, True, 0.0),
+            ("statistics", "avg", "GPA 0.01", 1.0, True, 0.02),
+            # av is not GPA: left out of the ratio; no rebalancing: left out
+            ("methods", "inst", "av 1", 1.0, True, 0.1),
+            ("statistics", "avg", "av 1", 1.0, True, 0.9),
+            ("statistics", "avg", "GPA 0.1", 1.0, False, 0.9),
+            # Fig. 11: GPA 0.001's mean q per c: 0.002 (c = 0.5), 0.003 (c = 2, of 0.001 and
+            # 0.005): 0.003 / 0.002; the run without rebalancing (0.1) is left out
+            ("capacity", "inst", "GPA 0.001", 0.5, True, 0.002),
+            ("capacity", "inst", "GPA 0.001", 2.0, True, 0.001),
+            ("capacity", "inst", "GPA 0.001", 2.0, True, 0.005),
+            ("capacity", "inst", "GPA 0.001", 5.0, False, 0.1),
+        ]
+    )
+    assert statistics_q_ratio(runs) == pytest.approx(2.5)
+    assert capacity_q_spread(runs) == pytest.approx(1.5)
+    assert math.isnan(statistics_q_ratio(runs.filter(pl.col("experiment") != "statistics")))
+    zero = runs.with_columns(q=pl.when(pl.col("capacity") == 0.5).then(0.0).otherwise("q"))
+    assert math.isnan(capacity_q_spread(zero))

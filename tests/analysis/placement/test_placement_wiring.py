@@ -105,6 +105,15 @@ def test_summary_subtracts_each_pools_own_baseline_and_averages_over_pools() -> 
     # VMs once per pool (the baseline's: 100 + 50); events (2 per VM) and rejections (1) over
     # every replay: 3 x 200 + 3 x 100 and 6
     assert (s.vms, s.events, s.rejected_vms, s.replays) == (150, 900, 6, 6)
+    # the stored intervals: lava/model's per-pool gains 3 and −1 (mean 1, sd 2√2): the t
+    # interval 1 ± t(0.975, 1) · 2√2 / √2 = 1 ± 12.706 · 2; las/oracle's 5 and 6: 5.5 ± 12.706 / 2
+    lava = s.to_dict()["improvement_pp_interval"]["lava/model"]
+    assert (lava["value"], lava["n"], lava["events"]) == (1.0, 2, None)
+    assert lava["low"] == pytest.approx(1 - 12.7062 * 2, abs=1e-3)
+    assert lava["high"] == pytest.approx(1 + 12.7062 * 2, abs=1e-3)
+    las = s.improvement_pp_interval["las/oracle"]
+    assert las["high"] - las["value"] == pytest.approx(12.7062 / 2, abs=1e-3)
+    assert "best-fit/none" not in s.improvement_pp_interval
 
 
 def test_lars_totals_come_from_the_best_fit_replays_only() -> None:
@@ -131,6 +140,11 @@ def test_lars_intervals_resample_whole_defragmentation_sets() -> None:
     # the LAVA paper's LARS reductions (Table 2: 4.32% and 4.55%) beside this run's
     assert d["paper_lars_reduction_pct"] == [4.32, 4.55]
     assert "bootstrap" in d["lars_interval_method"]
+    assert d["headline"] == {
+        "key": "improvement_pp_la_binary_oracle",
+        "condition": "LA-Binary with oracle lifetimes: empty hosts (% of the pool) minus Best "
+        f"Fit's, mean over 2 pools of 10, 10 hosts ({s.vms:,} VMs, {s.source})",
+    }
     # one set: every resample is that set, so the interval is the point (100 x 1 / 8 = 12.5)
     one = placement_summary(_results()[:3], PlacementParams(pool_hosts=(10,)), 1.0)
     assert one.lars_saved_pct_ci == (12.5, 12.5)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from tracelab.analysis.priors.alibaba import TRACE, alibaba_fits
+from tracelab.analysis.priors.alibaba import TRACE, alibaba_fits, alibaba_summary
 
 N = 2_000
 
@@ -42,6 +42,13 @@ def test_records_name_the_trace_and_recover_the_parameters() -> None:
     assert abs(cpu.parameters["shape"].value - 1.5) < 0.15
     assert abs(cpu.parameters["rate"].value - 4.0) < 0.45
     assert cpu.parameters["rate"].unit == "1/cores"
+    times = _task_times(rng)
+    summary = alibaba_summary(fits, times, usage)
+    # the index leads with the execution prior's shape over its N Terminated tasks
+    assert summary["headline"] == {
+        "key": "alibaba_task_execution_time_shape",
+        "condition": "MLE with location 0 over the execution times of 2,000 Terminated tasks",
+    }
 
 
 def test_a_sample_that_cannot_be_fitted_is_skipped_with_the_reason() -> None:

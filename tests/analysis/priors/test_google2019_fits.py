@@ -161,6 +161,11 @@ def test_the_priors_read_finished_incarnations_and_long_instances_only(tmp_path:
     summary = g19.google2019_summary(fits, times, tmp_path)
     assert summary["inputs"]["terminal_event_types"] == {"5": 1, "6": 4}
     assert summary["shortfalls"] == []
+    # the index leads with the execution prior's shape, over its 2 positive times
+    assert summary["headline"] == {
+        "key": "g2019_instance_execution_time_shape",
+        "condition": "MLE with location 0 over the execution times of 2 FINISHed incarnations",
+    }
 
 
 def test_nothing_to_fit_is_said_per_prior_with_the_lake_tables(tmp_path: Path) -> None:

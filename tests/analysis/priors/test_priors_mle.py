@@ -16,6 +16,7 @@ from tracelab.analysis.priors.fits import (
     deployment_mles,
     gamma_fit,
     marginal_gamma_fit,
+    priors_summary,
 )
 
 WINDOW_HOURS = 2_591_700 / 3600
@@ -105,6 +106,12 @@ def test_shutdown_and_arrival_rate_by_hand() -> None:
     # exact (Garwood) 95% interval for 12 events: 6.2006 to 20.9617 arrivals
     assert rec.ci["rate"].low * WINDOW_HOURS == pytest.approx(6.2006, abs=1e-3)
     assert rec.ci["rate"].high * WINDOW_HOURS == pytest.approx(20.9617, abs=1e-3)
+    # the index's headline: the recommended fit's deployments, with its window and censoring
+    assert priors_summary(p)["headline"] == {
+        "key": "recommended_n",
+        "condition": "deployments of the joint marginal core-lifetime fit over the 719.917 h "
+        "window, lifetimes right-censored at the window's end",
+    }
 
 
 def test_censored_exponential_fit_by_hand() -> None:

@@ -20,6 +20,7 @@ from tracelab.analysis.statistics.calibration import (
     AD_SPECS,
     SPECS,
     CalibrationInputs,
+    _headline,
     calibration_rows,
     load_calibration_inputs,
     write_calibration,
@@ -313,3 +314,15 @@ def test_arriving_share_passes_the_papers_counts_and_fails_a_survivor_heavy_samp
     assert row(35_576, 35_576 - 29_757).ok is False
     # no deployments: reported, not judged
     assert row(0, 0).ok is None
+
+
+def test_the_headline_counts_rows_within_tolerance_or_says_real_rows_have_no_verdict() -> None:
+    judged = _headline(34, 0)
+    assert judged["key"] == "calibration_rows_ok"
+    assert judged["condition"].startswith("of 34 statistics measured on the generated sample")
+    # a run on real files only: nothing judged, so the index leads with the real rows' count
+    real = _headline(0, 12)
+    assert real["key"] == "calibration_rows_real"
+    assert "no verdict" in real["condition"]
+    # mixed: the judged rows lead
+    assert _headline(3, 12)["key"] == "calibration_rows_ok"

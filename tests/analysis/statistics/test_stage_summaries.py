@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import polars as pl
 import pytest
+from scipy import stats
 
 from tracelab.analysis.statistics.clustering import (
     HistogramClusters,
@@ -65,6 +68,11 @@ def test_inst_vs_avg_summary_keys_medians_by_k_and_iqr() -> None:
         "median_by_k": {"1": 0.5, "5": 0.0},
         # q3 - q1: 0.75 + 0.25 and 0.125 + 0.125 (exact in binary)
         "iqr_by_k": {"1": 1.0, "5": 0.25},
+        # _box's boxes hold 4 tasks each
+        "headline": {
+            "key": "median_last",
+            "condition": "k = 5 inst samples per task, 4 long tasks",
+        },
     }
 
 
@@ -229,8 +237,8 @@ def _row(n: int, rate: float) -> ADRow:
     return ADRow(n, 20, rate, 0.05, 0.1 * n, 0.01, 0.02, 0.03)
 
 
-def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
-    result = GaussianSums(
+def _sums() -> GaussianSums:
+    return GaussianSums(
         realizations=200,
         sets_per_size=20,
         pool_size=90,
@@ -240,6 +248,10 @@ def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
         sets=pl.DataFrame(),
         skipped_sizes=(500,),
     )
+
+
+def test_gaussian_sums_summary_rates_by_n_and_table_1() -> None:
+    result = _sums()
     summary = gaussian_sums_summary(
         result, sizes=(10, 50, 500), realizations=200, pool_size=100, n_long=120, pool_tasks=90
     )
@@ -331,6 +343,11 @@ def test_gamma_fits_summary_lists_fits_and_skips() -> None:
         "inputs": {"long_tasks": 6, "finished_incarnations": 9},
         "fits": {"google_task_inst_mean": {"shape": 2.0, "rate": 0.5, "n": 5}},
         "skipped": {"google_task_inst_std": "too few"},
+        # no execution-time fit: no value behind the headline
+        "headline": {
+            "key": "google_task_execution_time_shape",
+            "condition": "MLE with location 0 over the execution times of 0 FINISHed incarnations",
+        },
     }
 
 
@@ -350,3 +367,93 @@ def test_google_gamma_fits_skips_a_constant_sample_and_seeds_by_position() -> No
     # shape 2 / rate 20 and shape 1.5 / rate 1/600 within sampling error of 200 and 150 values
     assert result.fits[0].shape / result.fits[0].rate == pytest.approx(0.1, rel=0.15)
     assert result.fits[1].shape / result.fits[1].rate == pytest.approx(900.0, rel=0.2)
+
+
+def test_each_summary_names_its_headline_number_and_condition() -> None:
+    """The index's headline: the key of the number the page leads with and what it is of,
+    from the results (the Δ and N asked for when run, else the first)."""
+    ti = TimeInvariance(
+        alpha=0.01, seed=4, shares=(_share(6, 9, 0), _share(12, 5, 3)), tests=pl.DataFrame()
+    )
+    assert time_invariance_summary(ti, deltas=(6, 12), batch_rows=10)["headline"] == {
+        "key": "share_rejected_12",
+        "condition": "two-sample KS at α = 0.01 on windows of Δ = 12, 5 long tasks tested",
+    }
+    no_12 = TimeInvariance(alpha=0.05, seed=4, shares=(_share(24, 7, 0),), tests=pl.DataFrame())
+    assert time_invariance_summary(no_12, deltas=(24,), batch_rows=10)["headline"]["key"] == (
+        "share_rejected_24"
+    )
+    sums = replace(_sums(), realizations=1200, rows=(_row(50, 0.25), _row(10, 0.8)))
+    assert gaussian_sums_summary(
+        sums, sizes=(10, 50), realizations=1200, pool_size=100, n_long=120, pool_tasks=90
+    )["headline"] == {
+        "key": "rejection_rate_10",
+        "condition": "Anderson–Darling at level 0.05, 20 sets of 10 tasks, 1,200 realizations each",
+    }
+    boxes = InstAvgConvergence(
+        ks=(1, 5, 50),
+        boxes=(_box(-0.25, 0.5, 0.75), _box(-0.125, 0.0, 0.125), replace(_box(0, 0, 0), n=0)),
+        n_tasks=7,
+        n_zero_avg=0,
+        seed=9,
+    )
+    # k = 50 has no task: the page leads with the largest k that has some (5, its 4 tasks)
+    assert inst_vs_avg_summary(boxes, batch_rows=5)["headline"] == {
+        "key": "median_last",
+        "condition": "k = 5 inst samples per task, 4 long tasks",
+    }
+    fits = GoogleGammaFits(
+        fits=(
+            GammaFit(
+                "google_task_inst_mean",
+                "cores",
+                300,
+                0,
+                2.0,
+                10.0,
+                0.0,
+                0.05,
+                (1, 3),
+                (9, 11),
+                10,
+                0,
+            ),
+            GammaFit(
+                "google_task_execution_time",
+                "s",
+                1234,
+                66,
+                0.5,
+                0.01,
+                0.0,
+                0.05,
+                (0, 1),
+                (0, 1),
+                10,
+                1,
+            ),
+        ),
+        skipped=(),
+        seed=0,
+        n_bootstrap=10,
+        n_long_tasks=300,
+        n_finished_incarnations=1300,
+    )
+    assert gamma_fits_summary(fits)["headline"] == {
+        "key": "google_task_execution_time_shape",
+        # the fit's n (positive values), not the incarnations counted
+        "condition": "MLE with location 0 over the execution times of 1,234 FINISHed incarnations",
+    }
+
+
+def test_table_1_stores_each_rejection_rate_with_its_interval_over_the_sets() -> None:
+    """16 of 20 sets rejected: the exact interval's beta quantiles; none of 20: the one-sided
+    bound 1 − 0.05^(1/20)."""
+    table = replace(_sums(), rows=(_row(10, 0.8), _row(50, 0.0))).table()
+    first, second = table.iter_rows(named=True)
+    assert (first["rejections"], first["n_sets"]) == (16, 20)
+    assert first["rejection_rate_low"] == pytest.approx(stats.beta.ppf(0.025, 16, 5))
+    assert first["rejection_rate_high"] == pytest.approx(stats.beta.ppf(0.975, 17, 4))
+    assert first["rejection_rate_method"] == "Clopper–Pearson"
+    assert (second["rejections"], second["rejection_rate_low"]) == (0, 0.0)
+    assert second["rejection_rate_high"] == pytest.approx(1 - 0.05 ** (1 / 20))

@@ -167,10 +167,29 @@ def test_summary_means_and_gaps_of_the_headline_source() -> None:
     assert math.isnan(summary.milp_over_greedy_pct["SG"])
     # MCB8's run time on the one 500-job instance: 4 ms
     assert summary.mcb8_ms_500 == pytest.approx(4.0)
+    # the index's headline: the MILP gap, over the 3 paper instances both solved
+    assert summary.to_dict()["headline"] == {
+        "key": "milp_over_mcb8_pct",
+        "condition": "mean minimum yields over the 3 small generated (§4.1) instances that both "
+        "the MILP and MCB8 solved",
+    }
+    # its interval over the 3 instances both solved (MILP 0.6, 0.9, 0.6; MCB8 0.25, 0.8, 0.6): a
+    # resample's gap lies between instance 2's alone (0%) and instance 0's alone (+140%)
+    gap = summary.to_dict()["milp_over_mcb8_interval"]
+    assert (gap["value"], gap["n"]) == (pytest.approx(100 * (0.7 / 0.55 - 1)), 3)
+    assert 0.0 <= gap["low"] < gap["value"] < gap["high"] <= 140.0
+    assert gap["method"] == "percentile bootstrap resampling instances"
     trace = yield_summary(tables, ("trace",))
+    # no MILP row on the trace instance: no gap and no interval
+    assert trace.milp_over_mcb8_interval["n"] == 0
+    assert trace.milp_over_mcb8_interval["low"] is None
     assert trace.headline_source == "trace"
     assert trace.mean_min_yield == pytest.approx({"MCB1": 0.1, "MCB8": 0.1, "LP": 0.2})
     assert trace.failure_rate["MCB2"] == 1.0
+    # the trace instance has no MILP row: no instance behind the gap
+    assert trace.headline["condition"].startswith(
+        "mean minimum yields over the 0 small trace-drawn"
+    )
 
 
 def _run_one(cpu: list[float], memory: list[float], hosts: int) -> InstanceOutcome:
