@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import keyword
 import typing
 from pathlib import Path
 
@@ -27,6 +28,17 @@ FORMER_COMMANDS = {
 def test_each_stage_is_run_by_the_command_of_its_name() -> None:
     assert {s.command for s in STAGES} == {s.name for s in STAGES}
     assert all(s.command == s.name for s in STAGES)
+
+
+def test_each_stage_is_declared_in_the_package_of_its_name() -> None:
+    packages = {s.name: s.options.__module__.split(".")[2] for s in STAGES}
+    # derive is the lake's own stage: its package holds ingest and download too
+    assert packages.pop("derive") == "lake"
+    assert packages.pop("calibration") == "statistics"
+    for name, package in packages.items():
+        # `yield` is a Python keyword: its package has PEP 8's trailing underscore
+        assert package == (f"{name}_" if keyword.iskeyword(name) else name)
+    assert packages["yield"] == "yield_"
 
 
 def test_each_stage_writes_the_results_folder_of_its_name() -> None:

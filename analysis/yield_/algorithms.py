@@ -18,7 +18,7 @@ import numpy.typing as npt
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from tracelab.analysis.vcsched.options import PAPER_BACKTRACK_LIMIT
+from tracelab.analysis.yield_.options import PAPER_BACKTRACK_LIMIT
 
 FloatArray = npt.NDArray[np.float64]
 IntArray = npt.NDArray[np.int64]

@@ -14,7 +14,7 @@ from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.common.intervals import Estimate
 from tracelab.analysis.common.stage_api import option_values
 from tracelab.analysis.traces import google2011
-from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams
+from tracelab.analysis.yield_.options import PAPER_YIELD_PARAMS, YieldParams
 from tracelab.reports.figures import new_axes
 from tracelab.reports.frames import floats, fmt_int, read_json
 from tracelab.reports.metadata import data_sources

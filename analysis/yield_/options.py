@@ -136,10 +136,10 @@ STAGES = (
         help="yield maximisation (VCSched: MCB1–8, greedy, LP/MILP) on paper and trace instances",
         traces=traces_feeding("yield"),
         options=YieldParams,
-        compute="tracelab.analysis.vcsched.stage:yield_results",
+        compute="tracelab.analysis.yield_.stage:yield_results",
         # the paper's instances need no data; the trace's need task_events and machine_events
         # (without them the stage runs the paper's only and says so)
-        needs="tracelab.analysis.vcsched.needs:yield_needs",
+        needs="tracelab.analysis.yield_.needs:yield_needs",
         page="google-yield",
         inputs=(LAKE_MANIFEST,),
         outputs=(stage_results("yield"),),

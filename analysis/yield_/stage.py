@@ -34,7 +34,7 @@ from tracelab.analysis.common.stage_api import (
 from tracelab.analysis.common.stage_outputs import headline, write_stage_outputs
 from tracelab.analysis.common.sums import sorted_mean
 from tracelab.analysis.lake.availability import trace_requests_shortfall
-from tracelab.analysis.vcsched.algorithms import (
+from tracelab.analysis.yield_.algorithms import (
     Instance,
     IntArray,
     allocation_yields,
@@ -47,14 +47,14 @@ from tracelab.analysis.vcsched.algorithms import (
     placement_allocation,
     rounding_placement,
 )
-from tracelab.analysis.vcsched.instances import (
+from tracelab.analysis.yield_.instances import (
     InstanceSpec,
     TraceJobs,
     paper_instance,
     trace_instance,
     trace_jobs,
 )
-from tracelab.analysis.vcsched.options import (
+from tracelab.analysis.yield_.options import (
     ALGORITHMS,
     GREEDY_NAMES,
     MCB_NAMES,

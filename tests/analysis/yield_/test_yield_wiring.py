@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 import pytest
-from vcsched_helpers import write_lake
+from yield_helpers import write_lake
 
-import tracelab.analysis.vcsched.stage as yield_stage
+import tracelab.analysis.yield_.stage as yield_stage
 from tracelab.analysis.common.reduced import reduced_options
 from tracelab.analysis.common.stage_api import MapFn, serial_map
 from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.vcsched.algorithms import Instance, lp_relaxation, rounding_placement
-from tracelab.analysis.vcsched.instances import InstanceSpec, TraceJobs, trace_instance
-from tracelab.analysis.vcsched.options import ALGORITHMS, PAPER_YIELD_PARAMS, YieldParams
-from tracelab.analysis.vcsched.stage import (
+from tracelab.analysis.yield_.algorithms import Instance, lp_relaxation, rounding_placement
+from tracelab.analysis.yield_.instances import InstanceSpec, TraceJobs, trace_instance
+from tracelab.analysis.yield_.options import ALGORITHMS, PAPER_YIELD_PARAMS, YieldParams
+from tracelab.analysis.yield_.stage import (
     InstanceOutcome,
     _best_peak_load,
     _build_tasks,

@@ -13,19 +13,19 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
-from vcsched_helpers import write_lake
+from yield_helpers import write_lake
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.stage_api import option_spec, out_of_range
-from tracelab.analysis.vcsched.instances import (
+from tracelab.analysis.yield_.instances import (
     InstanceSpec,
     paper_instance,
     trace_instance,
     trace_jobs,
     truncated_normal,
 )
-from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams
-from tracelab.analysis.vcsched.stage import (
+from tracelab.analysis.yield_.options import PAPER_YIELD_PARAMS, YieldParams
+from tracelab.analysis.yield_.stage import (
     instance_specs,
     yield_results,
 )

@@ -12,7 +12,7 @@ from scipy.special import ndtr, ndtri
 
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.traces import google2011
-from tracelab.analysis.vcsched.algorithms import FloatArray, Instance
+from tracelab.analysis.yield_.algorithms import FloatArray, Instance
 
 TRACE = google2011.ID
 #: the paper's mean CPU need (§4.1): fewer than twice as many jobs as hosts usually reach yield 1

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tracelab.analysis.common.shortfall import Shortfall
 from tracelab.analysis.lake.availability import trace_requests_shortfall
-from tracelab.analysis.vcsched.options import YieldParams
+from tracelab.analysis.yield_.options import YieldParams
 
 
 def yield_needs(data_dir: Path, trace: str, params: YieldParams) -> Shortfall | None:

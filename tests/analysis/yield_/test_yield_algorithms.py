@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from tracelab.analysis.vcsched.algorithms import (
+from tracelab.analysis.yield_.algorithms import (
     Allocation,
     FloatArray,
     Instance,
@@ -29,7 +29,7 @@ from tracelab.analysis.vcsched.algorithms import (
     placement_min_yield,
     rounding_allocation,
 )
-from tracelab.analysis.vcsched.instances import InstanceSpec, paper_instance
+from tracelab.analysis.yield_.instances import InstanceSpec, paper_instance
 
 TOL = 1e-7
 
