@@ -1,5 +1,5 @@
-"""Stages ``statistics`` and ``calibration``, declared: their options (one frozen dataclass each;
-each field is a command-line option) and their :class:`Stage` records.
+"""Stage ``statistics``, declared: its options (one frozen dataclass; each field is a command-line
+option) and its :class:`Stage` record.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
 these records, and ``tracelab run`` passes the same object to the stage. The defaults live
@@ -119,13 +119,6 @@ class AnalyzeOptions:
         return pool + self.batch_rows * 200, "--ad-pool, --ad-realizations or --batch-rows"
 
 
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """``tracelab calibration``: the calibration table of this run against published figures."""
-
-    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
-
-
 STAGES = (
     Stage(
         name="statistics",
@@ -143,22 +136,5 @@ STAGES = (
         outputs=tuple(stage_results(a, producer="statistics") for a in ANALYSES),
         upstream=("ingest", "derive"),
         methods="§2.1–2.5, §2.7",
-    ),
-    Stage(
-        name="calibration",
-        command="calibration",
-        aliases=("calibrate",),
-        help="this run's statistics beside the published figures they should match, with tolerances",
-        traces=traces_feeding("calibration"),
-        options=CalibrationOptions,
-        compute="tracelab.analysis.statistics.calibration:calibration_results",
-        page="calibration",
-        inputs=(
-            stage_results("clustering", "summary.json", producer="statistics"),
-            derived_table("fct_task_times"),
-        ),
-        outputs=(stage_results("calibration"),),
-        upstream=("derive", "statistics", "priors"),
-        methods="§0.3, §2",
     ),
 )

@@ -1,6 +1,6 @@
 """The default sample must look like the real traces: every calibration row within tolerance.
 
-Targets are published numbers or figures measured on the real excerpts (analysis/statistics/calibration.py),
+Targets are published numbers or figures measured on the real excerpts (analysis/calibration/stage.py),
 never the generator's output, so a generator or analysis change that moves a statistic away from
 the real trace fails here. ``TRACELAB_CALIBRATION_RUN=DIR`` reads an existing ``tracelab run``
 data directory instead of running the default sample (~2-3 minutes on 2 cores).
@@ -15,8 +15,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.statistics.calibration import (
+from tracelab.analysis.calibration.stage import (
     AD_SPECS,
     SPECS,
     CalibrationInputs,
@@ -25,6 +24,7 @@ from tracelab.analysis.statistics.calibration import (
     load_calibration_inputs,
     write_calibration,
 )
+from tracelab.analysis.common.stage_outputs import read_summary
 from tracelab.flows.cli import main
 
 #: Janus & Rzadca Table 1 is only comparable at the paper's R and S

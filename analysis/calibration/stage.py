@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from tracelab.analysis.calibration.options import CalibrationOptions as CalibrationOptions
 from tracelab.analysis.common.errors import TracelabError
 from tracelab.analysis.common.shortfall import NOT_ENOUGH_DATA
 from tracelab.analysis.common.stage_api import MapFn, Progress, no_progress, serial_map
@@ -34,7 +35,6 @@ from tracelab.analysis.common.stage_outputs import (
 )
 from tracelab.analysis.common.sums import sorted_sum
 from tracelab.analysis.lake.provenance import lake_source
-from tracelab.analysis.statistics.options import CalibrationOptions as CalibrationOptions
 from tracelab.analysis.traces import azure2017, google2011
 
 GOOGLE = google2011.ID
