@@ -44,6 +44,10 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
     for times_check in ("durations_non_negative", "missing_info_valid", "one_row_per_incarnation"):
         shared.add(f"checks/assert_task_times_{times_check}")
     shared.add("checks/assert_task_lifecycles_one_row_per_task")
+    shared.add("checks/assert_task_transitions_one_row_per_event")
+    shared.add("checks/assert_transition_counts_cover_transitions")
+    shared.add("checks/assert_queue_length_non_negative")
+    shared.add("checks/assert_running_tasks_non_negative")
     assert shared <= set(derive.check_names(TRACE))
     assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
         derive.check_names(TRACE)
@@ -66,7 +70,7 @@ def test_every_transition_of_the_generator_is_in_the_documented_graph(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    transitions = tables["fct_g2019_instance_transitions"]
+    transitions = tables["fct_task_transitions"]
     verdicts = transitions["allowed_by_documented_graph"]
     # the generator only takes documented steps; each instance's first event has no verdict
     assert verdicts.null_count() == truth["instances"]
@@ -77,9 +81,9 @@ def test_running_and_queue_at_the_end_match_the_truth(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    running = tables["agg_g2019_running_instances"].sort("time")
-    assert running["running_instances"][-1] == truth["instances_running_at_end"]
-    queue = tables["agg_g2019_queue_length"]
+    running = tables["agg_running_tasks"].sort("time")
+    assert running["running_tasks"][-1] == truth["instances_running_at_end"]
+    queue = tables["agg_queue_length"]
     # every SUBMIT of the generator is in the data: nothing is scheduled without one
     assert queue["unqueued_schedules"].sum() == 0
     assert queue["submits"].sum() == truth["event_counts"]["instance_events"]["0"]
@@ -169,4 +173,4 @@ def test_real_shard_machine_capacity(real_dir: Path, tmp_path: Path, prefect_har
         501,
     )
     # the instance tables of a trace with machine_events only are empty, not missing
-    assert tables["fct_g2019_instance_transitions"].height == 0
+    assert tables["fct_task_transitions"].height == 0
