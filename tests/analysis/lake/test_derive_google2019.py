@@ -114,11 +114,10 @@ def test_usage_stats_recover_each_instances_cpu_level(
 ) -> None:
     truth, tables = generated
     mu = {(t["collection_id"], t["instance_index"]): t["mu_cpu"] for t in truth["instance_truths"]}
-    stats = tables["fct_g2019_instance_usage_stats"].filter(pl.col("n_windows") >= 12)
+    stats = tables["fct_task_usage_stats"].filter(pl.col("n_windows") >= 12)
     assert stats.height > 50
     ratios = [
-        r["avg_mean"] / mu[(r["collection_id"], r["instance_index"])]
-        for r in stats.iter_rows(named=True)
+        r["avg_mean"] / mu[(r["job_id"], r["task_index"])] for r in stats.iter_rows(named=True)
     ]
     # avg = mu x U(0.8, 1.2) (float32): a window's ratio has sd 0.4 / sqrt(12) = 0.115, a mean of
     # >= 12 windows <= 0.033; the ratio's mean over the instances is 1 within a few of those
