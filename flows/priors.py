@@ -143,7 +143,7 @@ def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.Alibab
 
 
 def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.Google2019Fits:
-    """Priors from ``fct_task_times`` and ``fct_g2019_instance_usage_stats`` ->
+    """Priors from ``fct_task_times`` and ``fct_task_usage_stats`` ->
     ``DATA/results/google-2019/priors/`` (params.json, summary.json with the options)."""
     derived = settings.derived_dir / google2019.TRACE
     times = pl.scan_parquet(derived / f"{google2019.INSTANCE_TIMES}.parquet")

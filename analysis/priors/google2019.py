@@ -8,7 +8,7 @@ other names, so all three are fitted, as google-2011's ``gamma_fits`` fits them:
   type 6; google-2011's 4) in ``fct_task_times``;
 * the per-instance mean and population std of inst CPU usage (``random_sample_usage.cpus``, one
   sampled second per 5-minute window, as 2011's sampled CPU usage) of the long instances
-  (``is_long``) in ``fct_g2019_instance_usage_stats``, which keeps, as 2011's table does, only the
+  (``is_long``) in ``fct_task_usage_stats``, which keeps, as 2011's table does, only the
   instances that never failed, were evicted, killed or lost.
 
 Usage is in v3's NCU (normalized compute units, the proto's unit), not google-2011's cores
@@ -50,7 +50,7 @@ CPU_UNIT = "NCU"
 #: v3 marks times before and after the trace's window with 0 and 2^63 - 1 (not times)
 _AFTER_WINDOW = 2**63 - 1
 INSTANCE_TIMES = "fct_task_times"
-USAGE_STATS = "fct_g2019_instance_usage_stats"
+USAGE_STATS = "fct_task_usage_stats"
 EXECUTION = "g2019_instance_execution_time"
 INST_MEAN = "g2019_instance_inst_mean"
 INST_STD = "g2019_instance_inst_std"

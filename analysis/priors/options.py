@@ -105,7 +105,7 @@ STAGES = (
                 google2019.ID,
                 (
                     derived_table("fct_task_times"),
-                    derived_table("fct_g2019_instance_usage_stats"),
+                    derived_table("fct_task_usage_stats"),
                 ),
             ),
         ),

@@ -120,7 +120,7 @@ def _prose(
     long = inputs.get("long_instances")
     if long is not None:
         out += [
-            "Long instances (is_long in fct_g2019_instance_usage_stats, set by derive's "
+            "Long instances (is_long in fct_task_usage_stats, set by derive's "
             "long_task_windows; failed, evicted, killed and lost instances left out): ",
             Number("long_instances", float(long), ",.0f"),
             ".",

@@ -310,7 +310,7 @@ def test_fit_reads_on_google_2019_the_tables_its_priors_come_from(tmp_path: Path
     assert "google-2019" in fit.traces
     assert PAGE_SPECS["google-2019-priors"].pipeline_stage == "priors"
     names = [e.name for e in fit.inputs_for("google-2019")]
-    assert names == ["derived.fct_task_times", "derived.fct_g2019_instance_usage_stats"]
+    assert names == ["derived.fct_task_times", "derived.fct_task_usage_stats"]
     # the same tables the fit opens (analysis/priors/google2019.py), each a query in queries/
     assert names == [f"derived.{google2019.INSTANCE_TIMES}", f"derived.{google2019.USAGE_STATS}"]
     for table in (google2019.INSTANCE_TIMES, google2019.USAGE_STATS):
