@@ -18,6 +18,8 @@ import polars as pl
 import pytest
 from repo_paths import REPO
 
+from tracelab.analysis.traces import google2011
+
 
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -108,7 +110,9 @@ def test_the_installed_wheel_runs_from_an_unrelated_directory(
             "-c",
             "import sys, tracelab\n"
             f"d = tracelab.open({str(data)!r})\n"
-            "print(tracelab.__version__, d.table('fct_task_times').collect().height)\n"
+            # the shared mart exists for google-2011 and google-2019: the trace is named
+            f"t = d.table('fct_task_times', trace={google2011.ID!r})\n"
+            "print(tracelab.__version__, t.collect().height)\n"
             "print('prefect' in sys.modules)",
         ],
         cwd=elsewhere,
@@ -116,5 +120,5 @@ def test_the_installed_wheel_runs_from_an_unrelated_directory(
         text=True,
         check=True,
     )
-    rows = pl.read_parquet(data / "derived" / "google-2011" / "fct_task_times.parquet").height
+    rows = pl.read_parquet(data / "derived" / google2011.ID / "fct_task_times.parquet").height
     assert api.stdout.split() == [metadata.version("tracelab"), str(rows), "False"]
