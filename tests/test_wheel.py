@@ -7,6 +7,7 @@ re-install), then runs ``tracelab run --scale tiny`` from an unrelated directory
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -24,13 +25,23 @@ from tracelab.analysis.traces import google2011
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("wheel")
+    # built from a copy of the tracked files: setuptools reuses the tree's build/lib, which keeps
+    # the files of deleted sources
+    source = root / "source"
+    tracked = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z"], check=True, capture_output=True, text=True
+    ).stdout.split("\0")
+    for name in filter(None, tracked):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     subprocess.run(
         [
             sys.executable,
             "-m",
             "pip",
             "wheel",
-            str(REPO),
+            str(source),
             "--no-deps",
             "--no-build-isolation",
             "-q",
