@@ -32,9 +32,9 @@ os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tracelab.analysis.statistics.options import AnalyzeOptions  # noqa: E402
+from tracelab.analysis.statistics.options import StatisticsOptions  # noqa: E402
 from tracelab.flows.settings import Settings  # noqa: E402
-from tracelab.flows.statistics import STAGES, analyze_results  # noqa: E402
+from tracelab.flows.statistics import STAGES, statistics_results  # noqa: E402
 
 #: the code whose speed this benchmark measures: `make bench-check` lists every row of
 #: docs/benchmarks.md measured before the last change to these files
@@ -173,8 +173,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{'stage':<26}{'stage s':>10}{'wall s':>10}")
         for stage in [s.strip() for s in args.stages.split(",") if s.strip()]:
             started = time.perf_counter()
-            summaries = analyze_results(
-                settings, TRACE, AnalyzeOptions(seed=args.seed, stages=(stage,))
+            summaries = statistics_results(
+                settings, TRACE, StatisticsOptions(seed=args.seed, stages=(stage,))
             )
             wall[stage] = time.perf_counter() - started
             # the stage's own time, without the Prefect server start-up of the first flow run
@@ -183,14 +183,14 @@ def main(argv: list[str] | None = None) -> int:
         paper_s = float("nan")
         if not args.skip_paper:
             started = time.perf_counter()
-            paper_options = AnalyzeOptions(
+            paper_options = StatisticsOptions(
                 seed=args.seed,
                 stages=("gaussian_sums",),
                 ad_realizations=args.paper_realizations,
                 ad_sets=args.paper_sets,
                 ad_pool=args.paper_pool,
             )
-            paper = analyze_results(settings, TRACE, paper_options)
+            paper = statistics_results(settings, TRACE, paper_options)
             paper_s = float(paper["gaussian_sums"]["seconds"])
             print(
                 f"{'gaussian_sums (paper R,S)':<26}{paper_s:>10.1f}{time.perf_counter() - started:>10.1f}"

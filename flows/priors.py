@@ -14,7 +14,7 @@ CPU) from ``DATA/derived/alibaba-2018/`` into ``DATA/results/alibaba-2018/priors
 options do not apply there. ``--trace google-2019`` likewise fits google-2011's §2.7 Gamma priors
 on v3's tables (:mod:`analysis.priors.google2019`) into ``DATA/results/google-2019/priors/``; a lake
 without instance_events (the real machine_events shard alone) supports none, and its ``needs``
-(:func:`tracelab.analysis.priors.needs.fit_needs`) says so instead of running.
+(:func:`tracelab.analysis.priors.needs.priors_needs`) says so instead of running.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.schemas import AZURE_CENSORED_VMDELETED_S
 from tracelab.analysis.priors import alibaba, google2019
 from tracelab.analysis.priors.fits import azure_priors, priors_summary, priors_tables
-from tracelab.analysis.priors.options import AZURE_ONLY_OPTIONS, FitOptions
+from tracelab.analysis.priors.options import AZURE_ONLY_OPTIONS, PriorsOptions
 from tracelab.analysis.priors.vmtable import (
     TRACE,
     derive_azure_tables,
@@ -96,7 +96,7 @@ def fit_priors(
     return path
 
 
-def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path, int]:
+def fit_azure(settings: Settings, trace: str, params: PriorsOptions) -> tuple[Path, int]:
     """Fit the priors on derive's azure tables (or on ``--vmtable``'s, derived here first);
     the stage's params.json and the number of deployments fitted."""
     steps = 2 if params.vmtable else 1
@@ -125,7 +125,7 @@ def fit_azure(settings: Settings, trace: str, params: FitOptions) -> tuple[Path,
     return path, int(deployments.collect().item())
 
 
-def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.AlibabaFits:
+def fit_alibaba_priors(settings: Settings, params: PriorsOptions) -> alibaba.AlibabaFits:
     """Priors from ``fct_alibaba_task_times`` and ``fct_alibaba_task_usage_stats`` ->
     ``DATA/results/alibaba-2018/priors/`` (params.json, summary.json with the options)."""
     derived = settings.derived_dir / alibaba.TRACE
@@ -142,7 +142,7 @@ def fit_alibaba_priors(settings: Settings, params: FitOptions) -> alibaba.Alibab
     return fits
 
 
-def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.Google2019Fits:
+def fit_google2019_priors(settings: Settings, params: PriorsOptions) -> google2019.Google2019Fits:
     """Priors from ``fct_task_times`` and ``fct_task_usage_stats`` ->
     ``DATA/results/google-2019/priors/`` (params.json, summary.json with the options)."""
     derived = settings.derived_dir / google2019.TRACE
@@ -158,7 +158,7 @@ def fit_google2019_priors(settings: Settings, params: FitOptions) -> google2019.
 def _write_trace_priors(
     out: Path,
     summary: dict[str, Any],
-    params: FitOptions,
+    params: PriorsOptions,
     records: Sequence[FittedParameter],
     skipped: Sequence[tuple[str, str]],
 ) -> None:
@@ -176,7 +176,7 @@ def _write_trace_priors(
 _PRIORS_PAGE = {alibaba.TRACE: "alibaba-priors", google2019.TRACE: f"{google2019.TRACE}-priors"}
 
 
-def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+def run_stage(settings: Settings, trace: str, params: PriorsOptions) -> StageResult:
     """The registry's entry point: the trace's priors with typed parameters."""
     if trace in (alibaba.TRACE, google2019.TRACE):
         return _run_trace_priors(settings, trace, params)
@@ -200,7 +200,7 @@ def run_stage(settings: Settings, trace: str, params: FitOptions) -> StageResult
     )
 
 
-def _run_trace_priors(settings: Settings, trace: str, params: FitOptions) -> StageResult:
+def _run_trace_priors(settings: Settings, trace: str, params: PriorsOptions) -> StageResult:
     """alibaba-2018's or google-2019's Gamma priors (the azure-only options refused)."""
     if params.vmtable:
         raise TracelabError(

@@ -44,7 +44,7 @@ from tracelab.analysis.statistics.needs import (
     gamma_fit_shortfalls,
     gamma_fits_shortfall,
 )
-from tracelab.analysis.statistics.options import AnalyzeOptions
+from tracelab.analysis.statistics.options import StatisticsOptions
 from tracelab.analysis.statistics.task_samples import TaskSampleBatch, task_sample_batches
 from tracelab.analysis.statistics.variability import long_task_stats
 from tracelab.analysis.traces import traces_feeding
@@ -138,7 +138,7 @@ class _Analysis:
 
     settings: Settings
     trace: str
-    params: AnalyzeOptions
+    params: StatisticsOptions
 
     def samples(self) -> Iterator[TaskSampleBatch]:
         return _samples(self.settings, self.trace, self.params.batch_rows)
@@ -303,7 +303,7 @@ _COMPUTE: dict[str, Callable[[_Analysis], _Computed]] = {
 
 
 def analysis_summary(
-    settings: Settings, trace: str, name: str, params: AnalyzeOptions
+    settings: Settings, trace: str, name: str, params: StatisticsOptions
 ) -> dict[str, Any]:
     """Run one analysis and write its folder; its summary (with ``seconds``), or, when it lacked
     data, the summary naming what it needed and found."""
@@ -328,8 +328,8 @@ def analysis_summary(
     return summary
 
 
-def analyze_results(
-    settings: Settings, trace: str, params: AnalyzeOptions
+def statistics_results(
+    settings: Settings, trace: str, params: StatisticsOptions
 ) -> dict[str, dict[str, Any]]:
     """Run the selected analyses in order; returns each one's summary."""
     check_inputs(settings, trace, params.stages)
@@ -362,11 +362,11 @@ def _shortfalls(summaries: dict[str, dict[str, Any]]) -> tuple[str, ...]:
     return (*whole, *parts)
 
 
-def run_stage(settings: Settings, trace: str, params: AnalyzeOptions) -> StageResult:
+def run_stage(settings: Settings, trace: str, params: StatisticsOptions) -> StageResult:
     """The registry's entry point: every selected analysis, with typed parameters."""
     check_inputs(settings, trace, params.stages)
     started = time.perf_counter()
-    summaries = analyze_results(settings, trace, params)
+    summaries = statistics_results(settings, trace, params)
     return StageResult(
         stage="statistics",
         trace=trace,

@@ -104,7 +104,7 @@ DEPLOYMENT_COLUMNS: tuple[str, ...] = (
     "n_vms_ending_last",
 )
 
-#: how cores ended by a deployment shutdown enter the core-lifetime likelihood (FitOptions)
+#: how cores ended by a deployment shutdown enter the core-lifetime likelihood (PriorsOptions)
 SHUTDOWN_CORES = ("censored", "paper")
 
 

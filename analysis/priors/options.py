@@ -22,7 +22,7 @@ _SQL = DeriveParams()
 
 
 @dataclass(frozen=True)
-class FitOptions:
+class PriorsOptions:
     """``tracelab priors``: the Azure priors of Cluster Admission §5.1 and Appendix B; on
     alibaba-2018 and google-2019 the Gamma priors of :mod:`analysis.priors.alibaba` and
     :mod:`analysis.priors.google2019` (seed and n_boot only)."""
@@ -86,9 +86,9 @@ STAGES = (
         help="Gamma priors of the Azure deployment model, with censoring; on the other traces "
         "the Gamma priors each supports (execution time, CPU usage)",
         traces=traces_feeding("priors"),
-        options=FitOptions,
+        options=PriorsOptions,
         runs_as="priors",
-        needs="tracelab.analysis.priors.needs:fit_needs",
+        needs="tracelab.analysis.priors.needs:priors_needs",
         inputs=(derived_table("fct_azure_deployments"),),
         outputs=(stage_results("priors"),),
         upstream=("derive",),

@@ -38,7 +38,7 @@ DEFAULT_BOOTSTRAP = 200
 
 
 @dataclass(frozen=True)
-class AnalyzeOptions:
+class StatisticsOptions:
     """``tracelab statistics``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
 
     seed: int = option(0, "seed of every random choice", minimum=0)
@@ -126,7 +126,7 @@ STAGES = (
         aliases=("analyze",),
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
         traces=traces_feeding("statistics"),
-        options=AnalyzeOptions,
+        options=StatisticsOptions,
         runs_as="statistics",
         inputs=(
             derived_table("fct_task_usage_stats"),

@@ -15,7 +15,7 @@ from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_p
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
 from tracelab.analysis.priors.alibaba import STAGE, TERMINATED, terminated_execution_times
-from tracelab.analysis.priors.options import FitOptions, options_for
+from tracelab.analysis.priors.options import PriorsOptions, options_for
 from tracelab.analysis.traces import alibaba2018, google2011
 from tracelab.reports.figures import FloatArray, gamma_fit_figure
 from tracelab.reports.frames import collect, floats, scan
@@ -100,7 +100,7 @@ def priors_sections(
         # the Azure-only options have no meaning here (older summaries recorded them all)
         parameters_section(
             {**summary, "parameters": options_for(ctx.trace, summary.get("parameters") or {})},
-            FitOptions,
+            PriorsOptions,
             "fit",
         ),
     )

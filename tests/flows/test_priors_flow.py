@@ -14,7 +14,7 @@ from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.export.document import load_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.derive import DeriveOptions
-from tracelab.analysis.priors.options import FitOptions
+from tracelab.analysis.priors.options import PriorsOptions
 from tracelab.analysis.priors.vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main
@@ -34,7 +34,7 @@ def tiny_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Path) -> None:
     data = tmp_path / "data"
-    options = FitOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
+    options = PriorsOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
     params_path, _ = fit_azure(Settings(data_dir=data), "azure-2017", options)
     assert params_path == data / "results" / "azure-2017" / "priors" / "params.json"
     derived = data / "derived" / "azure-2017"
@@ -85,9 +85,9 @@ def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Pat
         "n_boot": 20,
         "zero_event_probability": None,
         "alpha": None,
-        "shutdown_cores": FitOptions().shutdown_cores,
+        "shutdown_cores": PriorsOptions().shutdown_cores,
         "vmtable": str(tiny_csv),
-        "shutdown_min_vms": FitOptions().shutdown_min_vms,
+        "shutdown_min_vms": PriorsOptions().shutdown_min_vms,
     }
     table = pl.read_parquet(params_path.parent / "priors.parquet")
     assert {"name", "parameter", "value", "unit", "ci_low", "ci_high"} <= set(table.columns)
@@ -122,7 +122,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
 
     shutdowns = shutdowns_in_window(table)
     written = table.stat().st_mtime_ns
-    fit_azure(Settings(data_dir=tmp_path), "azure-2017", FitOptions(n_boot=5))
+    fit_azure(Settings(data_dir=tmp_path), "azure-2017", PriorsOptions(n_boot=5))
     assert table.stat().st_mtime_ns == written
     records = {r.name: r for r in read_stage_params(tmp_path / "results" / "azure-2017" / "priors")}
     assert records["deployment_shutdown_marginal"].values["shutdowns"] == shutdowns

@@ -10,10 +10,10 @@ import pytest
 
 from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.common.stage_outputs import read_summary
-from tracelab.analysis.statistics.options import AnalyzeOptions
+from tracelab.analysis.statistics.options import StatisticsOptions
 from tracelab.flows.cli import main
 from tracelab.flows.settings import Settings
-from tracelab.flows.statistics import STAGES, analyze_results
+from tracelab.flows.statistics import STAGES, statistics_results
 
 TRACE = "google-2011"
 WINDOW_US = 300_000_000
@@ -98,7 +98,7 @@ def test_analyze_writes_every_stage(tmp_path: Path) -> None:
         "bootstrap": 20,
         "batch_rows": 1000,
     }
-    summaries = analyze_results(settings, TRACE, AnalyzeOptions(**kwargs))
+    summaries = statistics_results(settings, TRACE, StatisticsOptions(**kwargs))
     assert tuple(summaries) == STAGES
     results = tmp_path / "results" / TRACE
     for stage in STAGES:
@@ -124,11 +124,13 @@ def test_analyze_writes_every_stage(tmp_path: Path) -> None:
     assert records["sum_inst_normality_table"].distribution == "anderson-darling-table"
     # the same seed reproduces every number
     first = pl.read_parquet(results / "time_invariance" / "tests.parquet")
-    analyze_results(settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("time_invariance",)}))
+    statistics_results(
+        settings, TRACE, StatisticsOptions(**{**kwargs, "stages": ("time_invariance",)})
+    )
     assert pl.read_parquet(results / "time_invariance" / "tests.parquet").equals(first)
     # more clusters than tasks: the stage says why it did nothing instead of failing the run
-    analyze_results(
-        settings, TRACE, AnalyzeOptions(**{**kwargs, "stages": ("clustering",), "k": 500})
+    statistics_results(
+        settings, TRACE, StatisticsOptions(**{**kwargs, "stages": ("clustering",), "k": 500})
     )
     assert "only 120 long-task histograms" in read_summary(results / "clustering")["skipped"]
     assert not list((results / "clustering").glob("*.parquet"))
