@@ -79,7 +79,7 @@ class StageFigures:
     cpu_s: float = 0.0
     peak_rss_mb: float = 0.0
     rows_out: int = 0
-    #: peak RSS MB of each numbered step the stage prints (``[analyze] 3/6 clustering ...``)
+    #: peak RSS MB of each numbered step the stage prints (``[statistics] 3/6 clustering ...``)
     steps: dict[str, float] = field(default_factory=dict)
 
 

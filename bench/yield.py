@@ -32,17 +32,17 @@ import polars as pl
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from tracelab.analysis.vcsched.algorithms import Instance, mcb_sort_key  # noqa: E402
-from tracelab.analysis.vcsched.instances import paper_instance  # noqa: E402
-from tracelab.analysis.vcsched.options import PAPER_YIELD_PARAMS, YieldParams  # noqa: E402
-from tracelab.analysis.vcsched.stage import (  # noqa: E402
+from tracelab.analysis.yield_.algorithms import Instance, mcb_sort_key  # noqa: E402
+from tracelab.analysis.yield_.instances import paper_instance  # noqa: E402
+from tracelab.analysis.yield_.options import PAPER_YIELD_PARAMS, YieldParams  # noqa: E402
+from tracelab.analysis.yield_.stage import (  # noqa: E402
     instance_specs,
     yield_results,
 )
 
 #: the code whose speed this benchmark measures: `make bench-check` lists every row of
 #: docs/benchmarks.md measured before the last change to these files
-MEASURES = ("analysis/vcsched",)
+MEASURES = ("analysis/yield_",)
 
 ALGORITHMS = ("MCB8", "GR", "SG", "GB", "SGB")
 

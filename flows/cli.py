@@ -1,8 +1,8 @@
 """``tracelab``: one entry point, one sub-command per job.
 
-Stage commands (derive, analyze, fit, export, and the consuming stages) are built from the stage
-registry (``flows/registry.py``); the others (generate, ingest, report, run, serve, schedule, sql)
-live in their own module under ``flows/`` exposing ``configure_parser(parser)`` and
+Stage commands (derive, statistics, priors, export, and the consuming stages) are built from the
+stage registry (``flows/registry.py``); the others (generate, ingest, report, run, serve, schedule,
+sql) live in their own module under ``flows/`` exposing ``configure_parser(parser)`` and
 ``run_command(args, settings) -> int``. This file only wires them, and turns every failure into
 one line on stderr, with the traceback in ``DATA/logs/tracelab.log`` (or on screen with ``--debug``).
 """
@@ -215,8 +215,10 @@ def build_parser(configure: Collection[str] | None = None) -> argparse.ArgumentP
     parser.add_argument("--version", action="version", version=f"tracelab {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, target, help_text in commands():
-        p = sub.add_parser(name, help=help_text, description=help_text)
-        if configure is not None and name not in configure:
+        # a stage's former names run it too, listed beside its name rather than as commands
+        aliases = target.aliases if isinstance(target, Stage) else ()
+        p = sub.add_parser(name, aliases=aliases, help=help_text, description=help_text)
+        if configure is not None and not {name, *aliases} & set(configure):
             continue
         _common_options(p, name)
         if isinstance(target, Stage):

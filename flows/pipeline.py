@@ -169,6 +169,10 @@ def _run_step(step: StageStep, settings: Settings, wrap: Wrap) -> StageTiming:
         finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         state = StageState(stage.name, trace, step.fingerprint, finished, outputs)
         write_stage_state(_state_path(stage.name, trace, settings), state)
+        for former in stage.aliases:
+            # the state it recorded under a former name is never read again (its fingerprint
+            # held that name): gone, it leaves one state per stage in the data directory
+            _state_path(former, trace, settings).unlink(missing_ok=True)
     return timing
 
 

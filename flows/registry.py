@@ -78,14 +78,14 @@ def _derive_run() -> StageRun:
     return run_stage
 
 
-def _analyze_run() -> StageRun:
-    from tracelab.flows.analyze import run_stage
+def _statistics_run() -> StageRun:
+    from tracelab.flows.statistics import run_stage
 
     return run_stage
 
 
-def _fit_run() -> StageRun:
-    from tracelab.flows.fit import run_stage
+def _priors_run() -> StageRun:
+    from tracelab.flows.priors import run_stage
 
     return run_stage
 
@@ -100,8 +100,8 @@ def _export_run() -> StageRun:
 #: by the ``runs_as`` of their declaration; every other stage is :data:`CONSUMING`
 _OWN_FLOWS: dict[str, Callable[[], StageRun]] = {
     "derive": _derive_run,
-    "analyze": _analyze_run,
-    "fit": _fit_run,
+    "statistics": _statistics_run,
+    "priors": _priors_run,
     "export": _export_run,
 }
 
@@ -165,11 +165,11 @@ def run_order(stages: Iterable[Stage]) -> tuple[Stage, ...]:
 #: every stage, in run order
 STAGES: tuple[Stage, ...] = run_order(discovered_stages())
 _BY_NAME = {s.name: s for s in STAGES}
-_BY_COMMAND = {s.command: s for s in STAGES}
+_BY_COMMAND = {c: s for s in STAGES for c in (s.command, *s.aliases)}
 
 
 def stage_named(name: str) -> Stage:
-    """The stage called ``name`` (or run by the command ``name``)."""
+    """The stage called ``name`` (or run by the command ``name``, or formerly called ``name``)."""
     stage = _BY_NAME.get(name) or _BY_COMMAND.get(name)
     if stage is None:
         raise KeyError(f"no stage {name!r}; stages: {', '.join(_BY_NAME)}")
@@ -226,7 +226,7 @@ def stages_markdown() -> str:
         writes = "<br>".join(f"`{o.template}`" for o in s.outputs)
         pages = ", ".join(f"`{p}.html`" for p in pages_of.get(s.name, ()))
         lines.append(
-            f"| {s.name} | `tracelab {s.command}` | {', '.join(s.traces)} "
+            f"| {s.name} | `tracelab {s.command}`{_formerly(s)} | {', '.join(s.traces)} "
             f"| {', '.join(s.upstream)} | {s.methods} "
             f"| {reads} | {writes} | {pages} |"
         )
@@ -236,6 +236,11 @@ def stages_markdown() -> str:
         lines += [f"- {line}" for line in _option_lines(s)]
         lines.append("")
     return "\n".join(lines)
+
+
+def _formerly(stage: Stage) -> str:
+    names = ", ".join(f"`{a}`" for a in stage.aliases)
+    return f" (formerly {names}, still accepted)" if names else ""
 
 
 def _option_lines(stage: Stage) -> list[str]:

@@ -9,20 +9,20 @@ with
 events as (
     select
         time,
-        event_type,
+        event,
         incarnation,
     from fct_task_transitions
     where time < $time_after_window_us
-        and event_type in (0, 1, 4)
+        and event in ('submit', 'schedule', 'finish')
 ),
 
 per_time as (
     select
         time,
-        count(*) filter (where event_type = 0 and incarnation = 1) as new_submissions,
-        count(*) filter (where event_type = 0) as submissions,
-        count(*) filter (where event_type = 1) as schedules,
-        count(*) filter (where event_type = 4) as completions,
+        count(*) filter (where event = 'submit' and incarnation = 1) as new_submissions,
+        count(*) filter (where event = 'submit') as submissions,
+        count(*) filter (where event = 'schedule') as schedules,
+        count(*) filter (where event = 'finish') as completions,
     from events
     group by time
 ),

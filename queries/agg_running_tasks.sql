@@ -9,22 +9,22 @@ with
 events as (
     select
         time,
-        event_type,
+        event,
         death_phase,
     from fct_task_transitions_collapsed
     where time < $time_after_window_us
-        and (event_type = 1 or death_phase = 'running')
+        and (event = 'schedule' or death_phase = 'running')
 ),
 
 per_time as (
     select
         time,
-        count(*) filter (where event_type = 1) as schedules,
-        count(*) filter (where death_phase = 'running' and event_type = 4) as finishes,
-        count(*) filter (where death_phase = 'running' and event_type = 2) as running_evicts,
-        count(*) filter (where death_phase = 'running' and event_type = 3) as running_fails,
-        count(*) filter (where death_phase = 'running' and event_type = 5) as running_kills,
-        count(*) filter (where death_phase = 'running' and event_type = 6) as running_losts,
+        count(*) filter (where event = 'schedule') as schedules,
+        count(*) filter (where death_phase = 'running' and event = 'finish') as finishes,
+        count(*) filter (where death_phase = 'running' and event = 'evict') as running_evicts,
+        count(*) filter (where death_phase = 'running' and event = 'fail') as running_fails,
+        count(*) filter (where death_phase = 'running' and event = 'kill') as running_kills,
+        count(*) filter (where death_phase = 'running' and event = 'lost') as running_losts,
     from events
     group by time
 ),

@@ -2,15 +2,15 @@
 -- agg_transition_counts' pairs that have a previous event (a task's first event in the data is no
 -- transition): transitions_total, transitions_undocumented (pairs the documented graph does not
 -- allow; an unknown verdict counts as not allowed), undocumented_share (0 without transitions),
--- undocumented_types (distinct undocumented pairs), evict_after_submit (SUBMIT -> EVICT, codes
--- 0 -> 2), submit_after_submit (0 -> 0). headline_key names the number the index shows beside the
+-- undocumented_types (distinct undocumented pairs), evict_after_submit (SUBMIT -> EVICT, by the
+-- events' common names, so any trace's codes), submit_after_submit (SUBMIT -> SUBMIT). headline_key names the number the index shows beside the
 -- page's link and condition what it holds under.
 with
 
 moves as (
     select
-        prev_event_type,
-        event_type,
+        prev_event_name,
+        event_name,
         n,
         not coalesce(allowed_by_documented_graph, false) as undocumented,
     from agg_transition_counts
@@ -22,9 +22,9 @@ totals as (
         coalesce(sum(n), 0) as transitions_total,
         coalesce(sum(n) filter (where undocumented), 0) as transitions_undocumented,
         count(*) filter (where undocumented) as undocumented_types,
-        coalesce(sum(n) filter (where prev_event_type = 0 and event_type = 2), 0)
+        coalesce(sum(n) filter (where prev_event_name = 'SUBMIT' and event_name = 'EVICT'), 0)
             as evict_after_submit,
-        coalesce(sum(n) filter (where prev_event_type = 0 and event_type = 0), 0)
+        coalesce(sum(n) filter (where prev_event_name = 'SUBMIT' and event_name = 'SUBMIT'), 0)
             as submit_after_submit,
     from moves
 ),

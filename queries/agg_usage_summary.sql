@@ -34,9 +34,7 @@ final as (
             as production_cpu_used_over_requested,
         'production_share_of_used_cpu' as headline_key,
         printf(
-            'sums over %,d 5-minute windows with task_usage records; production: priority ≥ %d',
-            covered.covered_windows,
-            $production_priority
+            'sums over %,d 5-minute windows with task_usage records', covered.covered_windows
         ) as condition,
     from covered
     cross join classes

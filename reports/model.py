@@ -157,7 +157,7 @@ class PageSpec:
     title: str
     trace: str
     #: the pipeline stage whose outputs it shows, with the result folder when the stage has
-    #: several (``analyze/clustering``)
+    #: several (``statistics/clustering``)
     stage: str
     #: paths relative to the data directory that must exist
     inputs: tuple[str, ...]
@@ -167,5 +167,5 @@ class PageSpec:
 
     @property
     def pipeline_stage(self) -> str:
-        """The pipeline stage whose outputs the page shows (``analyze/clustering`` → ``analyze``)."""
+        """The pipeline stage whose outputs the page shows (``statistics/clustering`` → ``statistics``)."""
         return self.stage.split("/", 1)[0]

@@ -663,7 +663,7 @@ def _headline(
 
 
 def _results_folder(spec: PageSpec) -> Path:
-    """``results/<trace>/<stage>`` of the page (``analyze/variability``: its ``variability``)."""
+    """``results/<trace>/<stage>`` of the page (``statistics/variability``: its ``variability``)."""
     return Path(stage_results(spec.stage.split("/")[-1]).relative(spec.trace))
 
 

@@ -1,7 +1,7 @@
 """Stage ``admission``, declared: its options and its :class:`Stage` record.
 
-Light on purpose: ``tracelab admit --help`` and ``tracelab run`` read this module without loading
-the simulator (``stage.py``, ``sim.py``: NumPy, SciPy).
+Light on purpose: ``tracelab admission --help`` and ``tracelab run`` read this module without
+loading the simulator (``stage.py``, ``sim.py``: NumPy, SciPy).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _ARRIVAL_BYTES = 200
 
 @dataclass(frozen=True)
 class AdmissionParams:
-    """Options of ``tracelab admit``. Defaults: the configuration ``tracelab run`` uses, in the
+    """Options of ``tracelab admission``. Defaults: the configuration ``tracelab run`` uses, in the
     paper's regime of a cluster pooling hundreds of deployments (C = 3,000 cores, 8 arrivals per
     hour: the tuned policies hold ~190 deployments at a time on the default sample), 3 runs of 7
     days, bisection until the bracket settles (at most 12 steps), 8 steps per look-ahead horizon,
@@ -162,7 +162,8 @@ PAPER_ADMISSION_PARAMS = AdmissionParams(
 STAGES = (
     Stage(
         name=STAGE,
-        command="admit",
+        command="admission",
+        aliases=("admit",),
         scales_out=True,
         help="cluster admission control on the exported Gamma priors (the Cluster Admission paper)",
         traces=traces_feeding(STAGE),

@@ -17,8 +17,7 @@ policies' order depends on where the grid falls.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 from tracelab.analysis.admission.stats import threshold_bounds, threshold_midpoint, threshold_value
 
@@ -50,9 +49,6 @@ class Bracket:
     steps: int
     #: True when the bracket is narrow enough (or the top of the range is feasible)
     settled: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class Bisection:

@@ -58,8 +58,8 @@ def derived_table(table: str) -> DataEntry:
 def stage_results(folder: str, document: str = "", producer: str = "") -> DataEntry:
     """A results folder, or one document in it (``summary.json``, ``params.json``).
 
-    ``producer`` is the stage that writes it when that is not ``folder`` (``analyze`` writes
-    ``clustering``, ``fit`` writes ``priors``).
+    ``producer`` is the stage that writes it when that is not ``folder`` (``statistics``
+    writes ``clustering``, ``gamma_fits`` and its other analyses' folders).
     """
     suffix = f"/{document}" if document else ""
     relative = f"results/{{trace}}/{folder}{suffix}"
@@ -73,7 +73,7 @@ DERIVED_FOLDER = DataEntry("derived", "derived/{trace}", ("derive",))
 #: the versioned params document every later stage reads
 PARAMS_EXPORT = DataEntry("exports.params", "exports/params.json", ("export",))
 #: every stage's params record the export collects
-STAGE_PARAMS = DataEntry("results.params", "results/*/*/params.json", ("analyze", "fit"))
+STAGE_PARAMS = DataEntry("results.params", "results/*/*/params.json", ("statistics", "priors"))
 
 
 def params_export_path(data_dir: Path, fmt: str = "json") -> Path:

@@ -54,8 +54,9 @@ class Stage:
     inputs: tuple[DataEntry, ...]
     outputs: tuple[DataEntry, ...]
     #: how the orchestration runs it: :data:`CONSUMING` (the generic adapter calls
-    #: ``compute``), or the name of the stage whose own flow runs it (derive, analyze, fit and
-    #: export take the orchestration's settings: connections, workers, the lake's folders)
+    #: ``compute``), or the name of the stage whose own flow runs it (derive, statistics,
+    #: priors and export take the orchestration's settings: connections, workers, the lake's
+    #: folders)
     runs_as: str = CONSUMING
     #: ``"module:function"``: the computation of a :data:`CONSUMING` stage
     compute: str | None = None
@@ -70,10 +71,13 @@ class Stage:
     #: together, the pipeline runs the one of the earlier section first
     methods: str = ""
     #: ``(trace, inputs)``: what the stage reads on that trace instead of ``inputs`` (a stage
-    #: whose traces record different tables: fit reads azure deployments, alibaba task times)
+    #: whose traces record different tables: priors reads azure deployments, alibaba task times)
     trace_inputs: tuple[tuple[str, tuple[DataEntry, ...]], ...] = ()
     #: its pieces of work can run on Dask (``--workers`` / ``--dask-address``)
     scales_out: bool = False
+    #: the stage's former names: each still runs it as a sub-command and names its
+    #: ``--config`` table, so scripts and config files written before the rename keep working
+    aliases: tuple[str, ...] = ()
 
     def inputs_for(self, trace: str) -> tuple[DataEntry, ...]:
         """What the stage reads on ``trace``."""

@@ -225,7 +225,7 @@ def params_document(
     if not files:
         raise TracelabError(
             f"no stage results in {results} (expected <trace>/<stage>/{STAGE_PARAMS_FILE}); "
-            "run `tracelab fit` or `tracelab analyze` first"
+            "run `tracelab priors` or `tracelab statistics` first"
         )
     records: list[dict[str, Any]] = []
     for path in files:

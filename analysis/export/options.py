@@ -38,7 +38,7 @@ STAGES = (
         needs="tracelab.analysis.lake.availability:export_needs",
         inputs=(STAGE_PARAMS,),
         outputs=(PARAMS_EXPORT,),
-        upstream=("analyze", "fit"),
+        upstream=("statistics", "priors"),
         methods="§4",
     ),
 )

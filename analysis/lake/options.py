@@ -37,9 +37,6 @@ class DeriveParams:
     long_task_windows: int = 24
     #: production tasks have priority >= this (docs/methods.md §0.1)
     production_priority: int = 9
-    #: google-2019: the v3 production tier starts at priority 120 (free 0-99, best-effort batch
-    #: 100-115, mid 116-119, production 120-359, monitoring 360+)
-    g2019_production_priority: int = 120
     #: |relative change| below this counts as a calm window (Zhu et al. Fig. 10: 20%)
     change_threshold: float = 0.2
     #: azure-2017: s; vmtable times lie on this grid and lifetimes are at least one step

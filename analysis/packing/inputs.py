@@ -252,7 +252,7 @@ def _clusters(doc: ParamsDocument) -> tuple[FloatArray, FloatArray, float]:
     if centroids.ndim != 2 or shares.size != centroids.shape[0] or shares.sum() <= 0:
         raise TracelabError(
             f"params record {TRACE}/{'/'.join(CLUSTER_RECORD)}: centroids and shares disagree; "
-            "re-run `tracelab analyze` and `tracelab export`"
+            "re-run `tracelab statistics` and `tracelab export`"
         )
     # a centroid with no mass cannot be sampled: treat it as uniform over the bins
     centroids[centroids.sum(axis=1) <= 0] = 1.0

@@ -1,4 +1,4 @@
-"""What ``tracelab pack`` needs beyond its input files (its declaration's ``needs``)."""
+"""What ``tracelab packing`` needs beyond its input files (its declaration's ``needs``)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Stage ``packing``, declared: its options (the experiment grid) and its :class:`Stage` record.
 
-Light on purpose: ``tracelab pack --help`` and ``tracelab run`` read this module without loading
+Light on purpose: ``tracelab packing --help`` and ``tracelab run`` read this module without loading
 the packing computation (``stage.py``, NumPy, Polars).
 """
 
@@ -80,7 +80,8 @@ PAPER_PACKING_PARAMS = PackingParams(
 STAGES = (
     Stage(
         name="packing",
-        command="pack",
+        command="packing",
+        aliases=("pack",),
         scales_out=True,
         help="stochastic bin packing with GPA and its baselines (Janus & Rzadca 2017 §4–5)",
         traces=traces_feeding("packing"),

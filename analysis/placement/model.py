@@ -72,7 +72,7 @@ def lifetime_prior_from_params(doc: ParamsDocument, record: str) -> LifetimePrio
     if r.distribution != "gamma" or not {"shape", "rate"} <= set(r.parameters):
         raise TracelabError(
             f"params record {TRACE}/{PRIORS_STAGE}/{record} is not a Gamma prior "
-            f"({r.distribution}); re-run `tracelab fit` and `tracelab export`"
+            f"({r.distribution}); re-run `tracelab priors` and `tracelab export`"
         )
     shape = doc.number(TRACE, PRIORS_STAGE, record, "shape")
     rate = doc.number(TRACE, PRIORS_STAGE, record, "rate")

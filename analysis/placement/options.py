@@ -1,7 +1,7 @@
 """Stage ``placement``, declared: its options and its :class:`Stage` record.
 
-Light on purpose: ``tracelab place --help`` and ``tracelab run`` read this module without loading
-the replay (``stage.py``, ``replay.py``: NumPy, Polars).
+Light on purpose: ``tracelab placement --help`` and ``tracelab run`` read this module without
+loading the replay (``stage.py``, ``replay.py``: NumPy, Polars).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PREDICTORS: tuple[str, ...] = ("model", "oracle", "one-shot")
 
 @dataclass(frozen=True)
 class PlacementParams:
-    """Options of ``tracelab place``; the defaults are the small run of ``tracelab run``."""
+    """Options of ``tracelab placement``; the defaults are the small run of ``tracelab run``."""
 
     source: str = option(
         "vmtable",
@@ -138,7 +138,8 @@ PAPER_PLACEMENT_PARAMS = PlacementParams(
 STAGES = (
     Stage(
         name=STAGE,
-        command="place",
+        command="placement",
+        aliases=("place",),
         scales_out=True,
         help="lifetime-aware VM placement: Best Fit, LA-Binary, LAS, LAVA, LARS (the LAVA paper)",
         traces=traces_feeding(STAGE),

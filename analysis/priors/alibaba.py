@@ -9,7 +9,7 @@ usage (``avg_mean``), not of google-2011's long tasks' mean *inst* usage; there 
 (one figure per instance, no series), and no long-task filter (no window count). Every record
 names the trace ``alibaba-2018``.
 
-``tracelab fit --trace alibaba-2018`` (:mod:`flows.fit`) writes them with :func:`alibaba_summary`
+``tracelab priors --trace alibaba-2018`` (:mod:`flows.priors`) writes them with :func:`alibaba_summary`
 to ``DATA/results/alibaba-2018/priors/``, the folder azure-2017's priors use, so ``tracelab
 export`` carries them beside the other traces' records.
 """

@@ -104,7 +104,7 @@ DEPLOYMENT_COLUMNS: tuple[str, ...] = (
     "n_vms_ending_last",
 )
 
-#: how cores ended by a deployment shutdown enter the core-lifetime likelihood (FitOptions)
+#: how cores ended by a deployment shutdown enter the core-lifetime likelihood (PriorsOptions)
 SHUTDOWN_CORES = ("censored", "paper")
 
 
@@ -202,7 +202,7 @@ def _in_window(deployments: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in DEPLOYMENT_COLUMNS if c not in deployments.columns]
     if missing:
         raise TracelabError(
-            f"fct_azure_deployments lacks column(s) {', '.join(missing)}; re-run tracelab fit"
+            f"fct_azure_deployments lacks column(s) {', '.join(missing)}; re-run tracelab priors"
         )
     # sorted so the fits (and the bootstrap draws) do not depend on the SQL engine's row order
     d = deployments.filter(pl.col("arrived_in_window")).sort("deploymentid")

@@ -8,7 +8,7 @@ other names, so all three are fitted, as google-2011's ``gamma_fits`` fits them:
   type 6; google-2011's 4) in ``fct_task_times``;
 * the per-instance mean and population std of inst CPU usage (``random_sample_usage.cpus``, one
   sampled second per 5-minute window, as 2011's sampled CPU usage) of the long instances
-  (``is_long``) in ``fct_g2019_instance_usage_stats``, which keeps, as 2011's table does, only the
+  (``is_long``) in ``fct_task_usage_stats``, which keeps, as 2011's table does, only the
   instances that never failed, were evicted, killed or lost.
 
 Usage is in v3's NCU (normalized compute units, the proto's unit), not google-2011's cores
@@ -16,7 +16,7 @@ normalised to the largest machine, so the CPU records' rate is per NCU. The Azur
 (§2.6) is not fitted: it is defined on deployments of VMs with whole cores (vmtable), and v3 has
 neither (a collection is a job whose instances arrive with it; requests are fractions of an NCU).
 
-Every record names the trace ``google-2019``; ``tracelab fit --trace google-2019`` writes them to
+Every record names the trace ``google-2019``; ``tracelab priors --trace google-2019`` writes them to
 ``DATA/results/google-2019/priors/``, beside alibaba-2018's and azure-2017's.
 """
 
@@ -50,7 +50,7 @@ CPU_UNIT = "NCU"
 #: v3 marks times before and after the trace's window with 0 and 2^63 - 1 (not times)
 _AFTER_WINDOW = 2**63 - 1
 INSTANCE_TIMES = "fct_task_times"
-USAGE_STATS = "fct_g2019_instance_usage_stats"
+USAGE_STATS = "fct_task_usage_stats"
 EXECUTION = "g2019_instance_execution_time"
 INST_MEAN = "g2019_instance_inst_mean"
 INST_STD = "g2019_instance_inst_std"
@@ -182,7 +182,7 @@ def google2019_needs(data_dir: Path) -> Shortfall | None:
         table_found(lake, t) for t in ("machine_events", "instance_events", "instance_usage")
     )
     return Shortfall(
-        "fit",
+        "priors",
         "instance_events rows (the execution times of FINISHed instances; with instance_usage, "
         "the long instances' CPU usage): machine_events alone supports no prior of the model",
         held,

@@ -1,4 +1,4 @@
-"""Stage ``fit``, declared: its options (one frozen dataclass; each field is a command-line
+"""Stage ``priors``, declared: its options (one frozen dataclass; each field is a command-line
 option) and its :class:`Stage` record.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
@@ -22,8 +22,8 @@ _SQL = DeriveParams()
 
 
 @dataclass(frozen=True)
-class FitOptions:
-    """``tracelab fit``: the Azure priors of Cluster Admission §5.1 and Appendix B; on
+class PriorsOptions:
+    """``tracelab priors``: the Azure priors of Cluster Admission §5.1 and Appendix B; on
     alibaba-2018 and google-2019 the Gamma priors of :mod:`analysis.priors.alibaba` and
     :mod:`analysis.priors.google2019` (seed and n_boot only)."""
 
@@ -80,16 +80,17 @@ def options_for(trace: str, recorded: Mapping[str, Any]) -> dict[str, Any]:
 
 STAGES = (
     Stage(
-        name="fit",
-        command="fit",
+        name="priors",
+        command="priors",
+        aliases=("fit",),
         help="Gamma priors of the Azure deployment model, with censoring; on the other traces "
         "the Gamma priors each supports (execution time, CPU usage)",
-        traces=traces_feeding("fit"),
-        options=FitOptions,
-        runs_as="fit",
-        needs="tracelab.analysis.priors.needs:fit_needs",
+        traces=traces_feeding("priors"),
+        options=PriorsOptions,
+        runs_as="priors",
+        needs="tracelab.analysis.priors.needs:priors_needs",
         inputs=(derived_table("fct_azure_deployments"),),
-        outputs=(stage_results("priors", producer="fit"),),
+        outputs=(stage_results("priors"),),
         upstream=("derive",),
         methods="§2.6, §2.7",
         trace_inputs=(
@@ -104,7 +105,7 @@ STAGES = (
                 google2019.ID,
                 (
                     derived_table("fct_task_times"),
-                    derived_table("fct_g2019_instance_usage_stats"),
+                    derived_table("fct_task_usage_stats"),
                 ),
             ),
         ),

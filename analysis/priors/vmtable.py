@@ -1,6 +1,6 @@
 """The Azure V1 vmtable as the DuckDB view ``vmtable``, and the azure-2017 derived tables from it.
 
-Input of ``tracelab fit --trace azure-2017`` (docs/methods.md §2.6): either the lake
+Input of ``tracelab priors --trace azure-2017`` (docs/methods.md §2.6): either the lake
 (``DATA/lake/azure-2017/vmtable/*.parquet``) or one vmtable CSV(.gz) in the published V1 layout
 (headerless, 11 fields). The derived ``fct_azure_*`` / ``agg_azure_*`` tables are built by the
 ``queries/`` files through :mod:`analysis.derive`; the checks in ``queries/checks/`` guard the input
@@ -143,7 +143,7 @@ def vmtable_needs(data_dir: Path, trace: str) -> Shortfall | None:
     if table_rows(lake, "vmtable").rows:
         return None
     return Shortfall(
-        "fit",
+        "priors",
         "vmtable rows (each VM's deployment, creation and deletion times and cores): the "
         "deployments table alone gives sizes, not the arrivals, lifetimes and scale-outs the "
         "priors are fitted to",

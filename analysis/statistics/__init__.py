@@ -3,7 +3,7 @@
 This package's ``__init__`` stays light: the registry reads :data:`ANALYSES` for ``tracelab --help``.
 """
 
-#: the analysis sub-stages of ``tracelab analyze``, in order; each writes ``results/<trace>/<name>``
+#: the analysis sub-stages of ``tracelab statistics``, in order; each writes ``results/<trace>/<name>``
 ANALYSES: tuple[str, ...] = (
     "inst_vs_avg",
     "variability",

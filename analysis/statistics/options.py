@@ -1,5 +1,5 @@
-"""Stages ``analyze`` and ``calibration``, declared: their options (one frozen dataclass each;
-each field is a command-line option) and their :class:`Stage` records.
+"""Stage ``statistics``, declared: its options (one frozen dataclass; each field is a command-line
+option) and its :class:`Stage` record.
 
 The stage registry (``flows/registry.py``) builds the flags, their ``--help`` and range checks from
 these records, and ``tracelab run`` passes the same object to the stage. The defaults live
@@ -38,8 +38,8 @@ DEFAULT_BOOTSTRAP = 200
 
 
 @dataclass(frozen=True)
-class AnalyzeOptions:
-    """``tracelab analyze``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
+class StatisticsOptions:
+    """``tracelab statistics``: the statistics of docs/methods.md §2.1–2.5 and §2.7."""
 
     seed: int = option(0, "seed of every random choice", minimum=0)
     stages: tuple[str, ...] = option(ANALYSES, "analyses to run", choices=ANALYSES)
@@ -119,44 +119,22 @@ class AnalyzeOptions:
         return pool + self.batch_rows * 200, "--ad-pool, --ad-realizations or --batch-rows"
 
 
-@dataclass(frozen=True)
-class CalibrationOptions:
-    """``tracelab calibrate``: the calibration table of this run against published figures."""
-
-    strict: bool = option(False, "exit 1 when a judged statistic is out of its tolerance")
-
-
 STAGES = (
     Stage(
-        name="analyze",
-        command="analyze",
+        name="statistics",
+        command="statistics",
+        aliases=("analyze",),
         help="statistics stages on the derived tables (inst vs avg, KS, k-means, AD, Gamma)",
-        traces=traces_feeding("analyze"),
-        options=AnalyzeOptions,
-        runs_as="analyze",
+        traces=traces_feeding("statistics"),
+        options=StatisticsOptions,
+        runs_as="statistics",
         inputs=(
             derived_table("fct_task_usage_stats"),
             derived_table("fct_task_usage_histograms"),
             derived_table("fct_task_times"),
         ),
-        outputs=tuple(stage_results(a, producer="analyze") for a in ANALYSES),
+        outputs=tuple(stage_results(a, producer="statistics") for a in ANALYSES),
         upstream=("ingest", "derive"),
         methods="§2.1–2.5, §2.7",
-    ),
-    Stage(
-        name="calibration",
-        command="calibrate",
-        help="this run's statistics beside the published figures they should match, with tolerances",
-        traces=traces_feeding("calibration"),
-        options=CalibrationOptions,
-        compute="tracelab.analysis.statistics.calibration:calibration_results",
-        page="calibration",
-        inputs=(
-            stage_results("clustering", "summary.json", producer="analyze"),
-            derived_table("fct_task_times"),
-        ),
-        outputs=(stage_results("calibration"),),
-        upstream=("derive", "analyze", "fit"),
-        methods="§0.3, §2",
     ),
 )

@@ -94,7 +94,7 @@ class GammaPrior:
 class AzureModel:
     """True parameters of the generator, calibrated to the published V1 figures.
 
-    Targets (``analysis/statistics/calibration.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
+    Targets (``analysis/calibration/stage.py`` rows): 51.8 VM-hours per VM and 2.28 cores per VM-hour
     (AzurePublicDatasetV1.md: 2,013,767 VMs, 104.4 M VM-hours, 237.8 M core-hours), ~56 VMs per
     deployment (2,013,767 VMs / 35,941 deployments in the V1 notebook), ~145 cores per arriving
     deployment and 27% of ended deployments shut down (Cluster Admission App. B), 97.5% of the arriving

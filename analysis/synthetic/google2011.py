@@ -8,7 +8,7 @@ is in the same part index), each part sorted by time (ties keep each task's even
 ``machine_attributes`` are one part each.
 
 Model, per job batch (all draws from ``numpy.random.default_rng([seed, stream, batch])``), calibrated
-to Janus & Rzadca and Zhu et al. and the real task_events parts 2-3 (``analysis/statistics/calibration.py`` checks a run):
+to Janus & Rzadca and Zhu et al. and the real task_events parts 2-3 (``analysis/calibration/stage.py`` checks a run):
 
 * jobs are *service* (20%, 1 + Poisson(9) tasks) or *batch* (1 + lognormal(2.3, 1.2) tasks, at
   most 501). 55% of service jobs and 0.5% of batch jobs have a production priority (9-11), so

@@ -165,5 +165,5 @@ SPEC = TraceSpec(
     derived_infix="alibaba",
     outcomes=OUTCOME_CODES,
     comparison=COMPARISON,
-    stages=("derive", "fit", "export"),
+    stages=("derive", "priors", "export"),
 )

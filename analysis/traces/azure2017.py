@@ -50,7 +50,7 @@ SPEC = TraceSpec(
     ),
     raw_layout="vmtable.csv.gz",
     derived_infix="azure",
-    stages=("derive", "fit", "export", "admission", "placement"),
+    stages=("derive", "priors", "export", "admission", "placement"),
     wrong_shape_hint=" — is this the original headerless vmtable?",
     not_comparable=(
         "its VM table has one row per VM (created, deleted, size, a CPU utilisation summary) "

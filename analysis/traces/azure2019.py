@@ -80,7 +80,7 @@ SPEC = TraceSpec(
     raw_layout="<table>/<table>*.csv.gz",
     # V1 has tables of the same names, and both derive the shared Azure marts
     view_prefix="azure2019_",
-    stages=("derive", "fit", "export"),
+    stages=("derive", "priors", "export"),
     wrong_shape_hint=" — is this the original headerless V2 table?",
     not_comparable=(
         "like V1's, its VM table has one row per VM (created, deleted, size buckets, a CPU "

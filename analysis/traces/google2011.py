@@ -162,5 +162,5 @@ SPEC = TraceSpec(
     raw_layout="<table>/part-NNNNN-of-NNNNN.csv[.gz]",
     outcomes=OUTCOME_CODES,
     comparison=COMPARISON,
-    stages=("derive", "analyze", "calibration", "export", "packing", "yield"),
+    stages=("derive", "statistics", "calibration", "export", "packing", "yield"),
 )

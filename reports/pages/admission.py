@@ -884,7 +884,7 @@ def admission_sections(ctx: PageContext) -> Sequence[Section]:
             figures=tuple(_tuning_figure(ctx, n)),
         )
     )
-    sections.append(parameters_section(n.summary, AdmissionParams, "admit"))
+    sections.append(parameters_section(n.summary, AdmissionParams, "admission"))
     return sections
 
 
@@ -902,7 +902,7 @@ PAGES = (
         TRACE,
         "admission",
         (stage_results("admission", "summary.json").relative(TRACE),),
-        "tracelab admit",
+        "tracelab admission",
         admission_sections,
     ),
 )

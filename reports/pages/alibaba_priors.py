@@ -1,4 +1,4 @@
-"""The alibaba-2018 Gamma priors page: ``tracelab fit --trace alibaba-2018``'s
+"""The alibaba-2018 Gamma priors page: ``tracelab priors --trace alibaba-2018``'s
 records (``DATA/results/alibaba-2018/priors/params.json``) with their intervals and KS distances,
 the samples it could not fit, and the options it ran with (its ``summary.json``)."""
 
@@ -15,7 +15,7 @@ from tracelab.analysis.common.fitted_params import FittedParameter, read_stage_p
 from tracelab.analysis.common.shortfall import read_shortfalls
 from tracelab.analysis.common.stage_outputs import read_json_object
 from tracelab.analysis.priors.alibaba import STAGE, TERMINATED, terminated_execution_times
-from tracelab.analysis.priors.options import FitOptions, options_for
+from tracelab.analysis.priors.options import PriorsOptions, options_for
 from tracelab.analysis.traces import alibaba2018, google2011
 from tracelab.reports.figures import FloatArray, gamma_fit_figure
 from tracelab.reports.frames import collect, floats, scan
@@ -100,7 +100,7 @@ def priors_sections(
         # the Azure-only options have no meaning here (older summaries recorded them all)
         parameters_section(
             {**summary, "parameters": options_for(ctx.trace, summary.get("parameters") or {})},
-            FitOptions,
+            PriorsOptions,
             "fit",
         ),
     )
@@ -276,9 +276,9 @@ PAGES = (
         "alibaba-priors",
         f"Gamma priors of {alibaba2018.ID}",
         alibaba2018.ID,
-        "fit/priors",
+        "priors",
         (stage_results("priors", "params.json").relative(alibaba2018.ID),),
-        f"tracelab fit --trace {alibaba2018.ID}",
+        f"tracelab priors --trace {alibaba2018.ID}",
         alibaba_priors_sections,
     ),
 )

@@ -12,12 +12,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from tracelab.analysis.common.datapaths import stage_results
-from tracelab.analysis.statistics.calibration import (
+from tracelab.analysis.calibration.stage import (
     AD_SPECS,
     VERDICT_NOT_COMPARABLE,
     CalibrationOptions,
 )
+from tracelab.analysis.common.datapaths import stage_results
 from tracelab.analysis.traces import azure2017, google2011
 from tracelab.reports.frames import collect, read_json, scan
 from tracelab.reports.metadata import data_sources
@@ -104,7 +104,7 @@ def _parameters(ctx: PageContext) -> tuple[Section, ...]:
     summary = ctx.results("calibration") / "summary.json"
     if not summary.is_file():
         return ()
-    return (parameters_section(read_json(summary), CalibrationOptions, "calibrate"),)
+    return (parameters_section(read_json(summary), CalibrationOptions, "calibration"),)
 
 
 def _ad_parameters(summary: Mapping[str, Any] | None) -> Paragraph:
@@ -145,7 +145,7 @@ def _table(caption: str, rows: list[dict[str, Any]]) -> HtmlTable:
     )
 
 
-#: the papers as the pages cite them (analysis/statistics/calibration.py uses docs/methods.md's short names)
+#: the papers as the pages cite them (analysis/calibration/stage.py uses docs/methods.md's short names)
 _PAPERS = {
     "Janus & Rzadca": "Janus & Rzadca 2017",
     "Zhu et al.": "Zhu, Wang & Wang 2015",
@@ -173,7 +173,7 @@ PAGES = (
         google2011.ID,
         "calibration",
         (stage_results("calibration", "table.parquet").relative(google2011.ID),),
-        "tracelab calibrate",
+        "tracelab calibration",
         calibration_sections,
     ),
 )

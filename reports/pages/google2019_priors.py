@@ -1,4 +1,4 @@
-"""The google-2019 Gamma priors page: ``tracelab fit --trace google-2019``'s
+"""The google-2019 Gamma priors page: ``tracelab priors --trace google-2019``'s
 records (``DATA/results/google-2019/priors/params.json``) with their intervals and KS distances,
 the window they cover, the samples it could not fit, the priors the trace cannot support, and the
 options it ran with (its ``summary.json``). The table and each record's sentence are the
@@ -120,7 +120,7 @@ def _prose(
     long = inputs.get("long_instances")
     if long is not None:
         out += [
-            "Long instances (is_long in fct_g2019_instance_usage_stats, set by derive's "
+            "Long instances (is_long in fct_task_usage_stats, set by derive's "
             "long_task_windows; failed, evicted, killed and lost instances left out): ",
             Number("long_instances", float(long), ",.0f"),
             ".",
@@ -146,9 +146,9 @@ PAGES = (
         f"{google2019.ID}-priors",
         f"Gamma priors of {google2019.ID}",
         google2019.ID,
-        "fit/priors",
+        "priors",
         (stage_results("priors", "params.json").relative(google2019.ID),),
-        f"tracelab fit --trace {google2019.ID}",
+        f"tracelab priors --trace {google2019.ID}",
         google2019_priors_sections,
     ),
 )

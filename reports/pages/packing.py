@@ -758,7 +758,7 @@ def packing_sections(ctx: PageContext) -> Sequence[Section]:
         if extra is not None:
             sections.append(extra)
     sections.append(_fig13_rebalancing(ctx, runs, numbers, evidence))
-    sections.append(parameters_section(summary, PackingParams, "pack"))
+    sections.append(parameters_section(summary, PackingParams, "packing"))
     return sections
 
 
@@ -770,7 +770,7 @@ PAGES = (
         google2011.ID,
         "packing",
         (stage_results("packing", "summary.json").relative(google2011.ID),),
-        f"tracelab pack --trace {google2011.ID}",
+        f"tracelab packing --trace {google2011.ID}",
         packing_sections,
     ),
 )

@@ -518,7 +518,7 @@ def _lars_section(summary: Mapping[str, Any]) -> Section:
                 f" Intervals: {summary['lars_interval_method']}, over "
                 f"{int(summary.get('lars_sets', 0)):,} sets."
                 if "lars_interval_method" in summary
-                else " (No interval: this run's summary predates them; re-run `tracelab place`.)"
+                else " (No interval: this run's summary predates them; re-run `tracelab placement`.)"
             ),
         ),
         paper="the LAVA paper (“Lifetime-Aware VM Allocation”) Table 2 (oracle lifetimes, batches of 3 migrations of 20 minutes): 4.32% "
@@ -566,7 +566,7 @@ def placement_sections(ctx: PageContext) -> Sequence[Section]:
         _curve_section(ctx, curve),
         _lars_section(summary),
         _setup_section(summary, pools, replays),
-        parameters_section(summary, PlacementParams, "place"),
+        parameters_section(summary, PlacementParams, "placement"),
     ]
 
 
@@ -598,7 +598,7 @@ PAGES = (
         azure2017.ID,
         "placement",
         (stage_results("placement", "summary.json").relative(azure2017.ID),),
-        "tracelab place",
+        "tracelab placement",
         placement_sections,
     ),
 )

@@ -478,12 +478,12 @@ PAGES = (
         "azure-priors",
         "Gamma priors of the deployment model",
         azure2017.ID,
-        "fit/priors",
+        "priors",
         (
             stage_results("priors", "params.json").relative(azure2017.ID),
             stage_results("priors", "deployment_mles.parquet").relative(azure2017.ID),
         ),
-        f"tracelab fit --trace {azure2017.ID}",
+        f"tracelab priors --trace {azure2017.ID}",
         priors_sections,
     ),
 )

@@ -19,6 +19,18 @@ from tracelab.analysis.lake.derive import DeriveParams, expose_derived, material
 WINDOW_START_US = 600_000_000
 AFTER = 2**63 - 1
 HOUR_US = 3_600_000_000
+#: google-2011's event names by code, as agg_transition_counts names them
+_NAMES = (
+    "SUBMIT",
+    "SCHEDULE",
+    "EVICT",
+    "FAIL",
+    "FINISH",
+    "KILL",
+    "LOST",
+    "UPDATE_PENDING",
+    "UPDATE_RUNNING",
+)
 
 
 def write_google_derived(data: Path, seed: int = 7) -> Path:
@@ -43,14 +55,18 @@ def write_google_derived(data: Path, seed: int = 7) -> Path:
     pl.DataFrame(
         {
             "prev_event_type": [p[0] for p in pairs],
+            "prev_event_name": [None if p[0] is None else _NAMES[p[0]] for p in pairs],
             "event_type": [p[1] for p in pairs],
+            "event_name": [_NAMES[p[1]] for p in pairs],
             "n": [p[2] for p in pairs],
             "n_production": [p[2] // 10 for p in pairs],
             "allowed_by_documented_graph": [p[3] for p in pairs],
         },
         schema={
             "prev_event_type": pl.Int64,
+            "prev_event_name": pl.String,
             "event_type": pl.Int64,
+            "event_name": pl.String,
             "n": pl.Int64,
             "n_production": pl.Int64,
             "allowed_by_documented_graph": pl.Boolean,

@@ -292,7 +292,7 @@ def test_fit_refuses_the_azure_vmtable_option_on_alibaba(
     data = tmp_path / "data"
     data.mkdir()
     rc, out = tracelab_output(
-        "fit", "--data", str(data), "--trace", TRACE, "--vmtable", str(vmtable)
+        "priors", "--data", str(data), "--trace", TRACE, "--vmtable", str(vmtable)
     )
     assert rc != 0
     assert "--vmtable is an azure-2017 option" in out

@@ -90,6 +90,6 @@ def test_on_the_real_deployments_table_alone_fit_says_what_it_lacks(
     excerpt = TESTS / "data" / TRACE
     rc, out = tracelab_output("run", "--data", str(data), "--trace", TRACE, "--raw", str(excerpt))
     assert rc == 0, out
-    assert "fit: needs vmtable rows" in out
+    assert "priors: needs vmtable rows" in out
     assert "deployments: 333 rows from 1 file" in out
     assert not (data / "results" / TRACE / "priors" / "params.json").exists()

@@ -47,9 +47,9 @@ _LIGHT_HELP = (
     "generate",
     "ingest",
     "derive",
-    "analyze",
-    "fit",
-    "calibrate",
+    "statistics",
+    "priors",
+    "calibration",
     "export",
     "report",
     "run",
@@ -69,15 +69,15 @@ def test_a_stage_help_lists_only_what_applies_to_it() -> None:
 
     helps = {
         name: " ".join(sub_parsers(build_parser(configure=(name,)))[name].format_help().split())
-        for name in ("pack", "export", "derive", "fit")
+        for name in ("packing", "export", "derive", "priors")
     }
-    # pack runs on google-2011 only; fit on four traces
-    assert "--trace {google-2011}" in helps["pack"]
-    assert "--trace {azure-2017,alibaba-2018,google-2019,azure-2019}" in helps["fit"]
+    # packing runs on google-2011 only; fit on four traces
+    assert "--trace {google-2011}" in helps["packing"]
+    assert "--trace {azure-2017,alibaba-2018,google-2019,azure-2019}" in helps["priors"]
     # only stages whose work runs on Dask offer the scale-out flags
     assert "--dask-address" in helps["derive"]
-    assert "--dask-address" in helps["pack"]
+    assert "--dask-address" in helps["packing"]
     assert "--workers" not in helps["export"]
-    assert "--dask-address" not in helps["fit"]
+    assert "--dask-address" not in helps["priors"]
     assert "(none)" not in helps["export"]
     assert "default: none" not in helps["export"]  # its --out help says what the default is

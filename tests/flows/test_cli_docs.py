@@ -67,7 +67,7 @@ def test_the_nearest_word_is_suggested(message: str, hint: str) -> None:
     [
         (["drive"], "invalid choice: 'drive' (choose from"),
         (["derive", "--tabels", "x"], "unrecognized arguments: --tabels x; did you mean --tables?"),
-        (["pack", "--trace", "googel-2011"], "did you mean google-2011?"),
+        (["packing", "--trace", "googel-2011"], "did you mean google-2011?"),
     ],
 )
 def test_the_command_line_suggests_the_nearest_command_or_option(

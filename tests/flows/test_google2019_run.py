@@ -141,14 +141,14 @@ def test_chromium_renders_the_google_2019_priors_page(generated_run: Path) -> No
 
 # ---- the real machine_events shard alone: no instance table, so no prior ----
 
-NEEDS = "fit: needs instance_events rows"
+NEEDS = "priors: needs instance_events rows"
 
 
 def test_the_run_on_the_real_shard_says_fit_had_no_instance_data(
     excerpt_run: tuple[Path, str],
 ) -> None:
     data, out = excerpt_run
-    lines = [line for line in out.splitlines() if line.strip().startswith("fit ")]
+    lines = [line for line in out.splitlines() if line.strip().startswith("priors ")]
     assert len(lines) == 1, lines
     assert "google-2019  no data" in lines[0]
     assert NEEDS in lines[0]
@@ -158,7 +158,7 @@ def test_the_run_on_the_real_shard_says_fit_had_no_instance_data(
         "instance_events/instance_events-NNNNNNNNNNNN.json.gz file was given" in lines[0]
     )
     summary = json.loads((data / "results" / TRACE / "priors" / "summary.json").read_text())
-    assert summary["not_enough_data"]["stage"] == "fit"
+    assert summary["not_enough_data"]["stage"] == "priors"
     assert not (data / "results" / TRACE / "priors" / "params.json").exists()
     assert not (data / "exports" / "params.json").exists()
     assert "Traceback" not in out
@@ -174,11 +174,11 @@ def test_the_priors_page_of_the_real_shard_says_what_it_lacked(
 
 def test_fit_on_the_real_shard_says_so_in_one_line(excerpt_run: tuple[Path, str]) -> None:
     data, _ = excerpt_run
-    rc, out = tracelab_output("fit", "--data", str(data), "--trace", TRACE)
+    rc, out = tracelab_output("priors", "--data", str(data), "--trace", TRACE)
     assert rc == 1
     lines = out.strip().splitlines()
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"tracelab fit: error: not run, not enough data: {NEEDS}")
+    assert lines[0].startswith(f"tracelab priors: error: not run, not enough data: {NEEDS}")
     assert "Traceback" not in out
 
 
@@ -187,7 +187,7 @@ def test_fit_refuses_the_azure_vmtable_option_on_google_2019(
 ) -> None:
     vmtable = tmp_path / "vmtable.csv"
     vmtable.write_text("")
-    args = ("fit", "--data", str(generated_run), "--trace", TRACE, "--vmtable", str(vmtable))
+    args = ("priors", "--data", str(generated_run), "--trace", TRACE, "--vmtable", str(vmtable))
     rc, out = tracelab_output(*args)
     assert rc != 0
     assert "--vmtable is an azure-2017 option" in out

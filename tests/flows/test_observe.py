@@ -25,7 +25,7 @@ PRIOR = FittedParameter(
 
 
 def test_markdown_and_keys_follow_prefects_rules() -> None:
-    assert artifact_key("analyze", "google-2011") == "tracelab-analyze-google-2011"
+    assert artifact_key("statistics", "google-2011") == "tracelab-statistics-google-2011"
     assert artifact_key("inst_vs_avg", "all") == "tracelab-inst-vs-avg-all"
     text = summary_markdown("pack", "google-2011", (("GPA q", "0.0016"),), "google-packing")
     assert "| GPA q | 0.0016 |" in text

@@ -1,4 +1,4 @@
-"""`tracelab fit --trace azure-2017`: the stage end to end (no Prefect), and inputs it must refuse."""
+"""`tracelab priors --trace azure-2017`: the stage end to end (no Prefect), and inputs it must refuse."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from tracelab.analysis.common.fitted_params import read_stage_params
 from tracelab.analysis.export.document import load_params
 from tracelab.analysis.lake import derive
 from tracelab.analysis.lake.derive import DeriveOptions
-from tracelab.analysis.priors.options import FitOptions
+from tracelab.analysis.priors.options import PriorsOptions
 from tracelab.analysis.priors.vmtable import derive_azure_tables, register_vmtable_csv
 from tracelab.analysis.synthetic.azure2017 import generate_azure_2017
 from tracelab.flows.cli import main
 from tracelab.flows.export import export_params
-from tracelab.flows.fit import fit_azure
+from tracelab.flows.priors import fit_azure
 from tracelab.flows.settings import Settings
 
 REAL_VMTABLE = "azure-public-dataset-v1/filtered_vmtables_50.csv"
@@ -34,7 +34,7 @@ def tiny_csv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Path) -> None:
     data = tmp_path / "data"
-    options = FitOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
+    options = PriorsOptions(vmtable=str(tiny_csv), seed=1, n_boot=20)
     params_path, _ = fit_azure(Settings(data_dir=data), "azure-2017", options)
     assert params_path == data / "results" / "azure-2017" / "priors" / "params.json"
     derived = data / "derived" / "azure-2017"
@@ -85,9 +85,9 @@ def test_fit_flow_writes_derived_tables_and_priors(tmp_path: Path, tiny_csv: Pat
         "n_boot": 20,
         "zero_event_probability": None,
         "alpha": None,
-        "shutdown_cores": FitOptions().shutdown_cores,
+        "shutdown_cores": PriorsOptions().shutdown_cores,
         "vmtable": str(tiny_csv),
-        "shutdown_min_vms": FitOptions().shutdown_min_vms,
+        "shutdown_min_vms": PriorsOptions().shutdown_min_vms,
     }
     table = pl.read_parquet(params_path.parent / "priors.parquet")
     assert {"name", "parameter", "value", "unit", "ci_low", "ci_high"} <= set(table.columns)
@@ -122,7 +122,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
 
     shutdowns = shutdowns_in_window(table)
     written = table.stat().st_mtime_ns
-    fit_azure(Settings(data_dir=tmp_path), "azure-2017", FitOptions(n_boot=5))
+    fit_azure(Settings(data_dir=tmp_path), "azure-2017", PriorsOptions(n_boot=5))
     assert table.stat().st_mtime_ns == written
     records = {r.name: r for r in read_stage_params(tmp_path / "results" / "azure-2017" / "priors")}
     assert records["deployment_shutdown_marginal"].values["shutdowns"] == shutdowns
@@ -135,7 +135,7 @@ def test_fit_reads_the_derive_stages_tables_and_leaves_them_alone(
 
 def test_fit_cli_says_to_derive_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "empty").mkdir()  # exists: a missing directory has its own error
-    code = main(["fit", "--trace", "azure-2017", "--data", str(tmp_path / "empty")])
+    code = main(["priors", "--trace", "azure-2017", "--data", str(tmp_path / "empty")])
     assert code == 1
     err = capsys.readouterr().err
     assert "fct_azure_deployments.parquet is missing" in err
@@ -145,11 +145,11 @@ def test_fit_cli_says_to_derive_first(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_fit_cli_on_google_says_where_its_fits_come_from(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["fit", "--trace", "google-2011", "--data", str(tmp_path)]) == 1
+    assert main(["priors", "--trace", "google-2011", "--data", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1
     assert "runs on azure-2017, alibaba-2018, google-2019, azure-2019, not google-2011" in err[0]
-    assert "tracelab analyze" in err[0]
+    assert "tracelab statistics" in err[0]
 
 
 @pytest.mark.real_data
@@ -157,7 +157,7 @@ def test_real_processed_extract_is_refused_naming_what_is_missing(
     real_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     csv = real_dir / REAL_VMTABLE
-    code = main(["fit", "--data", str(tmp_path), "--vmtable", str(csv), "--n-boot", "5"])
+    code = main(["priors", "--data", str(tmp_path), "--vmtable", str(csv), "--n-boot", "5"])
     assert code == 1
     err = capsys.readouterr().err
     assert "filtered_vmtables_50.csv: not a V1 vmtable: missing column(s) deploymentid" in err

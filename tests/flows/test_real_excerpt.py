@@ -110,7 +110,7 @@ def test_run_on_the_real_excerpt_completes_and_prints_its_summary(
     assert status == {
         "ingest": "ok",
         "derive": "ok",
-        "analyze": "ok",
+        "statistics": "ok",
         "calibration": "ok",
         "export": "ok",
         "packing": "no data",
@@ -330,7 +330,7 @@ def test_a_usage_file_skipped_for_its_name_is_named_as_the_cause(
     "run `tracelab ingest` first" although ingest had just run."""
     data = tmp_path / "data"
     _ingest_derive(data, _raw_with_usage(tmp_path, "google2011_task_usage_sample.csv"))
-    analyzed = _tracelab("analyze", "--data", str(data), "--trace", TRACE)
+    analyzed = _tracelab("statistics", "--data", str(data), "--trace", TRACE)
     assert analyzed.rc == 0, analyzed.err
     assert "run `tracelab ingest" not in analyzed.out + analyzed.err
     short = json.loads((data / "results" / TRACE / "variability" / "summary.json").read_text())
@@ -347,7 +347,7 @@ def test_the_renamed_usage_sample_no_longer_crashes_calibration_or_variability(
     the catalog failed on a column-less examples.parquet, variability drew NaN over empty plots."""
     data = tmp_path / "data"
     _ingest_derive(data, _raw_with_usage(tmp_path, "part-00000-of-00500.csv"))
-    for step in ("analyze", "calibrate"):
+    for step in ("statistics", "calibration"):
         done = _tracelab(step, "--data", str(data), "--trace", TRACE)
         assert done.rc == 0, done.err
         assert "unexpected" not in done.err

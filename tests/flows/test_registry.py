@@ -172,13 +172,13 @@ def test_a_new_package_with_a_declaration_is_discovered(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["analyze", "--k", "0"], "--k 0: must be at least 1"),
-        (["analyze", "--stages", "clustering,nope"], "--stages nope: must be one of"),
-        (["analyze", "--bootstrap", "-5"], "--bootstrap -5: must be at least 1"),
-        (["analyze", "--deltas", "0"], "--deltas 0: must be at least 1"),
+        (["statistics", "--k", "0"], "--k 0: must be at least 1"),
+        (["statistics", "--stages", "clustering,nope"], "--stages nope: must be one of"),
+        (["statistics", "--bootstrap", "-5"], "--bootstrap -5: must be at least 1"),
+        (["statistics", "--deltas", "0"], "--deltas 0: must be at least 1"),
         (["derive", "--long-task-windows", "-1"], "--long-task-windows -1: must be at least 1"),
         (["derive", "--workers", "-2"], "argument --workers: -2: must be at least 0"),
-        (["analyze", "--k", "x"], "expected integer, got 'x'"),
+        (["statistics", "--k", "x"], "expected integer, got 'x'"),
         (["derive", "--trace", "gogle-2011"], "invalid choice: 'gogle-2011'"),
     ],
 )
@@ -197,7 +197,7 @@ def test_bad_values_are_one_line_errors(
 
 
 def test_out_of_range_reads_the_declared_bounds() -> None:
-    params = dataclasses.replace(stage_named("analyze").params_type()(), alpha=0.9)
+    params = dataclasses.replace(stage_named("statistics").params_type()(), alpha=0.9)
     assert out_of_range(params) == "--alpha 0.9: must be at most 0.5"
     assert out_of_range(dataclasses.replace(params, alpha=0.05)) is None
 
@@ -223,8 +223,8 @@ def test_run_order_is_built_from_the_declared_dependencies() -> None:
         == [
             "derive",
             "yield",
-            "analyze",
-            "fit",
+            "statistics",
+            "priors",
             "calibration",
             "export",
             "packing",
@@ -285,8 +285,8 @@ def test_reading_the_options_of_every_stage_imports_no_computation() -> None:
         "import sys\n"
         "from tracelab.flows.run_config import default_stage_options\n"
         "default_stage_options()\n"
-        "print(' '.join(m for m in ('sklearn', 'prefect', 'matplotlib', 'tracelab.flows.analyze',"
-        " 'tracelab.flows.fit', 'tracelab.flows.derive') if m in sys.modules))"
+        "print(' '.join(m for m in ('sklearn', 'prefect', 'matplotlib', 'tracelab.flows.statistics',"
+        " 'tracelab.flows.priors', 'tracelab.flows.derive') if m in sys.modules))"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
@@ -295,7 +295,7 @@ def test_reading_the_options_of_every_stage_imports_no_computation() -> None:
 
 
 def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> None:
-    fit = stage_named("fit")
+    fit = stage_named("priors")
     names = [e.name for e in fit.inputs_for("alibaba-2018")]
     assert names == ["derived.fct_alibaba_task_times", "derived.fct_alibaba_task_usage_stats"]
     assert [e.name for e in fit.inputs_for("azure-2017")] == ["derived.fct_azure_deployments"]
@@ -306,11 +306,11 @@ def test_a_stage_reads_its_trace_inputs_on_that_trace_only(tmp_path: Path) -> No
 
 
 def test_fit_reads_on_google_2019_the_tables_its_priors_come_from(tmp_path: Path) -> None:
-    fit = stage_named("fit")
+    fit = stage_named("priors")
     assert "google-2019" in fit.traces
-    assert PAGE_SPECS["google-2019-priors"].pipeline_stage == "fit"
+    assert PAGE_SPECS["google-2019-priors"].pipeline_stage == "priors"
     names = [e.name for e in fit.inputs_for("google-2019")]
-    assert names == ["derived.fct_task_times", "derived.fct_g2019_instance_usage_stats"]
+    assert names == ["derived.fct_task_times", "derived.fct_task_usage_stats"]
     # the same tables the fit opens (analysis/priors/google2019.py), each a query in queries/
     assert names == [f"derived.{google2019.INSTANCE_TIMES}", f"derived.{google2019.USAGE_STATS}"]
     for table in (google2019.INSTANCE_TIMES, google2019.USAGE_STATS):

@@ -84,9 +84,9 @@ def test_run_generates_runs_every_stage_and_says_where_the_site_is(tiny_run: Tin
     for key in (
         ("ingest", "google-2011"),
         ("derive", "google-2011"),
-        ("analyze", "google-2011"),
-        ("fit", "azure-2017"),
-        ("fit", "google-2019"),
+        ("statistics", "google-2011"),
+        ("priors", "azure-2017"),
+        ("priors", "google-2019"),
     ):
         assert stages[key] == "ok", stages
     missing = {p["slug"]: p["unavailable"] for p in doc["pages"] if p["unavailable"]}
@@ -111,8 +111,8 @@ def test_a_second_run_with_no_new_input_reuses_the_pages_and_is_in_the_history(
     stages = {(t["stage"], t["trace"]): t["status"] for t in doc["timings"]}
     for key in (
         ("derive", "google-2011"),
-        ("analyze", "google-2011"),
-        ("fit", "azure-2017"),
+        ("statistics", "google-2011"),
+        ("priors", "azure-2017"),
         ("export", "all"),
         ("report", "all"),
     ):
@@ -329,7 +329,7 @@ def test_a_failing_stage_stops_its_trace_but_the_site_shows_it(
     # of running
     later = {s.name for s, _ in stages_for(("google-2011",))}
     assert status == {"ingest": "failed", "report": "ok", **dict.fromkeys(later, "skipped")}
-    assert {"derive", "analyze", "export", "packing"} <= later
+    assert {"derive", "statistics", "export", "packing"} <= later
     assert not (data / "derived").exists()
     assert (data / "site" / "index.html").is_file()
 

@@ -8,6 +8,8 @@ trace, so the data directory the other tests read keeps its two runs.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 from cli_helpers import TinyPipeline, run_tiny
 
+from tracelab.flows.cli import main
 from tracelab.flows.pipeline import up_to_date_plan
 from tracelab.flows.run_config import default_stage_options
 from tracelab.flows.settings import Settings
@@ -93,3 +96,24 @@ def test_a_changed_output_or_option_makes_the_run_go_through_prefect(data: Path)
     # an output deleted since: its stage runs again
     (data / "derived" / "azure-2017" / "fct_azure_deployments.parquet").unlink()
     assert up_to_date_plan(settings, traces, None, options) is None
+
+
+@pytest.mark.slow
+def test_a_data_directory_of_the_former_stage_names_reruns_those_stages_once(
+    prefect_harness: None, data: Path
+) -> None:
+    settings = Settings(data_dir=data)
+    traces = ("azure-2017",)
+    options = default_stage_options()
+    state = data / "state" / "azure-2017"
+    # what a run wrote before the stage `priors` was renamed from `fit`
+    (state / "priors.json").rename(state / "fit.json")
+    assert up_to_date_plan(settings, traces, None, options) is None
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["run", "--data", str(data), "--trace", "azure-2017"]) == 0, out.getvalue()
+    assert _newest_statuses(data)[("priors", "azure-2017")] == "ok"
+    assert (state / "priors.json").is_file()
+    assert not (state / "fit.json").exists()
+    # once only: the next run finds every stage unchanged
+    assert up_to_date_plan(settings, traces, None, options) is not None

@@ -74,7 +74,7 @@ def test_second_night_does_no_work_and_a_new_part_is_ingested_alone(
     first = nightly_flow(data_dir=str(data), traces=("google-2011",))
     assert first["ingest/google-2011"] == "ok"
     assert first["derive/google-2011"] == "ok"
-    assert first["analyze/google-2011"] == "ok"
+    assert first["statistics/google-2011"] == "ok"
     assert set(_manifest(data)["status"]) == {"ok"}
     assert _manifest(data).height == n_files
     derived = data / "derived/google-2011/fct_task_transitions.parquet"
@@ -83,7 +83,7 @@ def test_second_night_does_no_work_and_a_new_part_is_ingested_alone(
     second = nightly_flow(data_dir=str(data), traces=("google-2011",))
     assert set(_manifest(data)["status"]) == {"skipped-unchanged"}  # no file converted again
     assert second["derive/google-2011"] == "unchanged"
-    assert second["analyze/google-2011"] == "unchanged"
+    assert second["statistics/google-2011"] == "unchanged"
     assert derived.read_bytes() == first_derived_bytes
 
     new_part = raw / "task_events/part-00098-of-00099.csv.gz"
@@ -117,7 +117,7 @@ def test_an_unchanged_night_reuses_the_report_pages_and_a_changed_input_rebuilds
     doc = json.loads((reused / "run.json").read_text(encoding="utf-8"))
     assert doc["pages_from"] == built.name
     assert {(t["stage"], t["status"]) for t in doc["timings"]} >= {
-        ("analyze", "unchanged"),
+        ("statistics", "unchanged"),
         ("report", "unchanged"),
     }
     assert [p.name for p in reused.glob("*.html")] == ["index.html"]  # no page of its own

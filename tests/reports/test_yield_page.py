@@ -11,13 +11,13 @@ import pytest
 from stage_checks import recorded_parameters, run_through_registry
 
 from tracelab.analysis.common.stage_api import option_values
-from tracelab.analysis.vcsched.options import YieldParams
-from tracelab.analysis.vcsched.stage import (
+from tracelab.analysis.yield_.options import YieldParams
+from tracelab.analysis.yield_.stage import (
     yield_results,
 )
 from tracelab.reports.model import InputsMissing, Number, PageContext
 from tracelab.reports.numfmt import fmt
-from tracelab.reports.pages.vcsched import _same_lines, yield_headline, yield_sections
+from tracelab.reports.pages.yield_ import _same_lines, yield_headline, yield_sections
 
 TRACE = "google-2011"
 
@@ -156,7 +156,7 @@ def test_the_stage_run_through_the_registry_records_its_grid_and_the_page_states
 
 
 def test_trace_section(tmp_path: Path) -> None:
-    from vcsched_helpers import write_lake
+    from yield_helpers import write_lake
 
     write_lake(tmp_path)
     params = YieldParams(

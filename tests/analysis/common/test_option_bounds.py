@@ -69,14 +69,14 @@ def test_every_float_option_refuses_nan_and_inf(
 @pytest.mark.parametrize(
     "argv",
     [
-        ["admit", "--sla", "nan"],
-        ["admit", "--arrival-rate", "inf"],
-        ["place", "--target-load", "nan"],
-        ["place", "--host-memory-gb", "nan"],
+        ["admission", "--sla", "nan"],
+        ["admission", "--arrival-rate", "inf"],
+        ["placement", "--target-load", "nan"],
+        ["placement", "--host-memory-gb", "nan"],
         ["yield", "--slacks", "0.2,nan"],
         ["yield", "--yield-tolerance", "nan"],
-        ["pack", "--av-factors", "nan"],
-        ["pack", "--capacity", "inf"],
+        ["packing", "--av-factors", "nan"],
+        ["packing", "--capacity", "inf"],
     ],
 )
 def test_the_command_line_refuses_them_in_one_line(
@@ -91,9 +91,12 @@ def test_the_command_line_refuses_them_in_one_line(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["admit", "--horizon-hours", "1e308"], "--horizon-hours 1e+308: must be at most 876000"),
-        (["admit", "--runs", "999999999"], "--runs 999999999: must be at most 1000000"),
-        (["analyze", "--ad-pool", "999999999"], "must be at most"),
+        (
+            ["admission", "--horizon-hours", "1e308"],
+            "--horizon-hours 1e+308: must be at most 876000",
+        ),
+        (["admission", "--runs", "999999999"], "--runs 999999999: must be at most 1000000"),
+        (["statistics", "--ad-pool", "999999999"], "must be at most"),
     ],
 )
 def test_sizes_have_upper_bounds(

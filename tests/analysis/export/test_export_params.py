@@ -271,7 +271,7 @@ def test_csv_is_a_tidy_table_of_parameters_and_arrays_go_to_their_own_file(
 
 
 def test_no_results_is_a_clear_error(tmp_path: Path) -> None:
-    with pytest.raises(TracelabError, match="run `tracelab fit` or `tracelab analyze` first"):
+    with pytest.raises(TracelabError, match="run `tracelab priors` or `tracelab statistics` first"):
         params_document(tmp_path)
 
 
@@ -296,7 +296,7 @@ def test_export_params_and_cli(
     assert "wrote" in capsys.readouterr().out
     (data_dir / "none").mkdir()  # exists, but holds no stage results
     assert main(["export", "--data", str(data_dir / "none")]) == 1
-    assert "run `tracelab analyze --trace google-2011`" in capsys.readouterr().err
+    assert "run `tracelab statistics --trace google-2011`" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,6 @@ import duckdb
 import polars as pl
 import pytest
 
-from tracelab.analysis.common.sql import load_sql
 from tracelab.analysis.lake import derive
 from tracelab.analysis.synthetic import generate_trace
 from tracelab.flows.ingest import run_ingest
@@ -37,18 +36,21 @@ def _derive_all(lake: Path, out: Path) -> dict[str, pl.DataFrame]:
         result = derive.check_violations(con, check, params)
         assert result.holds, derive.failed_checks_message([result])
     assert derive.check_names(TRACE), "no google-2019 invariant checks found"
-    # its own checks, and the shared marts' checks over its staging
+    # the shared marts' checks over its staging (it has no table of its own)
     shared = {"checks/assert_machine_capacity_non_negative"}
     shared.add("checks/assert_machine_capacity_mix_matches_series")
     shared.add("checks/assert_events_by_priority_covers_events")
     for times_check in ("durations_non_negative", "missing_info_valid", "one_row_per_incarnation"):
         shared.add(f"checks/assert_task_times_{times_check}")
     shared.add("checks/assert_task_lifecycles_one_row_per_task")
+    shared.add("checks/assert_task_transitions_one_row_per_event")
+    shared.add("checks/assert_transition_counts_cover_transitions")
+    shared.add("checks/assert_queue_length_non_negative")
+    shared.add("checks/assert_running_tasks_non_negative")
+    shared.add("checks/assert_task_usage_stats_ordered")
+    shared.add("checks/assert_task_usage_stats_one_row_per_task")
     shared.add("checks/assert_task_times_hourly_censored_within_scheduled")
-    assert shared <= set(derive.check_names(TRACE))
-    assert all("g2019" in load_sql(c) or c in shared for c in derive.check_names(TRACE)), (
-        derive.check_names(TRACE)
-    )
+    assert set(derive.check_names(TRACE)) == shared
     return {name: pl.read_parquet(out / f"{name}.parquet") for name in tables}
 
 
@@ -67,7 +69,7 @@ def test_every_transition_of_the_generator_is_in_the_documented_graph(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    transitions = tables["fct_g2019_instance_transitions"]
+    transitions = tables["fct_task_transitions"]
     verdicts = transitions["allowed_by_documented_graph"]
     # the generator only takes documented steps; each instance's first event has no verdict
     assert verdicts.null_count() == truth["instances"]
@@ -78,9 +80,9 @@ def test_running_and_queue_at_the_end_match_the_truth(
     generated: tuple[dict[str, Any], dict[str, pl.DataFrame]],
 ) -> None:
     truth, tables = generated
-    running = tables["agg_g2019_running_instances"].sort("time")
-    assert running["running_instances"][-1] == truth["instances_running_at_end"]
-    queue = tables["agg_g2019_queue_length"]
+    running = tables["agg_running_tasks"].sort("time")
+    assert running["running_tasks"][-1] == truth["instances_running_at_end"]
+    queue = tables["agg_queue_length"]
     # every SUBMIT of the generator is in the data: nothing is scheduled without one
     assert queue["unqueued_schedules"].sum() == 0
     assert queue["submits"].sum() == truth["event_counts"]["instance_events"]["0"]
@@ -111,11 +113,10 @@ def test_usage_stats_recover_each_instances_cpu_level(
 ) -> None:
     truth, tables = generated
     mu = {(t["collection_id"], t["instance_index"]): t["mu_cpu"] for t in truth["instance_truths"]}
-    stats = tables["fct_g2019_instance_usage_stats"].filter(pl.col("n_windows") >= 12)
+    stats = tables["fct_task_usage_stats"].filter(pl.col("n_windows") >= 12)
     assert stats.height > 50
     ratios = [
-        r["avg_mean"] / mu[(r["collection_id"], r["instance_index"])]
-        for r in stats.iter_rows(named=True)
+        r["avg_mean"] / mu[(r["job_id"], r["task_index"])] for r in stats.iter_rows(named=True)
     ]
     # avg = mu x U(0.8, 1.2) (float32): a window's ratio has sd 0.4 / sqrt(12) = 0.115, a mean of
     # >= 12 windows <= 0.033; the ratio's mean over the instances is 1 within a few of those
@@ -170,4 +171,4 @@ def test_real_shard_machine_capacity(real_dir: Path, tmp_path: Path, prefect_har
         501,
     )
     # the instance tables of a trace with machine_events only are empty, not missing
-    assert tables["fct_g2019_instance_transitions"].height == 0
+    assert tables["fct_task_transitions"].height == 0

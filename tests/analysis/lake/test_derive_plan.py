@@ -255,16 +255,18 @@ def test_checks_catch_what_they_promise() -> None:
             "time": [0, 600_000_000, 700_000_000],
             "queue_length_paper": [-5, 0, 1],
             "queue_length": [-5, -1, 1],
+            # the batch-queued tasks are part of the waiting ones: 2 of 1 is a violation
+            "queued_length": [0, 0, 2],
         }
     )
     _table(con, "agg_queue_length", queue)
     # before the window starts a partial history may dip below zero; from then on it may not
     result = derive.check_violations(con, "checks/assert_queue_length_non_negative", params)
-    assert result.rows == ((600_000_000, 0, -1),)
+    assert result.rows == ((600_000_000, 0, -1, 0), (700_000_000, 1, 1, 2))
     message = derive.failed_checks_message([dup, sums, result])
     assert message is not None
     assert "3 invariant check(s) failed" in message
-    assert "assert_queue_length_non_negative: 1 offending row(s)" in message
+    assert "assert_queue_length_non_negative: 2 offending row(s)" in message
 
 
 def test_no_lake_is_a_clear_error(tmp_path: Path) -> None:

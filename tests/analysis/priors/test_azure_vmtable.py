@@ -1,4 +1,4 @@
-"""The vmtable input of `tracelab fit`: which files become the view ``vmtable``, and which are refused."""
+"""The vmtable input of `tracelab priors`: which files become the view ``vmtable``, and which are refused."""
 
 from __future__ import annotations
 

@@ -44,7 +44,7 @@ def analyzed(tmp_path_factory: pytest.TempPathFactory, prefect_harness: None) ->
         ["ingest", "--trace", TRACE],
         ["derive", "--trace", TRACE],
         [
-            "analyze",
+            "statistics",
             "--trace",
             TRACE,
             "--seed",
