@@ -142,6 +142,9 @@ def test_the_schedule_command_refuses_the_same_config_in_one_line(
     assert "outside the data directory" in err[0]
 
 
+_BUSY_RETRIES = 5
+
+
 def _request(
     url: str,
     *,
@@ -158,13 +161,19 @@ def _request(
         data = json.dumps(body).encode()
         sent["Content-Type"] = "application/json"
     request = urllib.request.Request(url, data=data, method=method, headers=sent)
-    try:
-        with urllib.request.urlopen(request, timeout=20) as reply:
-            raw = reply.read()
-            is_json = reply.headers.get("content-type", "").startswith("application/json")
-            return reply.status, dict(reply.headers), json.loads(raw) if is_json else raw
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+    # the server answers 503 while its SQLite database is busy (a loaded machine); Prefect's own
+    # client retries those, and so does this test
+    for attempt in range(_BUSY_RETRIES + 1):
+        try:
+            with urllib.request.urlopen(request, timeout=20) as reply:
+                raw = reply.read()
+                is_json = reply.headers.get("content-type", "").startswith("application/json")
+                return reply.status, dict(reply.headers), json.loads(raw) if is_json else raw
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503 or attempt == _BUSY_RETRIES:
+                return exc.code, dict(exc.headers), exc.read()
+            time.sleep(1 + attempt)
+    raise AssertionError("unreachable")
 
 
 def _port_open(port: int) -> bool:
