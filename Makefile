@@ -8,7 +8,7 @@ FILE_LIST := build/package-files.txt
 LOCK := requirements.lock
 CODE := flows analysis reports queries tests bench
 
-.PHONY: FORCE setup browser run test test-heavy test-cluster lint typecheck lock bench-ingest bench-ingest_jsonl bench-derive bench-statistics \
+.PHONY: FORCE setup browser run test test-heavy test-cluster lint typecheck lock bench-ingest bench-ingest_jsonl bench-derive bench-statistics_stage \
 	bench-packing bench-admission bench-placement bench-yield bench-fulltrace bench-check mutation-tree mutation mutation-sample clean
 
 # Installs the exact versions in requirements.lock (libraries and ruff/mypy/pytest alike), then
@@ -72,7 +72,7 @@ test-heavy: $(LINKED)
 test-cluster: $(LINKED)
 	$(BIN)/python -m pytest -m cluster tests/flows/test_dask_cluster.py
 
-bench-ingest bench-ingest_jsonl bench-derive bench-statistics bench-packing bench-admission bench-placement bench-yield bench-fulltrace: $(LINKED)
+bench-ingest bench-ingest_jsonl bench-derive bench-statistics_stage bench-packing bench-admission bench-placement bench-yield bench-fulltrace: $(LINKED)
 	$(BIN)/python bench/$(@:bench-%=%).py
 
 ## rows of docs/benchmarks.md measured before the last change to the code their bench measures

@@ -160,3 +160,11 @@ def test_the_repository_ledger_has_one_current_row_per_benchmark() -> None:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         assert len(cells) == 6, f"not 6 columns: {line[:80]}"
         assert all(cells), f"a row without figure or machine: {line[:80]}"
+
+
+def test_no_bench_script_shadows_a_standard_library_module() -> None:
+    # a bench runs as `python bench/<name>.py`, so bench/ is first on sys.path: a bench named
+    # statistics.py would be what `import statistics` finds in every other bench
+    names = {p.stem for p in (Path(__file__).resolve().parent.parent / "bench").glob("*.py")}
+    assert names, "no bench scripts found"
+    assert not names & set(sys.stdlib_module_names)

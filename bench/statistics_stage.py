@@ -2,9 +2,9 @@
 
 Run by hand (never in tests)::
 
-    .venv/bin/python bench/statistics.py                      # 20M usage rows, 100k long tasks
-    .venv/bin/python bench/statistics.py --rows 2000000       # quicker
-    .venv/bin/python bench/statistics.py --data DIR           # an existing data dir (derive done)
+    .venv/bin/python bench/statistics_stage.py                # 20M usage rows, 100k long tasks
+    .venv/bin/python bench/statistics_stage.py --rows 2000000 # quicker
+    .venv/bin/python bench/statistics_stage.py --data DIR     # an existing data dir (derive done)
 
 Without ``--data`` it writes a synthetic task_usage lake and the three derived tables the stages
 read (Gamma-distributed inst per task, avg a smoothed copy; numpy/polars, vectorised) into a
